@@ -1,0 +1,208 @@
+/// Carrying out what the job state machine decided, and hook verdicts.
+extension EngineLoop {
+    /// Feeds an input to a job's state machine and performs the resulting actions.
+    func feed(_ id: DownloadID, _ input: JobState.Input) {
+        guard let job = jobs[id] else { return }
+        feed(job, input)
+    }
+
+    func feed(_ job: Job, _ input: JobState.Input) {
+        perform(job.state.handle(input), job)
+    }
+
+    func perform(_ actions: [JobState.Action], _ job: Job) {
+        for action in actions {
+            switch action {
+            case .startTransfer:
+                startTransfer(job)
+            case .continueTransfer:
+                continueTransfer(job)
+            case .abortTransfer(let keepPart):
+                guard let transfer = job.transfer else { break }
+                abort(transfer)
+                job.transfer = nil
+                job.partBytes = keepPart ? transfer.resumeOffset + transfer.received : 0
+                if job.validator == nil { job.partBytes = 0 }
+            case .removePartFile:
+                if let target = job.target { FileSystem.remove(partPath(target)) }
+                job.partBytes = 0
+            case .askResponseHook:
+                guard let hooks, let response = job.response else { break }
+                pendingHookCalls += 1
+                let id = job.id
+                hooks.response(job.info(root: root), response) { [self] verdict in
+                    post(.responseVerdict(id, verdict))
+                }
+            case .askFinishedHook:
+                guard let hooks, let result = job.result else { break }
+                pendingHookCalls += 1
+                let id = job.id
+                hooks.finished(job.info(root: root), result) { [self] verdict in
+                    post(.finishedVerdict(id, verdict))
+                }
+            case .askFailedHook(let retrying):
+                guard let hooks, let error = job.state.pendingError else { break }
+                pendingHookCalls += 1
+                let id = job.id
+                hooks.failed(job.info(root: root), error, retrying: retrying) { [self] verdict in
+                    post(.failureVerdict(id, verdict))
+                }
+            case .scheduleRetry(let delay):
+                timers.push((EngineLoop.now() + delay, job.id))
+            case .enqueue:
+                scheduler.enqueue(job.id, host: job.host, priority: job.request.priority)
+            case .dequeue:
+                scheduler.withdraw(job.id)
+            case .releaseSlot:
+                scheduler.finished(job.id)
+            case .emitRetrying(let error, let delay):
+                emit(.retrying(job.info(root: root), error, delay: delay))
+            case .emitFinished:
+                finish(job, .finished(job.result!))
+            case .emitFailed(let error):
+                finish(job, .failed(error))
+            case .emitSkipped(let reason):
+                finish(job, .skipped(reason))
+            case .emitCancelled:
+                finish(job, .cancelled)
+            case .emitPaused:
+                emit(.paused(job.info(root: root)))
+            }
+        }
+    }
+
+    /// Records a terminal outcome: counts, the terminal event, waiters.
+    func finish(_ job: Job, _ outcome: DownloadOutcome) {
+        job.outcome = outcome
+        openJobs -= 1
+        if let target = job.target { reservedPaths.remove(target.relative) }
+        let info = job.info(root: root)
+        switch outcome {
+        case .finished(let result):
+            summary.finished += 1
+            summary.bytes += result.bytes
+            if result.unchanged { summary.unchanged += 1 }
+            emit(.finished(info, result))
+        case .failed(let error):
+            summary.failed += 1
+            emit(.failed(info, error))
+        case .skipped(let reason):
+            summary.skipped += 1
+            emit(.skipped(info, reason: reason))
+        case .cancelled:
+            summary.cancelled += 1
+            emit(.cancelled(info))
+        }
+        for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(outcome) }
+    }
+
+    /// The response hook answered: rename if asked, then let the bytes flow.
+    func applyResponseVerdict(_ id: DownloadID, _ verdict: ResponseVerdict) {
+        guard let job = jobs[id], job.state.phase == .awaitingVerdict else { return }
+        guard case .proceed(let name, let directory) = verdict, name != nil || directory != nil
+        else { return feed(job, .responseVerdict(verdict)) }
+        do throws(DownloadError) {
+            let old = job.target
+            let renamed = try TargetPath.resolve(
+                root: root, directory: directory ?? old?.directory,
+                name: name ?? old?.name ?? "download")
+            if let old { reservedPaths.remove(old.relative) }
+            job.target = nil
+            job.target = try chooseTarget(
+                Job(id: id, request: DownloadRequest(url: job.request.url, name: renamed.name, directory: renamed.directory), host: job.host),
+                suggested: renamed.name)
+            if let old, let transfer = job.transfer, transfer.resumeOffset > 0 {
+                // Bytes resumed under the old name move with the rename.
+                _ = FileSystem.moveNoClobber(partPath(old), partPath(job.target!))
+            }
+        } catch {
+            return feed(job, .responseVerdict(.fail(error)))
+        }
+        feed(job, .responseVerdict(verdict))
+    }
+
+    /// Opens the part file and lets a transfer held for the response hook go on.
+    func continueTransfer(_ job: Job) {
+        guard let transfer = job.transfer else {
+            return
+        }
+        if !openPartFile(job, transfer) {
+            return attemptFailed(job, transfer.abortError!)
+        }
+        transfer.holding = false
+        if job.completedWhileHolding {
+            job.completedWhileHolding = false
+            job.transfer = nil
+            return bodyComplete(job, transfer)
+        }
+        transfer.easy.unpause()
+    }
+
+    /// The finished hook answered: move the file if asked, then end the download.
+    func applyFinishedVerdict(_ id: DownloadID, _ verdict: FinishedVerdict) {
+        guard let job = jobs[id], job.state.phase == .finalizing else { return }
+        guard case .keep(let name, let directory) = verdict, name != nil || directory != nil,
+            let old = job.target
+        else { return feed(job, .finishedVerdict(verdict)) }
+        do throws(DownloadError) {
+            var moved = try TargetPath.resolve(
+                root: root, directory: directory ?? old.directory, name: name ?? old.name)
+            if moved != old {
+                let folder = moved.directory.isEmpty ? root : root + "/" + moved.directory
+                if let code = FileSystem.makeDirectories(folder) {
+                    throw FileErrors.io("cannot create directory", folder, errno: code)
+                }
+                try moved.checkSymlinks(root: root)
+                moved.name = CollisionName.firstFree(for: moved.name, in: moved.directory) {
+                    FileSystem.exists(root + "/" + (moved.directory.isEmpty ? $0 : moved.directory + "/" + $0))
+                }
+                if let code = FileSystem.moveNoClobber(finalPath(old), finalPath(moved)) {
+                    throw FileErrors.io("cannot move \(old.relative) to", finalPath(moved), errno: code)
+                }
+                job.target = moved
+                job.result?.path = finalPath(moved)
+            }
+        } catch {
+            return feed(job, .finishedVerdict(.fail(error)))
+        }
+        feed(job, .finishedVerdict(.keep()))
+    }
+
+    /// Emits coalesced progress for transfers whose byte count moved, and fails
+    /// attempts that made no progress for `timeout` seconds. (curl's own low-speed
+    /// check averages over several seconds, so a stall after a fast start would
+    /// outlive the timeout.)
+    func tickProgress() {
+        let now = EngineLoop.now()
+        guard now >= nextProgressTick else { return }
+        nextProgressTick = now + min(configuration.progressInterval, configuration.timeout / 4)
+        var stalled: [Transfer] = []
+        for transfer in transfers.values {
+            if transfer.activity != transfer.watchedActivity || transfer.holding {
+                transfer.watchedActivity = transfer.activity
+                transfer.lastActiveAt = now
+            } else if now - transfer.lastActiveAt >= configuration.timeout {
+                stalled.append(transfer)
+            }
+        }
+        for transfer in stalled {
+            guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
+            attemptFailed(job, DownloadError(.timeout, "no progress from \(job.currentURL) for \(configuration.timeout.formatted) s"))
+        }
+        for transfer in transfers.values {
+            guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
+            let bytes = job.bytes
+            guard bytes != job.reportedBytes else { continue }
+            if job.reportedBytes >= 0 && now > job.reportedAt {
+                let instant = Double(bytes - job.reportedBytes) / (now - job.reportedAt)
+                job.rate = job.rate == 0 ? instant : job.rate * 0.7 + instant * 0.3
+            }
+            job.reportedBytes = bytes
+            job.reportedAt = now
+            let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.rate)
+            let info = job.info(root: root)
+            emit(.progress(info, progress))
+            if interests.contains(.progress) { hooks?.progress(info, progress) }
+        }
+    }
+}

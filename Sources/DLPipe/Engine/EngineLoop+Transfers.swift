@@ -1,0 +1,281 @@
+internal import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starting transfers, reading their responses, and ending them.
+extension EngineLoop: TransferOwner {
+    /// Configures a handle for the job's next request and adds it to the multi handle.
+    func startTransfer(_ job: Job) {
+        if job.startedAt == nil { job.startedAt = EngineLoop.now() }
+        let easy = idleHandles.popLast() ?? CurlEasy()
+        easy.reset()
+        let transfer = Transfer(id: job.id, easy: easy, owner: self)
+        transfer.installCallbacks()
+        easy.set(CURLOPT_URL, job.currentURL)
+        easy.set(CURLOPT_NOSIGNAL, 1)
+        // Redirects are followed by the engine, hop by hop, so that schemes and
+        // credentials are checked at every hop (see followRedirect).
+        easy.set(CURLOPT_FOLLOWLOCATION, 0)
+        easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        easy.set(CURLOPT_USERAGENT, configuration.userAgent)
+        easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.timeout * 1000))
+        // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
+        // fewer write(2) calls per megabyte on fast links.
+        easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+        var lines = headerLines(for: job)
+        if job.partBytes > 0, let validator = job.validator, job.target != nil {
+            transfer.resumeOffset = job.partBytes
+            lines.append("Range: bytes=\(job.partBytes)-")
+            lines.append("If-Range: \(validator)")
+        } else {
+            job.partBytes = 0
+        }
+        easy.setHeaders(lines)
+        transfer.lastActiveAt = EngineLoop.now()
+        transfers[easy.handle] = transfer
+        job.transfer = transfer
+        multi.add(easy)
+        applyRateLimit()
+    }
+
+    /// The caller's headers, minus credentials once a redirect left the first host.
+    private func headerLines(for job: Job) -> [String] {
+        let sameHost = URLParts(job.currentURL)?.hostPort == URLParts(job.request.url)?.hostPort
+        let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+        return job.request.headers.sorted { $0.key < $1.key }.compactMap { name, value in
+            if !sameHost && credentials.contains(name.lowercased()) { return nil }
+            return "\(name): \(value)"
+        }
+    }
+
+    /// Splits the global rate limit evenly over the running transfers.
+    func applyRateLimit() {
+        guard let limit = configuration.rateLimit, !transfers.isEmpty else { return }
+        let share = max(1, limit / transfers.count)
+        for transfer in transfers.values {
+            transfer.easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: Int64(share))
+        }
+    }
+
+    /// The body of the final response begins (called from the write callback).
+    func bodyStarts(_ transfer: Transfer) -> BodyDecision {
+        guard let job = jobs[transfer.id] else { return .abort }
+        return readResponse(job, transfer)
+    }
+
+    /// Judges the response head: redirect, error, restart or resume, the file
+    /// name, and whether a hook must see it before any byte is written.
+    func readResponse(_ job: Job, _ transfer: Transfer) -> BodyDecision {
+        let status = transfer.easy.long(CURLINFO_RESPONSE_CODE)
+        let headers = transfer.headers
+        if (300..<400).contains(status), headers["location"] != nil {
+            transfer.redirect = true
+            return .discard
+        }
+        if status == 416 && transfer.resumeOffset > 0 {
+            // The part file is not a prefix the server recognises: start over.
+            job.partBytes = 0
+            job.validator = nil
+            transfer.abortError = DownloadError(.network, "the server refused to resume at byte \(transfer.resumeOffset) (HTTP 416); starting over", status: 416)
+            return .abort
+        }
+        if status >= 400 || status < 200 {
+            let retryAfter = headers["retry-after"].flatMap { RetryAfter.seconds($0) }
+            transfer.abortError = DownloadError(
+                .http, "HTTP \(status) from \(job.currentURL)", status: status,
+                retryAfter: retryAfter.map { min($0, configuration.backoffCap) })
+            return .abort
+        }
+        var length = transfer.easy.offset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
+        if transfer.resumeOffset > 0 {
+            if status == 206, let start = ContentRange.start(headers["content-range"]),
+                start == transfer.resumeOffset
+            {
+                if length >= 0 { length += start }
+            } else if status == 206 {
+                job.partBytes = 0
+                job.validator = nil
+                transfer.abortError = DownloadError(.network, "the server sent a range that does not start at byte \(transfer.resumeOffset)")
+                return .abort
+            } else {
+                // 200 to a range request: the server ignored the range or the
+                // resource changed (If-Range). Start over: never a mixed file.
+                transfer.resumeOffset = 0
+            }
+        }
+        job.validator = Validator.forIfRange(etag: headers["etag"], lastModified: headers["last-modified"])
+        let type = MediaType.essence(headers["content-type"])
+        let suggested = SuggestedName.make(
+            contentDisposition: headers["content-disposition"], url: job.currentURL,
+            contentType: type)
+        let response = ResponseInfo(
+            status: status, headers: headers, type: type, length: length >= 0 ? length : nil,
+            filename: suggested, url: job.currentURL)
+        job.response = response
+        if job.target == nil {
+            do {
+                job.target = try chooseTarget(job, suggested: suggested)
+            } catch {
+                transfer.abortError = error
+                return .abort
+            }
+        }
+        let actions = job.state.handle(.responseArrived(askHook: interests.contains(.response)))
+        emit(.response(job.info(root: root), response))
+        if actions.contains(.askResponseHook) {
+            perform(actions, job)
+            return .pause
+        }
+        return openPartFile(job, transfer) ? .write : .abort
+    }
+
+    /// Picks the target for a first response: the caller's name or the server's,
+    /// checked, and moved aside (`name.1.ext`) from files dlpipe did not write.
+    func chooseTarget(_ job: Job, suggested: String) throws(DownloadError) -> TargetPath {
+        let name = job.request.name ?? suggested
+        var target = try TargetPath.resolve(root: root, directory: job.request.directory, name: name)
+        target.name = CollisionName.firstFree(for: target.name, in: target.directory) { candidate in
+            let relative = target.directory.isEmpty ? candidate : target.directory + "/" + candidate
+            return reservedPaths.contains(relative) || FileSystem.exists(root + "/" + relative)
+                || FileSystem.exists(root + "/" + relative + ".part")
+        }
+        reservedPaths.insert(target.relative)
+        return target
+    }
+
+    /// Opens the part file (and the hasher) for the transfer; false on failure.
+    func openPartFile(_ job: Job, _ transfer: Transfer) -> Bool {
+        guard let target = job.target else { return false }
+        let directory = target.directory.isEmpty ? root : root + "/" + target.directory
+        if let code = FileSystem.makeDirectories(directory) {
+            transfer.abortError = FileErrors.io("cannot create directory", directory, errno: code)
+            return false
+        }
+        let path = partPath(target)
+        do {
+            transfer.file = try PartFile(path: path, keeping: transfer.resumeOffset)
+        } catch {
+            transfer.abortError = error
+            return false
+        }
+        if job.request.sha256 != nil || configuration.alwaysHash {
+            let hasher = SHA256Hasher()
+            if transfer.resumeOffset > 0 {
+                hasher.feed(file: path, upTo: transfer.resumeOffset)
+            }
+            transfer.hasher = hasher
+        }
+        return true
+    }
+
+    func partPath(_ target: TargetPath) -> String { root + "/" + target.relative + ".part" }
+    func finalPath(_ target: TargetPath) -> String { root + "/" + target.relative }
+
+    /// Reads every transfer that ended; returns how many.
+    func handleCompletions() -> Int {
+        let done = multi.completions()
+        for completion in done {
+            guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
+            multi.remove(transfer.easy)
+            idleHandles.append(transfer.easy)
+            transfer.file?.closeFile()
+            guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
+            job.transfer = nil
+            job.partBytes = transfer.resumeOffset + transfer.received
+            transferEnded(job, transfer, code: completion.code)
+        }
+        if !done.isEmpty { applyRateLimit() }
+        return done.count
+    }
+
+    private func transferEnded(_ job: Job, _ transfer: Transfer, code: Int) {
+        if let error = transfer.abortError { return attemptFailed(job, error) }
+        if code != Int(CURLE_OK.rawValue) {
+            return attemptFailed(job, CurlErrors.map(code, transfer.easy, url: job.currentURL))
+        }
+        if !transfer.bodyDecided {
+            // An empty body: the write callback never ran, so judge the head now.
+            transfer.bodyDecided = true
+            switch readResponse(job, transfer) {
+            case .write, .discard: break
+            case .pause:
+                job.completedWhileHolding = true
+                return
+            case .abort: return attemptFailed(job, transfer.abortError!)
+            }
+        }
+        if transfer.redirect { return followRedirect(job, transfer) }
+        bodyComplete(job, transfer)
+    }
+
+    /// Starts the next hop of a redirect, in the same attempt.
+    private func followRedirect(_ job: Job, _ transfer: Transfer) {
+        guard let next = transfer.easy.string(CURLINFO_REDIRECT_URL) else {
+            return attemptFailed(job, DownloadError(.http, "a redirect from \(job.currentURL) without a usable Location"))
+        }
+        guard let parts = URLParts(next), parts.isHTTP else {
+            return attemptFailed(job, DownloadError(.http, "refused a redirect to \(quoted(next)): only http and https are followed"))
+        }
+        job.hops += 1
+        guard job.hops <= configuration.maxRedirects else {
+            return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(job.request.url)"))
+        }
+        job.currentURL = next
+        job.partBytes = job.target == nil ? 0 : job.partBytes
+        startTransfer(job)
+    }
+
+    /// The body is all here: check it, put it under its final name, raise `finished`.
+    func bodyComplete(_ job: Job, _ transfer: Transfer) {
+        guard let target = job.target else { return }
+        let size = transfer.resumeOffset + transfer.received
+        if let expected = job.response?.length, size != expected {
+            return attemptFailed(job, DownloadError(.network, "the body ended after \(size) of \(expected) bytes"))
+        }
+        if transfer.file == nil, !openPartFile(job, transfer) {
+            return attemptFailed(job, transfer.abortError!)
+        }
+        let digest = transfer.hasher?.finalHex()
+        if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
+            FileSystem.remove(partPath(target))
+            job.partBytes = 0
+            return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
+        }
+        transfer.file?.closeFile()
+        var final = target
+        while let code = FileSystem.moveNoClobber(partPath(target), finalPath(final)) {
+            guard code == EEXIST else {
+                return attemptFailed(job, FileErrors.io("cannot rename into place", finalPath(final), errno: code))
+            }
+            // Someone else created the name meanwhile: never clobber, take the next one.
+            final.name = CollisionName.firstFree(for: target.name, in: target.directory) {
+                FileSystem.exists(root + "/" + (target.directory.isEmpty ? $0 : target.directory + "/" + $0))
+            }
+        }
+        job.target = final
+        job.partBytes = 0
+        job.result = FinishedInfo(
+            path: finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false)
+        feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
+    }
+
+    /// One attempt failed: the retry policy and the `failed` hook decide what next.
+    func attemptFailed(_ job: Job, _ error: DownloadError) {
+        if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
+        if job.validator == nil { job.partBytes = 0 }
+        job.hops = 0
+        job.currentURL = job.request.url
+        let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
+        feed(job, .transferFailed(error, policyDelay: delay, askHook: interests.contains(.failed)))
+    }
+
+    /// Stops all transfers (at shutdown), keeping part files.
+    func abort(_ transfer: Transfer) {
+        transfers.removeValue(forKey: transfer.easy.handle)
+        multi.remove(transfer.easy)
+        idleHandles.append(transfer.easy)
+        transfer.file?.closeFile()
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import Synchronization
+
+/// The engine's one thread: it owns the jobs, the scheduler and the curl multi
+/// handle, and runs `curl_multi_poll` for every transfer. Other threads talk to it
+/// only through `post`, which queues a command and wakes the poll.
+final class EngineLoop: @unchecked Sendable {
+    // @unchecked: everything below `inbox` is touched only on the loop thread;
+    // `inbox` is a Mutex and `multi.wakeup` is curl's one thread-safe call.
+
+    enum Command {
+        case add(DownloadID, DownloadRequest)
+        case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
+        case responseVerdict(DownloadID, ResponseVerdict)
+        case finishedVerdict(DownloadID, FinishedVerdict)
+        case failureVerdict(DownloadID, FailureVerdict)
+        case drainedVerdict(Int?)
+        case waitIdle(@Sendable (RunSummary, Int?) -> Void)
+        case waitOutcome(DownloadID, @Sendable (DownloadOutcome?) -> Void)
+        case stop
+    }
+
+    let configuration: EngineConfiguration
+    /// The output directory, absolute and canonical.
+    let root: String
+    let hooks: (any DownloadHooks)?
+    let interests: HookInterests
+    let events: EventHub
+    let policy: RetryPolicy
+
+    private let inbox = Mutex<[Command]>([])
+    let multi: CurlMulti
+    private var thread: Thread?
+
+    var jobs: [DownloadID: Job] = [:]
+    var scheduler: Scheduler
+    var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+    var idleHandles: [CurlEasy] = []
+    /// Retry timers: (due time, id).
+    var timers = Heap<(Double, DownloadID)>(by: { $0.0 < $1.0 })
+    /// Relative paths (final names) held by unfinished downloads.
+    var reservedPaths: Set<String> = []
+    /// Downloads already queued, by URL and requested target, so a repeat is queued once.
+    var queuedKeys: [String: DownloadID] = [:]
+    var openJobs = 0
+    var pendingHookCalls = 0
+    var summary = RunSummary()
+    var exitCode: Int?
+    /// Work arrived since the last drain: the next idle moment is a drain.
+    var drainPending = false
+    var askedDrainHook = false
+    var idleWaiters: [@Sendable (RunSummary, Int?) -> Void] = []
+    var outcomeWaiters: [DownloadID: [@Sendable (DownloadOutcome?) -> Void]] = [:]
+    var nextProgressTick = 0.0
+    let startedAt = EngineLoop.now()
+    private var stopped = false
+
+    init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub) {
+        self.configuration = configuration
+        self.root = root
+        self.hooks = hooks
+        self.interests = hooks?.interests ?? []
+        self.events = events
+        self.policy = RetryPolicy(
+            retries: configuration.retries, base: configuration.backoffBase,
+            cap: configuration.backoffCap)
+        self.scheduler = Scheduler(
+            concurrency: configuration.concurrency, perHost: configuration.perHost)
+        self.multi = CurlMulti(maxConnectsPerHost: configuration.perHost)
+    }
+
+    /// Starts the thread.
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "dlpipe-engine"
+        thread.stackSize = 1 << 20
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Queues a command for the loop thread and wakes it. Safe from any thread.
+    func post(_ command: Command) {
+        inbox.withLock { $0.append(command) }
+        multi.wakeup()
+    }
+
+    /// Monotonic seconds.
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    private func run() {
+        while !stopped {
+            let commands = inbox.withLock { box -> [Command] in
+                let taken = box
+                box.removeAll(keepingCapacity: true)
+                return taken
+            }
+            for command in commands { handle(command) }
+            fireDueTimers()
+            startQueued()
+            multi.perform()
+            let completed = handleCompletions()
+            tickProgress()
+            checkIdle()
+            if stopped { break }
+            if completed > 0 && scheduler.queued > 0 { continue }
+            multi.poll(milliseconds: pollTimeout())
+        }
+        shutDownTransfers()
+    }
+
+    private func handle(_ command: Command) {
+        switch command {
+        case .add(let id, let request): add(id, request)
+        case .pause(let id): feed(id, .pause)
+        case .resume(let id): feed(id, .resume)
+        case .cancel(let id): feed(id, .cancel)
+        case .responseVerdict(let id, let verdict):
+            pendingHookCalls -= 1
+            applyResponseVerdict(id, verdict)
+        case .finishedVerdict(let id, let verdict):
+            pendingHookCalls -= 1
+            applyFinishedVerdict(id, verdict)
+        case .failureVerdict(let id, let verdict):
+            pendingHookCalls -= 1
+            feed(id, .failureVerdict(verdict))
+        case .drainedVerdict(let code):
+            pendingHookCalls -= 1
+            if let code { exitCode = code }
+        case .waitIdle(let reply):
+            if openJobs == 0 && pendingHookCalls == 0 && !drainPending {
+                reply(summary, exitCode)
+            } else {
+                idleWaiters.append(reply)
+            }
+        case .waitOutcome(let id, let reply):
+            if let job = jobs[id], job.outcome == nil {
+                outcomeWaiters[id, default: []].append(reply)
+            } else {
+                reply(jobs[id]?.outcome)
+            }
+        case .stop:
+            stopped = true
+        }
+    }
+
+    private func add(_ id: DownloadID, _ request: DownloadRequest) {
+        let key = request.url + "\u{0}" + (request.directory ?? "") + "\u{0}" + (request.name ?? "")
+        let host = URLParts(request.url)?.hostPort ?? ""
+        let job = Job(id: id, request: request, host: host)
+        jobs[id] = job
+        if queuedKeys[key] != nil {
+            // The same URL into the same target: queued once (SPEC 1.1). The repeat
+            // ends at once as skipped so every id still gets its terminal event.
+            job.state.endBeforeStart(.skipped)
+            openJobs += 1
+            emit(.queued(job.info(root: root)))
+            finish(job, .skipped("duplicate of download \(queuedKeys[key]!)"))
+            return
+        }
+        queuedKeys[key] = id
+        openJobs += 1
+        drainPending = true
+        askedDrainHook = false
+        emit(.queued(job.info(root: root)))
+        guard let parts = URLParts(request.url), parts.isHTTP, !parts.hostPort.isEmpty else {
+            job.state.endBeforeStart(.failed)
+            finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(request.url)): only http and https are fetched")))
+            return
+        }
+        scheduler.enqueue(id, host: host, priority: request.priority)
+    }
+
+    private func fireDueTimers() {
+        let now = EngineLoop.now()
+        while let (due, id) = timers.first, due <= now {
+            _ = timers.pop()
+            feed(id, .retryDue)
+        }
+    }
+
+    private func startQueued() {
+        while let id = scheduler.next() {
+            guard let job = jobs[id] else { continue }
+            let actions = job.state.handle(.start)
+            if actions.isEmpty {
+                scheduler.finished(id)  // not startable any more (cancelled meanwhile)
+                continue
+            }
+            perform(actions, job)
+        }
+    }
+
+    /// How long the poll may sleep: until the next timer or progress tick, at most 1 s.
+    private func pollTimeout() -> Int {
+        var wait = 1.0
+        let now = EngineLoop.now()
+        if let (due, _) = timers.first { wait = min(wait, due - now) }
+        if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
+        return max(0, Int((wait * 1000).rounded(.up)))
+    }
+
+    /// Fires `drained` when the queue is empty and nothing is pending.
+    private func checkIdle() {
+        guard openJobs == 0, pendingHookCalls == 0, drainPending || !idleWaiters.isEmpty else {
+            return
+        }
+        if drainPending && interests.contains(.drained) && !askedDrainHook, let hooks {
+            askedDrainHook = true
+            pendingHookCalls += 1
+            summary.seconds = EngineLoop.now() - startedAt
+            let snapshot = summary
+            hooks.drained(snapshot) { [self] code in post(.drainedVerdict(code)) }
+            return
+        }
+        drainPending = false
+        askedDrainHook = false
+        summary.seconds = EngineLoop.now() - startedAt
+        emit(.drained(summary))
+        let waiters = idleWaiters
+        idleWaiters = []
+        for waiter in waiters { waiter(summary, exitCode) }
+    }
+
+    private func shutDownTransfers() {
+        for job in jobs.values where job.transfer != nil {
+            perform([.abortTransfer(keepPart: true)], job)
+        }
+        let waiters = idleWaiters
+        idleWaiters = []
+        for waiter in waiters { waiter(summary, exitCode) }
+        for (_, replies) in outcomeWaiters { for reply in replies { reply(nil) } }
+        outcomeWaiters = [:]
+    }
+
+    func emit(_ event: DownloadEvent) { events.publish(event) }
+}

@@ -1,0 +1,52 @@
+/// Everything the engine loop knows about one download. Lives on the loop thread.
+final class Job {
+    let id: DownloadID
+    let request: DownloadRequest
+    /// The host used for per-host limits (of the original URL).
+    let host: String
+    var state = JobState()
+    /// Where the file goes, decided at the first response and kept across attempts.
+    var target: TargetPath?
+    /// Bytes kept in the part file from earlier attempts (the next Range start).
+    var partBytes: Int64 = 0
+    /// ETag or Last-Modified of the response the part file's bytes came from.
+    var validator: String?
+    /// The URL the current attempt asks (it moves along redirects).
+    var currentURL: String
+    /// Redirect hops taken in the current attempt.
+    var hops = 0
+    var response: ResponseInfo?
+    var transfer: Transfer?
+    /// The transfer finished while the response hook was still deciding.
+    var completedWhileHolding = false
+    var result: FinishedInfo?
+    var outcome: DownloadOutcome?
+    /// Monotonic seconds when the first attempt started.
+    var startedAt: Double?
+    /// Progress bookkeeping: the bytes and time of the last report, and the rate.
+    var reportedBytes: Int64 = -1
+    var reportedAt: Double = 0
+    var rate: Double = 0
+
+    init(id: DownloadID, request: DownloadRequest, host: String) {
+        self.id = id
+        self.request = request
+        self.host = host
+        self.currentURL = request.url
+    }
+
+    /// Bytes of the file so far, across attempts.
+    var bytes: Int64 {
+        guard let transfer else { return partBytes }
+        return transfer.resumeOffset + transfer.received
+    }
+
+    /// The job as hooks and observers see it, rooted at `root`.
+    func info(root: String) -> DownloadInfo {
+        DownloadInfo(
+            id: id, url: request.url, name: target?.name ?? request.name,
+            directory: target?.directory ?? request.directory ?? "",
+            path: target.map { root + "/" + $0.relative }, parent: request.parent,
+            attempt: max(1, state.attempt), meta: request.meta)
+    }
+}

@@ -1,0 +1,103 @@
+internal import CPosix
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `NAME.part` file a transfer writes into, by descriptor, straight from the
+/// transfer callback: no buffering of our own, no hop between threads.
+final class PartFile {
+    let path: String
+    private var fd: Int32
+
+    /// Opens (creating) the part file, keeping the first `offset` bytes for a resume
+    /// and dropping anything after them.
+    init(path: String, keeping offset: Int64) throws(DownloadError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw FileErrors.io("cannot create", path) }
+        guard ftruncate(fd, off_t(offset)) == 0, lseek(fd, off_t(offset), SEEK_SET) >= 0 else {
+            let error = FileErrors.io("cannot prepare", path)
+            close(fd)
+            throw error
+        }
+        self.path = path
+        self.fd = fd
+    }
+
+    deinit { closeFile() }
+
+    /// Writes all bytes; false with errno set when the disk refuses.
+    func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            done += n
+        }
+        return true
+    }
+
+    /// Flushes the bytes to stable storage.
+    func sync() -> Bool { fsync(fd) == 0 }
+
+    func closeFile() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+}
+
+/// File-system helpers with errors worded for people.
+enum FileErrors {
+    /// An `io` error naming the file and the system's reason (errno).
+    static func io(_ what: String, _ path: String, errno code: Int32 = errno) -> DownloadError {
+        DownloadError(.io, "\(what) \(path): \(String(cString: strerror(code)))")
+    }
+}
+
+/// Small file-system operations the engine needs.
+enum FileSystem {
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    static func size(_ path: String) -> Int64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : nil
+    }
+
+    static func remove(_ path: String) { unlink(path) }
+
+    /// Renames without ever replacing an existing file; the errno on failure.
+    static func moveNoClobber(_ from: String, _ to: String) -> Int32? {
+        if dl_rename_noreplace(from, to) == 0 { return nil }
+        let code = errno
+        // File systems without RENAME_NOREPLACE: a hard link fails on an existing
+        // name just the same, then the old name goes.
+        guard code == EINVAL || code == ENOSYS else { return code }
+        if link(from, to) == 0 {
+            unlink(from)
+            return nil
+        }
+        return errno
+    }
+
+    /// `mkdir -p`; the errno on failure.
+    static func makeDirectories(_ path: String) -> Int32? {
+        var built = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o755) != 0 && errno != EEXIST { return errno }
+        }
+        return nil
+    }
+
+    /// The canonical absolute path (symlinks resolved) of an existing path.
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

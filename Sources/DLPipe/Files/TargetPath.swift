@@ -1,0 +1,72 @@
+import Foundation
+
+/// Where a download's file goes. Names and directories from hooks or callers are
+/// checked here: they must stay inside the output directory, symlinks included.
+struct TargetPath: Equatable, Sendable {
+    /// The directory relative to the output directory ("" for the top).
+    var directory: String
+    /// The file's base name.
+    var name: String
+
+    /// The path relative to the output directory.
+    var relative: String { directory.isEmpty ? name : directory + "/" + name }
+
+    /// Validates `directory` + `name` (either may hold `/`), lexically and against
+    /// symlinks under `root` (an absolute, canonical path). Throws a `hook` error.
+    static func resolve(root: String, directory: String?, name: String) throws(DownloadError)
+        -> TargetPath
+    {
+        let joined = (directory.map { $0 + "/" } ?? "") + name
+        if joined.hasPrefix("/") {
+            throw DownloadError(.hook, "path \(quoted(joined)) is absolute; it must stay inside the output directory")
+        }
+        var parts: [Substring] = []
+        for part in joined.split(separator: "/", omittingEmptySubsequences: true) {
+            if part.contains("\0") {
+                throw DownloadError(.hook, "path \(quoted(joined)) contains a NUL byte")
+            }
+            if part == "." { continue }
+            if part == ".." {
+                guard !parts.isEmpty else {
+                    throw DownloadError(.hook, "path \(quoted(joined)) leaves the output directory")
+                }
+                parts.removeLast()
+                continue
+            }
+            parts.append(part)
+        }
+        guard let base = parts.popLast() else {
+            throw DownloadError(.hook, "path \(quoted(joined)) names no file")
+        }
+        let target = TargetPath(directory: parts.joined(separator: "/"), name: String(base))
+        try target.checkSymlinks(root: root)
+        return target
+    }
+
+    /// Fails when an existing ancestor (or the file itself) resolves outside `root`.
+    func checkSymlinks(root: String) throws(DownloadError) {
+        var path = root
+        for part in relative.split(separator: "/") {
+            path += "/" + part
+            guard FileSystem.exists(path) else { return }
+            guard let real = FileSystem.realPath(path) else { return }
+            if real != root && !real.hasPrefix(root + "/") {
+                throw DownloadError(.hook, "path \(quoted(relative)) leaves the output directory through the symlink \(quoted(path))")
+            }
+        }
+    }
+}
+
+/// A value in quotes with control characters escaped, safe to print on a terminal.
+func quoted(_ text: String) -> String {
+    var out = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar.value {
+        case 0x22: out += "\\\""
+        case 0x5C: out += "\\\\"
+        case 0..<0x20, 0x7F..<0xA0: out += String(format: "\\x%02x", scalar.value)
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out + "\""
+}

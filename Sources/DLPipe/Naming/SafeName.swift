@@ -1,0 +1,95 @@
+import Foundation
+
+/// Reduces untrusted names (from headers or URLs) to one safe file-name component.
+///
+/// Guarantees for every non-nil result: no `/`, `\`, NUL or control characters, no bidi or
+/// invisible format characters, not `.` or `..`, no leading dot, at most 255 UTF-8 bytes, NFC.
+/// It is a pure function, so the same input always yields the same output.
+enum SafeName {
+    /// Largest file name, in bytes, that common Linux filesystems (ext4, xfs, btrfs) accept.
+    static let maxBytes = 250
+    /// Extensions longer than this are not preserved when shortening (they are probably not extensions).
+    static let maxExtensionBytes = 16
+
+    /// Returns a safe base name for `raw`, or nil when nothing usable is left.
+    static func sanitize(_ raw: String) -> String? {
+        // Last component first, so no directory part (Unix or Windows style) can ever survive.
+        let scalars = raw.unicodeScalars
+        let tail = scalars.lastIndex(where: { $0 == "/" || $0 == "\\" })
+            .map { String(scalars[scalars.index(after: $0)...]) } ?? raw
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: tail.unicodeScalars.filter { !isRemoved($0) })
+        // NFC so "é" and "e\u{301}" map to the same bytes on disk. It runs after removal because
+        // removing e.g. U+200B between "e" and U+0301 makes a new, unnormalised sequence.
+        let normalized = String(kept).precomposedStringWithCanonicalMapping
+        // Trimming after removal, so hidden characters cannot shield a leading dot or space.
+        let name = trimmedEnds(normalized, leadingDots: true)
+        guard !name.isEmpty, name != ".", name != ".." else { return nil }
+        return fitted(name)
+    }
+
+    /// True for characters that are never allowed: controls, bidi overrides, invisible format chars.
+    static func isRemoved(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: true                    // C0, DEL, C1 (ESC, NEL, CSI...)
+        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true  // bidi controls
+        case 0x200B...0x200D, 0x2060, 0xFEFF: true              // zero-width / invisible
+        case 0x2028, 0x2029: true                               // line/paragraph separators break log lines
+        default: false
+        }
+    }
+
+    /// Shortens `name` to `maxBytes`, keeping a short extension; returns it unchanged if it fits.
+    static func fitted(_ name: String) -> String {
+        guard name.utf8.count > maxBytes else { return name }
+        var stem = name
+        var ext = ""
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
+            let candidate = name[name.index(after: dot)...]
+            if !candidate.isEmpty, candidate.utf8.count <= maxExtensionBytes {
+                stem = String(name[..<dot])
+                ext = "." + candidate
+            }
+        }
+        let short = trimmedEnds(prefix(of: stem, maxBytes: maxBytes - ext.utf8.count), leadingDots: false)
+        return short + ext
+    }
+
+    /// The longest prefix of `text` within `maxBytes` UTF-8 bytes, cut at a Character boundary.
+    ///
+    /// Falls back to a Unicode-scalar boundary when the first Character alone is too big
+    /// (e.g. a base letter with hundreds of combining marks), so the result is never empty
+    /// unless `maxBytes` is below 4.
+    static func prefix(of text: String, maxBytes: Int) -> String {
+        guard text.utf8.count > maxBytes else { return text }
+        var out = ""
+        var used = 0
+        for character in text {
+            let size = character.utf8.count
+            if used + size > maxBytes { break }
+            out.append(character)
+            used += size
+        }
+        if !out.isEmpty { return out }
+        var view = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            let size = String(scalar).utf8.count
+            if used + size > maxBytes { break }
+            view.append(scalar)
+            used += size
+        }
+        return String(view)
+    }
+
+    /// Trims whitespace and dots at the end, whitespace at the start, and leading dots if asked.
+    private static func trimmedEnds(_ text: String, leadingDots: Bool) -> String {
+        let scalars = Array(text.unicodeScalars)
+        let isTrimmed: (Unicode.Scalar) -> Bool = { $0.properties.isWhitespace || $0 == "." }
+        let isLeadTrimmed: (Unicode.Scalar) -> Bool = leadingDots ? isTrimmed : { $0.properties.isWhitespace }
+        guard let first = scalars.firstIndex(where: { !isLeadTrimmed($0) }),
+              let last = scalars.lastIndex(where: { !isTrimmed($0) }), first <= last else { return "" }
+        var view = String.UnicodeScalarView()
+        view.append(contentsOf: scalars[first...last])
+        return String(view)
+    }
+}

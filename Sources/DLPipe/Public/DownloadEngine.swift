@@ -1,0 +1,90 @@
+import Foundation
+import Synchronization
+
+/// The download engine: queue downloads, watch their events, pause, resume and
+/// cancel them, and wait for the queue to drain.
+///
+/// ```swift
+/// let engine = try DownloadEngine(configuration: config)
+/// let events = engine.events()
+/// let id = engine.add(DownloadRequest(url: "https://example.org/a.iso"))
+/// for await event in events { ... }
+/// ```
+public final class DownloadEngine: Sendable {
+    private let loop: EngineLoop
+    private let hub = EventHub()
+    private let nextID = Atomic<Int>(0)
+
+    /// Creates the output directory when missing and starts the engine's thread.
+    public init(configuration: EngineConfiguration = EngineConfiguration(), hooks: (any DownloadHooks)? = nil)
+        throws(DownloadError)
+    {
+        if let code = FileSystem.makeDirectories(configuration.directory) {
+            throw FileErrors.io("cannot create the output directory", configuration.directory, errno: code)
+        }
+        guard let root = FileSystem.realPath(configuration.directory) else {
+            throw FileErrors.io("cannot resolve the output directory", configuration.directory)
+        }
+        loop = EngineLoop(configuration: configuration, root: root, hooks: hooks, events: hub)
+        loop.start()
+    }
+
+    deinit {
+        loop.post(.stop)
+        hub.finish()
+    }
+
+    /// The absolute output directory.
+    public var directory: String { loop.root }
+
+    /// Events from now on, as an AsyncSequence. Subscribe before adding downloads
+    /// to see all of theirs. Every download ends with exactly one terminal event.
+    public func events() -> AsyncStream<DownloadEvent> { hub.subscribe() }
+
+    /// Runs `observer` on the engine's thread for each event (it must be quick).
+    public func observe(_ observer: @escaping @Sendable (DownloadEvent) -> Void) {
+        hub.observe(observer)
+    }
+
+    /// Queues a download and returns its id at once.
+    @discardableResult
+    public func add(_ request: DownloadRequest) -> DownloadID {
+        let id = DownloadID(nextID.add(1, ordering: .relaxed).newValue)
+        loop.post(.add(id, request))
+        return id
+    }
+
+    /// Queues a download of `url` with default settings.
+    @discardableResult
+    public func add(_ url: String) -> DownloadID { add(DownloadRequest(url: url)) }
+
+    /// Stops a download, keeping its part file; `resume` continues it with a Range request.
+    public func pause(_ id: DownloadID) { loop.post(.pause(id)) }
+
+    /// Queues a paused download again.
+    public func resume(_ id: DownloadID) { loop.post(.resume(id)) }
+
+    /// Ends a download for good, removing its part file.
+    public func cancel(_ id: DownloadID) { loop.post(.cancel(id)) }
+
+    /// Waits for one download's outcome (nil if the id is unknown or the engine stopped).
+    public func outcome(of id: DownloadID) async -> DownloadOutcome? {
+        await withCheckedContinuation { continuation in
+            loop.post(.waitOutcome(id, { continuation.resume(returning: $0) }))
+        }
+    }
+
+    /// Waits until the queue is drained and no hook is running; returns the counts
+    /// and the exit code a `drained` hook chose, if any.
+    public func waitUntilDrained() async -> (summary: RunSummary, exitCode: Int?) {
+        await withCheckedContinuation { continuation in
+            loop.post(.waitIdle({ continuation.resume(returning: ($0, $1)) }))
+        }
+    }
+
+    /// Stops every transfer (part files stay) and the engine's thread; ends event streams.
+    public func shutdown() {
+        loop.post(.stop)
+        hub.finish()
+    }
+}

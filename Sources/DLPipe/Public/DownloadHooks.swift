@@ -1,0 +1,83 @@
+/// What a `response` hook decided.
+public enum ResponseVerdict: Sendable, Hashable {
+    /// Go on; a non-nil name or directory renames the target before a byte is written.
+    case proceed(name: String? = nil, directory: String? = nil)
+    /// Skip: abort the transfer, write nothing.
+    case skip(reason: String)
+    /// The hook itself failed: the download fails with kind `hook`.
+    case fail(DownloadError)
+}
+
+/// What a `finished` hook decided.
+public enum FinishedVerdict: Sendable, Hashable {
+    /// Keep the file where it is, or move it when a name or directory is given.
+    case keep(name: String? = nil, directory: String? = nil)
+    /// The hook failed: the download fails with kind `hook` (the file stays).
+    case fail(DownloadError)
+}
+
+/// What a `failed` hook decided.
+public enum FailureVerdict: Sendable, Hashable {
+    /// Let the engine's retry policy decide.
+    case policy
+    /// Do not retry.
+    case giveUp
+    /// Retry after this many seconds even when the retry budget is spent (hard cap applies).
+    case retry(after: Double)
+}
+
+/// The events a hook implementation wants; the engine never pays for the others.
+public struct HookInterests: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    public static let response = HookInterests(rawValue: 1)
+    public static let progress = HookInterests(rawValue: 2)
+    public static let finished = HookInterests(rawValue: 4)
+    public static let failed = HookInterests(rawValue: 8)
+    public static let drained = HookInterests(rawValue: 16)
+}
+
+/// The plug-in point for scripts: the engine calls these and waits for `reply`
+/// without blocking its own thread, so one slow hook never stalls other transfers.
+/// Calls arrive from the engine's thread; implementations hand them to their own
+/// executor and call `reply` exactly once, from any thread.
+public protocol DownloadHooks: AnyObject, Sendable {
+    /// Which of the calls below are wanted.
+    var interests: HookInterests { get }
+    /// Before any body byte is written. The transfer is paused meanwhile.
+    func response(
+        _ download: DownloadInfo, _ response: ResponseInfo,
+        reply: @escaping @Sendable (ResponseVerdict) -> Void)
+    /// Coalesced progress; no reply.
+    func progress(_ download: DownloadInfo, _ progress: ProgressInfo)
+    /// After the file is in place under its final name.
+    func finished(
+        _ download: DownloadInfo, _ result: FinishedInfo,
+        reply: @escaping @Sendable (FinishedVerdict) -> Void)
+    /// After an attempt failed; `retrying` says what the policy would do.
+    func failed(
+        _ download: DownloadInfo, _ error: DownloadError, retrying: Bool,
+        reply: @escaping @Sendable (FailureVerdict) -> Void)
+    /// When the queue drains; the reply may carry an exit code. Downloads added
+    /// before replying keep the run going.
+    func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void)
+}
+
+extension DownloadHooks {
+    public func response(
+        _ download: DownloadInfo, _ response: ResponseInfo,
+        reply: @escaping @Sendable (ResponseVerdict) -> Void
+    ) { reply(.proceed()) }
+    public func progress(_ download: DownloadInfo, _ progress: ProgressInfo) {}
+    public func finished(
+        _ download: DownloadInfo, _ result: FinishedInfo,
+        reply: @escaping @Sendable (FinishedVerdict) -> Void
+    ) { reply(.keep()) }
+    public func failed(
+        _ download: DownloadInfo, _ error: DownloadError, retrying: Bool,
+        reply: @escaping @Sendable (FailureVerdict) -> Void
+    ) { reply(.policy) }
+    public func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void) {
+        reply(nil)
+    }
+}

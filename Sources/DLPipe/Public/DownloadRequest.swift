@@ -1,0 +1,48 @@
+/// Identifies one download for the life of an engine.
+public struct DownloadID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The number, unique within one engine, counting from 1.
+    public let rawValue: Int
+
+    /// Wraps a raw number (mostly for tests and bridges).
+    public init(_ rawValue: Int) { self.rawValue = rawValue }
+
+    public var description: String { String(rawValue) }
+
+    public static func < (a: DownloadID, b: DownloadID) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// What to download and where to put it.
+public struct DownloadRequest: Sendable, Hashable {
+    /// The http or https URL.
+    public var url: String
+    /// The file name; nil lets the server suggest one (Content-Disposition, else the URL).
+    public var name: String?
+    /// A directory relative to the engine's output directory; nil means the output directory.
+    public var directory: String?
+    /// Extra request headers, sent to the URL's own host only.
+    public var headers: [String: String]
+    /// The expected SHA-256 (hex); verified while the body streams.
+    public var sha256: String?
+    /// Higher runs first; equal priorities run in the order they were added.
+    public var priority: Int
+    /// The download that added this one, if any (chained downloads).
+    public var parent: DownloadID?
+    /// Free-form values carried to events and hooks.
+    public var meta: [String: String]
+
+    /// A request for `url` with every other field at its default.
+    public init(
+        url: String, name: String? = nil, directory: String? = nil,
+        headers: [String: String] = [:], sha256: String? = nil, priority: Int = 0,
+        parent: DownloadID? = nil, meta: [String: String] = [:]
+    ) {
+        self.url = url
+        self.name = name
+        self.directory = directory
+        self.headers = headers
+        self.sha256 = sha256
+        self.priority = priority
+        self.parent = parent
+        self.meta = meta
+    }
+}

@@ -1,0 +1,41 @@
+/// Settings of one engine; every field has the default the command line documents.
+public struct EngineConfiguration: Sendable {
+    /// Where files go; created when missing.
+    public var directory: String = "."
+    /// Transfers running at once, all hosts together.
+    public var concurrency: Int = 8
+    /// Transfers running at once against one host.
+    public var perHost: Int = 4
+    /// Retries after the first attempt for retryable failures.
+    public var retries: Int = 3
+    /// Seconds without a received byte (or a connection) before an attempt fails.
+    public var timeout: Double = 30
+    /// A cap on the bytes per second of all transfers together; nil for none.
+    public var rateLimit: Int? = nil
+    /// The first backoff delay in seconds; it doubles per attempt, with jitter.
+    public var backoffBase: Double = 1
+    /// The longest backoff, and the longest `Retry-After` honoured, in seconds.
+    public var backoffCap: Double = 300
+    /// Redirect hops followed before failing.
+    public var maxRedirects: Int = 10
+    /// Compute the SHA-256 of every file while it streams (otherwise only when asked).
+    public var alwaysHash: Bool = false
+    /// The User-Agent header.
+    public var userAgent: String = "dlpipe/\(DLPipeVersion.string)"
+    /// How often progress events are emitted per transfer, in seconds.
+    public var progressInterval: Double = 0.25
+
+    /// The defaults.
+    public init() {}
+}
+
+/// The version of the engine and the tool.
+public enum DLPipeVersion {
+    /// Semantic version string.
+    public static let string = "0.1.0"
+}
+
+extension DLPipeVersion {
+    /// The C libraries underneath, as they name themselves.
+    public static var libraries: String { CurlGlobal.version }
+}

@@ -1,0 +1,92 @@
+internal import CCurl
+
+/// Runs `curl_global_init` once per process, before the first handle.
+enum CurlGlobal {
+    static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    /// libcurl's version text, e.g. "libcurl/7.88.1 OpenSSL/3.0.11".
+    static var version: String { String(cString: curl_version()) }
+}
+
+/// One curl easy handle with typed setters; owns the handle and the header list.
+/// Not Sendable: it lives on the engine's transfer thread only.
+final class CurlEasy {
+    let handle: UnsafeMutableRawPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    init() {
+        precondition(CurlGlobal.initialised, "curl_global_init failed")
+        guard let handle = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
+        self.handle = handle
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+    }
+
+    /// Back to a fresh handle's options; keeps the handle's buffers for reuse.
+    func reset() {
+        curl_easy_reset(handle)
+        curl_slist_free_all(headerList)
+        headerList = nil
+    }
+
+    func set(_ option: CURLoption, _ value: Int) {
+        _ = dl_easy_setopt_long(handle, option, value)
+    }
+
+    func set(_ option: CURLoption, _ value: String) {
+        // curl copies string options (since 7.17), so a temporary C string is fine.
+        _ = value.withCString { dl_easy_setopt_string(handle, option, $0) }
+    }
+
+    func set(_ option: CURLoption, offset value: Int64) {
+        _ = dl_easy_setopt_off(handle, option, curl_off_t(value))
+    }
+
+    func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) {
+        _ = dl_easy_setopt_pointer(handle, option, pointer)
+    }
+
+    func set(
+        _ option: CURLoption,
+        callback: @convention(c) (
+            UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?
+        ) -> Int
+    ) {
+        _ = dl_easy_setopt_data_callback(handle, option, callback)
+    }
+
+    /// Replaces the request header list ("Name: value" lines).
+    func setHeaders(_ lines: [String]) {
+        curl_slist_free_all(headerList)
+        headerList = nil
+        for line in lines { headerList = curl_slist_append(headerList, line) }
+        _ = dl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)
+    }
+
+    func long(_ info: CURLINFO) -> Int {
+        var value = 0
+        _ = dl_easy_getinfo_long(handle, info, &value)
+        return value
+    }
+
+    func offset(_ info: CURLINFO) -> Int64 {
+        var value: curl_off_t = 0
+        _ = dl_easy_getinfo_off(handle, info, &value)
+        return Int64(value)
+    }
+
+    func string(_ info: CURLINFO) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        _ = dl_easy_getinfo_string(handle, info, &value)
+        return value.map { String(cString: $0) }
+    }
+
+    /// Lets a transfer paused by the write callback go on. May call the write
+    /// callback before it returns, so never call it from inside a callback.
+    func unpause() {
+        _ = curl_easy_pause(handle, CURLPAUSE_CONT)
+    }
+}

@@ -1,0 +1,140 @@
+internal import CCurl
+
+/// What the engine wants done with a response's body.
+enum BodyDecision {
+    /// Write it: the part file is open.
+    case write
+    /// Hold it: a hook is deciding (back-pressure through CURL_WRITEFUNC_PAUSE).
+    case pause
+    /// Stop the transfer; the engine recorded why.
+    case abort
+    /// Read and drop it (the body of a redirect).
+    case discard
+}
+
+/// The engine side of a transfer's callbacks. Called on the transfer thread,
+/// from inside curl, so implementations must not add or remove handles.
+protocol TransferOwner: AnyObject {
+    /// The final response's head is complete and the first body byte is here.
+    func bodyStarts(_ transfer: Transfer) -> BodyDecision
+}
+
+/// One attempt of one download: the easy handle's callbacks land here.
+final class Transfer {
+    let id: DownloadID
+    let easy: CurlEasy
+    unowned let owner: any TransferOwner
+
+    /// Bytes of the file that were on disk when the attempt started (Range start).
+    var resumeOffset: Int64 = 0
+    /// Response headers of the current block, lower-case names.
+    private(set) var headers: [String: String] = [:]
+    /// The status line's code of the current header block.
+    private(set) var headerStatus = 0
+    /// Whether `bodyStarts` has been asked.
+    var bodyDecided = false
+    /// While true the write callback keeps pausing.
+    var holding = false
+    /// The response is a redirect: its body is dropped and the engine follows it.
+    var redirect = false
+    /// The open part file, once the body is wanted.
+    var file: PartFile?
+    var hasher: SHA256Hasher?
+    /// Body bytes written in this attempt.
+    private(set) var received: Int64 = 0
+    /// Counts callbacks; the engine's stall check watches it move.
+    private(set) var activity = 0
+    /// The engine's record of `activity` and when it last changed.
+    var watchedActivity = -1
+    var lastActiveAt = 0.0
+    /// Set when our own callback stopped the transfer, and why.
+    var abortError: DownloadError?
+
+    init(id: DownloadID, easy: CurlEasy, owner: any TransferOwner) {
+        self.id = id
+        self.easy = easy
+        self.owner = owner
+    }
+
+    /// Installs the callbacks with this object as their context. The caller keeps
+    /// the transfer alive until the handle leaves the multi handle.
+    func installCallbacks() {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        easy.set(CURLOPT_WRITEFUNCTION, callback: transferWrite)
+        easy.set(CURLOPT_WRITEDATA, pointer: context)
+        easy.set(CURLOPT_HEADERFUNCTION, callback: transferHeader)
+        easy.set(CURLOPT_HEADERDATA, pointer: context)
+    }
+
+    /// One header line; a status line starts a new block (redirects, 1xx).
+    fileprivate func header(_ line: UnsafeRawBufferPointer) {
+        activity &+= 1
+        var end = line.count
+        while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<end]), as: UTF8.self)
+        if text.hasPrefix("HTTP/") {
+            headers = [:]
+            let fields = text.split(separator: " ", maxSplits: 2)
+            headerStatus = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+            return
+        }
+        guard let colon = text.firstIndex(of: ":") else { return }
+        let name = text[..<colon].trimmingWhitespace().lowercased()
+        let value = String(text[text.index(after: colon)...].trimmingWhitespace())
+        if let earlier = headers[name] {
+            headers[name] = earlier + ", " + value
+        } else {
+            headers[name] = value
+        }
+    }
+
+    /// Body bytes: to the part file (and the hasher), or a pause, or a stop.
+    fileprivate func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if !bodyDecided {
+            bodyDecided = true
+            switch owner.bodyStarts(self) {
+            case .write: break
+            case .pause: holding = true
+            case .abort: return 0
+            case .discard: break
+            }
+        }
+        if holding { return dl_writefunc_pause() }
+        if redirect { return bytes.count }
+        activity &+= 1
+        guard let file else { return 0 }
+        guard file.write(bytes) else {
+            abortError = FileErrors.io("cannot write", file.path)
+            return 0
+        }
+        hasher?.update(bytes)
+        received += Int64(bytes.count)
+        return bytes.count
+    }
+}
+
+extension Substring {
+    func trimmingWhitespace() -> Substring {
+        var s = self
+        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
+        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
+        return s
+    }
+}
+
+private func transferWrite(
+    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+    _ context: UnsafeMutableRawPointer?
+) -> Int {
+    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+    return transfer.write(UnsafeRawBufferPointer(start: data, count: size * count))
+}
+
+private func transferHeader(
+    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+    _ context: UnsafeMutableRawPointer?
+) -> Int {
+    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+    transfer.header(UnsafeRawBufferPointer(start: data, count: size * count))
+    return size * count
+}

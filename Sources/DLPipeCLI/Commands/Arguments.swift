@@ -1,0 +1,100 @@
+/// A small command-line reader: flags with values (`-d DIR`, `--dir DIR`,
+/// `--dir=DIR`), switches, and positional arguments, in any order.
+struct Arguments {
+    private var items: [String]
+    let command: String
+
+    init(_ items: [String], command: String) {
+        self.items = items
+        self.command = command
+    }
+
+    /// Takes every value of an option (the last one wins for single values).
+    mutating func values(_ names: String...) throws -> [String] {
+        var found: [String] = []
+        var index = 0
+        while index < items.count {
+            let item = items[index]
+            if item == "--" { break }
+            if names.contains(item) {
+                guard index + 1 < items.count else {
+                    throw UsageError("option \(item) needs a value", command: command)
+                }
+                found.append(items[index + 1])
+                items.removeSubrange(index...index + 1)
+                continue
+            }
+            if let eq = item.firstIndex(of: "="), item.hasPrefix("--"),
+                names.contains(String(item[..<eq]))
+            {
+                found.append(String(item[item.index(after: eq)...]))
+                items.remove(at: index)
+                continue
+            }
+            index += 1
+        }
+        return found
+    }
+
+    mutating func value(_ names: String...) throws -> String? {
+        var found: [String] = []
+        for name in names { found += try values(name) }
+        return found.last
+    }
+
+    /// Takes a switch; true when present.
+    mutating func flag(_ names: String...) -> Bool {
+        var present = false
+        items.removeAll { item in
+            if names.contains(item) { present = true; return true }
+            return false
+        }
+        return present
+    }
+
+    /// An integer option within `range`.
+    mutating func int(_ names: String..., in range: ClosedRange<Int>) throws -> Int? {
+        var found: [String] = []
+        for name in names { found += try values(name) }
+        guard let text = found.last else { return nil }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError("\(names[0]) wants a whole number from \(range.lowerBound) to \(range.upperBound), not \(text.debugDescription)", command: command)
+        }
+        return number
+    }
+
+    /// What is left: positional arguments. Unknown options are an error.
+    mutating func positionals() throws -> [String] {
+        var result: [String] = []
+        var afterDashes = false
+        for item in items {
+            if !afterDashes && item == "--" { afterDashes = true; continue }
+            if !afterDashes && item.hasPrefix("-") && item != "-" {
+                throw UsageError("unknown option \(item.debugDescription)", command: command)
+            }
+            result.append(item)
+        }
+        items = []
+        return result
+    }
+}
+
+/// Reads `--rate` values: 500000, 500K, 2M, 1G, with an optional `/s`.
+enum ByteRate {
+    static func parse(_ text: String) -> Int? {
+        var body = text.lowercased()
+        if body.hasSuffix("/s") { body.removeLast(2) }
+        if body.hasSuffix("b") { body.removeLast() }
+        var multiplier = 1.0
+        switch body.last {
+        case "k": multiplier = 1024
+        case "m": multiplier = 1024 * 1024
+        case "g": multiplier = 1024 * 1024 * 1024
+        default: break
+        }
+        if multiplier > 1 { body.removeLast() }
+        guard let number = Double(body), number > 0, number.isFinite else { return nil }
+        let value = number * multiplier
+        return value >= 1 && value < Double(Int.max) ? Int(value) : nil
+    }
+}

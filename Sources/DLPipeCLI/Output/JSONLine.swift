@@ -1,0 +1,126 @@
+import DLPipe
+import Foundation
+
+/// The JSON Lines form of events: `{"event": "...", "id": N, ...}`.
+/// Keys are fixed per event type; absent values are omitted.
+enum JSONLine {
+    static func encode(_ event: DownloadEvent) -> String {
+        var object = JSONObject()
+        switch event {
+        case .queued(let d):
+            object.add("event", "queued"); add(d, to: &object)
+        case .response(let d, let r):
+            object.add("event", "response"); add(d, to: &object)
+            object.add("status", r.status)
+            object.add("type", r.type)
+            object.add("length", r.length)
+            object.add("filename", r.filename)
+            object.add("final_url", r.url)
+        case .progress(let d, let p):
+            object.add("event", "progress"); add(d, to: &object)
+            object.add("bytes", p.bytes)
+            object.add("total", p.total)
+            object.add("rate", p.rate.rounded())
+        case .retrying(let d, let e, let delay):
+            object.add("event", "retrying"); add(d, to: &object); add(e, to: &object)
+            object.add("delay", delay)
+        case .finished(let d, let f):
+            object.add("event", "finished"); add(d, to: &object)
+            object.add("path", f.path)
+            object.add("bytes", f.bytes)
+            object.add("sha256", f.sha256)
+            object.add("type", f.type)
+            object.add("seconds", f.seconds)
+            object.add("unchanged", f.unchanged)
+        case .failed(let d, let e):
+            object.add("event", "failed"); add(d, to: &object); add(e, to: &object)
+        case .skipped(let d, let reason):
+            object.add("event", "skipped"); add(d, to: &object)
+            object.add("reason", reason)
+        case .paused(let d):
+            object.add("event", "paused"); add(d, to: &object)
+        case .cancelled(let d):
+            object.add("event", "cancelled"); add(d, to: &object)
+        case .drained(let s):
+            object.add("event", "done")
+            object.add("finished", s.finished)
+            object.add("failed", s.failed)
+            object.add("skipped", s.skipped)
+            object.add("cancelled", s.cancelled)
+            object.add("unchanged", s.unchanged)
+            object.add("bytes", s.bytes)
+            object.add("seconds", s.seconds)
+        }
+        return object.text + "}"
+    }
+
+    private static func add(_ d: DownloadInfo, to object: inout JSONObject) {
+        object.add("id", d.id.rawValue)
+        object.add("url", d.url)
+        object.add("name", d.name)
+        object.add("attempt", d.attempt)
+        object.add("parent", d.parent?.rawValue)
+    }
+
+    private static func add(_ e: DownloadError, to object: inout JSONObject) {
+        object.add("kind", e.kind.rawValue)
+        object.add("message", e.message)
+        object.add("status", e.status)
+        object.add("retry_after", e.retryAfter)
+    }
+}
+
+/// Builds one JSON object's text key by key (keys are ours, values escaped).
+struct JSONObject {
+    private(set) var text = "{"
+    private var empty = true
+
+    private mutating func key(_ name: String) {
+        if !empty { text += "," }
+        empty = false
+        text += "\"\(name)\":"
+    }
+
+    mutating func add(_ name: String, _ value: String?) {
+        guard let value else { return }
+        key(name)
+        text += JSONObject.quote(value)
+    }
+
+    mutating func add<T: BinaryInteger>(_ name: String, _ value: T?) {
+        guard let value else { return }
+        key(name)
+        text += String(value)
+    }
+
+    mutating func add(_ name: String, _ value: Double?) {
+        guard let value, value.isFinite else { return }
+        key(name)
+        text += String(format: "%.3f", value)
+    }
+
+    mutating func add(_ name: String, _ value: Bool) {
+        key(name)
+        text += value ? "true" : "false"
+    }
+
+    static func quote(_ value: String) -> String {
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F || (0x2028...0x2029).contains(scalar.value) {
+                    out += String(format: "\\u%04x", scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,81 @@
+import DLPipe
+import Foundation
+
+/// How progress is shown (`--progress`).
+enum ProgressMode: String {
+    case auto, bars, lines, none
+}
+
+/// Turns engine events into output. `handle` runs on the engine thread: be quick.
+protocol Reporter: Sendable {
+    func handle(_ event: DownloadEvent)
+    func finish(_ summary: RunSummary)
+}
+
+enum Reporters {
+    /// The reporter for the options: JSON Lines, live bars, plain lines, or quiet.
+    static func make(progress: ProgressMode, json: Bool, quiet: Bool) -> any Reporter {
+        if json { return JSONReporter() }
+        let mode = progress == .auto ? (Terminal.stderrIsTerminal ? .bars : .lines) : progress
+        switch mode {
+        case .bars where !quiet: return ProgressBars(colors: Terminal.colors)
+        case .none: return LineReporter(onlyFailures: true)
+        default: return LineReporter(onlyFailures: quiet)
+        }
+    }
+}
+
+/// One plain line on stderr per terminal event, no escape codes (for logs and cron).
+final class LineReporter: Reporter {
+    let onlyFailures: Bool
+    init(onlyFailures: Bool) { self.onlyFailures = onlyFailures }
+
+    func handle(_ event: DownloadEvent) {
+        guard let line = Self.line(for: event, onlyFailures: onlyFailures) else { return }
+        Terminal.error(line)
+    }
+
+    func finish(_ summary: RunSummary) {
+        guard !onlyFailures else { return }
+        Terminal.error(Self.summaryLine(summary))
+    }
+
+    /// The line for a terminal event (nil for the others).
+    static func line(for event: DownloadEvent, onlyFailures: Bool) -> String? {
+        switch event {
+        case .finished(let d, let f) where !onlyFailures:
+            let rate = f.seconds > 0 ? ", " + Format.rate(Double(f.bytes) / f.seconds) : ""
+            let state = f.unchanged ? "unchanged" : "finished"
+            return "\(state) \(Terminal.clean(f.path)) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
+        case .failed(let d, let e):
+            return "failed \(Terminal.clean(d.url)): \(Terminal.clean(e.message)) [\(d.id), \(e.kind.rawValue)]"
+        case .skipped(let d, let reason) where !onlyFailures:
+            return "skipped \(Terminal.clean(d.url)): \(Terminal.clean(reason)) [\(d.id)]"
+        case .cancelled(let d) where !onlyFailures:
+            return "cancelled \(Terminal.clean(d.url)) [\(d.id)]"
+        case .retrying(let d, let e, let delay) where !onlyFailures:
+            return "retrying \(Terminal.clean(d.url)) in \(Format.seconds(delay)): \(Terminal.clean(e.message)) [\(d.id)]"
+        default:
+            return nil
+        }
+    }
+
+    static func summaryLine(_ s: RunSummary) -> String {
+        var parts = ["\(s.finished) finished"]
+        if s.unchanged > 0 { parts.append("\(s.unchanged) unchanged") }
+        if s.failed > 0 { parts.append("\(s.failed) failed") }
+        if s.skipped > 0 { parts.append("\(s.skipped) skipped") }
+        if s.cancelled > 0 { parts.append("\(s.cancelled) cancelled") }
+        return "dlpipe: " + parts.joined(separator: ", ")
+            + " (\(Format.bytes(s.bytes)) in \(Format.seconds(s.seconds)))"
+    }
+}
+
+/// One JSON object per event on stdout (JSON Lines), for machines.
+final class JSONReporter: Reporter {
+    func handle(_ event: DownloadEvent) {
+        StandardOutput.shared.write(JSONLine.encode(event) + "\n")
+    }
+
+    func finish(_ summary: RunSummary) { StandardOutput.shared.flush() }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Synchronization
+
+/// Writing to the terminal or the log: whole lines, control characters made visible.
+enum Terminal {
+    /// A line on stderr.
+    static func error(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// Whether stderr is a terminal (progress bars go there).
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+
+    /// Colours only on a terminal and when NO_COLOR is unset (no-color.org).
+    static var colors: Bool {
+        stderrIsTerminal && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
+    }
+
+    /// Text from servers or users with control characters (escape sequences) escaped.
+    static func clean(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0..<0x20, 0x7F..<0xA0, 0x202A...0x202E, 0x2066...0x2069:
+                out += "\\u{\(String(scalar.value, radix: 16))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
+
+/// Human sizes, rates and durations.
+enum Format {
+    static func bytes(_ count: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    static func rate(_ bytesPerSecond: Double) -> String {
+        bytes(Int64(bytesPerSecond.isFinite ? bytesPerSecond : 0)) + "/s"
+    }
+
+    static func seconds(_ value: Double) -> String {
+        if value < 60 { return String(format: "%.1fs", value) }
+        let whole = Int(value)
+        return whole < 3600
+            ? String(format: "%dm%02ds", whole / 60, whole % 60)
+            : String(format: "%dh%02dm", whole / 3600, whole % 3600 / 60)
+    }
+}
+
+/// Buffered standard output shared by all threads: whole lines, one write(2) per
+/// 64 KiB (JSON Lines can be thousands of events a second).
+final class StandardOutput: Sendable {
+    static let shared = StandardOutput()
+    private let buffer = Mutex<[UInt8]>([])
+
+    func write(_ text: String) {
+        buffer.withLock { bytes in
+            bytes.append(contentsOf: text.utf8)
+            if bytes.count >= 1 << 16 { Self.drain(&bytes) }
+        }
+    }
+
+    func flush() { buffer.withLock { Self.drain(&$0) } }
+
+    private static func drain(_ bytes: inout [UInt8]) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress! + done, $0.count - done) }
+            if n <= 0 { break }
+            done += n
+        }
+        bytes.removeAll(keepingCapacity: true)
+    }
+}

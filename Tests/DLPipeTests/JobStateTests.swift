@@ -1,0 +1,117 @@
+import Testing
+
+@testable import DLPipe
+
+/// The download state machine, with no I/O.
+@Suite struct JobStateTests {
+    private func started() -> JobState {
+        var state = JobState()
+        #expect(state.handle(.start) == [.startTransfer])
+        return state
+    }
+
+    @Test func happyPathWithoutHooks() {
+        var state = started()
+        #expect(state.handle(.responseArrived(askHook: false)) == [])
+        #expect(state.phase == .receiving)
+        #expect(state.handle(.transferSucceeded(askHook: false)) == [.releaseSlot, .emitFinished])
+        #expect(state.isTerminal)
+        #expect(state.handle(.cancel) == [], "a terminal state takes no more input")
+    }
+
+    @Test func responseHookHoldsTheTransferUntilItsVerdict() {
+        var state = started()
+        #expect(state.handle(.responseArrived(askHook: true)) == [.askResponseHook])
+        #expect(state.phase == .awaitingVerdict)
+        #expect(state.holdsSlot)
+        #expect(state.handle(.responseVerdict(.proceed(name: "x", directory: nil)))
+            == [.continueTransfer(name: "x", directory: nil)])
+        #expect(state.phase == .receiving)
+    }
+
+    @Test func skipAbortsAndWritesNothing() {
+        var state = started()
+        _ = state.handle(.responseArrived(askHook: true))
+        let actions = state.handle(.responseVerdict(.skip(reason: "not an image")))
+        #expect(actions == [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitSkipped("not an image")])
+        #expect(state.phase == .skipped)
+    }
+
+    @Test func retryableFailureWaitsThenRequeues() {
+        var state = started()
+        let error = DownloadError(.network, "reset")
+        let actions = state.handle(.transferFailed(error, policyDelay: 2, askHook: false))
+        #expect(actions == [.releaseSlot, .emitRetrying(error, delay: 2), .scheduleRetry(after: 2)])
+        #expect(state.phase == .waitingRetry)
+        #expect(state.handle(.retryDue) == [.enqueue])
+        #expect(state.handle(.start) == [.startTransfer])
+        #expect(state.attempt == 2)
+    }
+
+    @Test func failureWithoutRetryIsTerminal() {
+        var state = started()
+        let error = DownloadError(.http, "404", status: 404)
+        #expect(state.handle(.transferFailed(error, policyDelay: nil, askHook: false))
+            == [.releaseSlot, .removePartFile, .emitFailed(error)])
+        #expect(state.phase == .failed)
+    }
+
+    @Test func failedHookCanForceARetryButOnlyUpToTheCap() {
+        var state = JobState()
+        let error = DownloadError(.http, "404", status: 404)
+        for round in 0...JobState.hookRetryCap {
+            _ = state.handle(.start)
+            #expect(state.handle(.transferFailed(error, policyDelay: nil, askHook: true))
+                == [.releaseSlot, .askFailedHook(retrying: false)])
+            let actions = state.handle(.failureVerdict(.retry(after: 5)))
+            if round < JobState.hookRetryCap {
+                #expect(actions.contains(.scheduleRetry(after: 5)))
+                _ = state.handle(.retryDue)
+            } else {
+                #expect(actions == [.removePartFile, .emitFailed(error)], "the hard cap ends it")
+            }
+        }
+    }
+
+    @Test func failedHookCanGiveUpOnARetryableError() {
+        var state = started()
+        let error = DownloadError(.timeout, "slow")
+        _ = state.handle(.transferFailed(error, policyDelay: 1, askHook: true))
+        #expect(state.handle(.failureVerdict(.giveUp)) == [.removePartFile, .emitFailed(error)])
+    }
+
+    @Test func pauseKeepsThePartAndResumeRequeues() {
+        var state = started()
+        _ = state.handle(.responseArrived(askHook: false))
+        #expect(state.handle(.pause) == [.abortTransfer(keepPart: true), .releaseSlot, .emitPaused])
+        #expect(state.handle(.pause) == [], "pausing twice does nothing more")
+        #expect(state.handle(.resume) == [.enqueue])
+        #expect(state.phase == .queued)
+    }
+
+    @Test func cancelFromEveryLivePhaseEndsOnce() {
+        var queued = JobState()
+        #expect(queued.handle(.cancel) == [.dequeue, .removePartFile, .emitCancelled])
+        var running = started()
+        #expect(running.handle(.cancel) == [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitCancelled])
+        var paused = started()
+        _ = paused.handle(.pause)
+        #expect(paused.handle(.cancel) == [.dequeue, .removePartFile, .emitCancelled])
+        #expect(paused.handle(.cancel) == [])
+    }
+
+    @Test func lateVerdictsAfterPauseAreIgnored() {
+        var state = started()
+        _ = state.handle(.responseArrived(askHook: true))
+        _ = state.handle(.pause)
+        #expect(state.handle(.responseVerdict(.proceed())) == [])
+        #expect(state.phase == .paused)
+    }
+
+    @Test func finishedHookRunsAfterTheSlotIsFree() {
+        var state = started()
+        _ = state.handle(.responseArrived(askHook: false))
+        #expect(state.handle(.transferSucceeded(askHook: true)) == [.releaseSlot, .askFinishedHook])
+        #expect(state.handle(.finishedVerdict(.keep())) == [.emitFinished])
+    }
+}

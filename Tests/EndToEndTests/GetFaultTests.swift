@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+
+/// Server faults: retries, resume, redirects, timeouts, integrity.
+@Suite struct GetFaultTests {
+    let server: FaultServer
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        out = try TempDir.make("out")
+    }
+
+    private func get(_ path: String, _ extra: [String] = []) throws -> DLPipeRun {
+        try DLPipeRun.run(["get", server.url(path), "-d", out, "--json"] + extra)
+    }
+
+    private func rangeHeaders(_ prefix: String) throws -> [String?] {
+        try server.requests(matching: prefix).map { ($0["headers"] as? [String: String])?["range"] }
+    }
+
+    @Test func truncatedBodyIsRetriedWithRangeAndIfRange() throws {
+        let data = try server.put("t.bin", randomBytes: 1_000_000)
+        let run = try get("/files/t.bin?truncate=300000&truncate_times=1")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/t.bin") == data)
+        let requests = try server.requests(matching: "/files/t.bin")
+        #expect(requests.count == 2)
+        let second = requests.last?["headers"] as? [String: String] ?? [:]
+        #expect(second["range"] == "bytes=300000-")
+        #expect(second["if-range"] != nil)
+        #expect(run.events("retrying").count == 1)
+    }
+
+    @Test func resetMidBodyResumes() throws {
+        let data = try server.put("r.bin", randomBytes: 500_000)
+        let run = try get("/files/r.bin?reset=200000&reset_times=2")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/r.bin") == data)
+        #expect(try rangeHeaders("/files/r.bin").dropFirst().allSatisfy { $0?.hasPrefix("bytes=") == true })
+    }
+
+    @Test func serverIgnoringRangeRestartsFromZero() throws {
+        let data = try server.put("n.bin", randomBytes: 400_000)
+        let run = try get("/files/n.bin?no_range=1&truncate=150000&truncate_times=1")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/n.bin") == data, "a 200 to a range request restarts: never a mixed file")
+    }
+
+    @Test func changedResourceRestartsInsteadOfMixing() throws {
+        try server.put("c.bin", randomBytes: 400_000, seed: 1)
+        let v2 = try server.put("c.bin.v2", randomBytes: 400_000, seed: 2)
+        let run = try get("/files/c.bin?truncate=100000&truncate_times=1&swap_after=1")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/c.bin") == v2, "the new version, whole")
+    }
+
+    @Test func lyingContentLengthFailsAndLeavesNoFile() throws {
+        try server.put("l.bin", randomBytes: 10_000)
+        let run = try get("/files/l.bin?lie_length=20000", ["--retries", "1"])
+        #expect(run.status == 1)
+        #expect(run.events("failed").first?["kind"] as? String == "network")
+        #expect(!listing(out).contains("l.bin"), "a short body is never a success")
+        #expect(try server.requests(matching: "/files/l.bin").count == 2, "retried once")
+    }
+
+    @Test func chunkedBodyCutShortIsNotASuccess() throws {
+        let data = try server.put("k.bin", randomBytes: 100_000)
+        let cut = try get("/files/k.bin?chunked=1&truncate=50000", ["--retries", "0"])
+        #expect(cut.status == 1)
+        #expect(!listing(out).contains("k.bin"))
+        let whole = try get("/files/k.bin?chunked=1")
+        #expect(whole.status == 0, "\(whole.stderr)")
+        #expect(bytes(at: out + "/k.bin") == data)
+    }
+
+    @Test func serviceUnavailableHonoursRetryAfter() throws {
+        let data = try server.put("s.bin", randomBytes: 1000)
+        let run = try get("/files/s.bin?status=503&fail_times=1&retry_after=1")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/s.bin") == data)
+        let retry = run.events("retrying").first
+        #expect(retry?["status"] as? Int == 503)
+        #expect((retry?["delay"] as? Double ?? 0) >= 1, "waits at least Retry-After")
+    }
+
+    @Test func tooManyRequestsIsRetriedButNotFoundIsNot() throws {
+        try server.put("q.bin", randomBytes: 10)
+        let throttled = try get("/files/q.bin?status=429&fail_times=2", ["--retries", "3"])
+        #expect(throttled.status == 0, "\(throttled.stderr)")
+        let missing = try get("/files/none.bin", ["--retries", "3"])
+        #expect(missing.status == 1)
+        #expect(missing.events("failed").first?["status"] as? Int == 404)
+        #expect(try server.requests(matching: "/files/none.bin").count == 1, "4xx fails at once")
+    }
+
+    @Test func persistentServerErrorSpendsTheRetryBudget() throws {
+        try server.put("e.bin", randomBytes: 10)
+        let run = try get("/files/e.bin?status=500", ["--retries", "2"])
+        #expect(run.status == 1)
+        #expect(try server.requests(matching: "/files/e.bin").count == 3)
+        #expect(run.events("failed").count == 1)
+        #expect(listing(out).isEmpty)
+    }
+
+    @Test func stallFailsTheAttemptAfterTheTimeout() throws {
+        let data = try server.put("st.bin", randomBytes: 200_000)
+        let run = try get("/files/st.bin?stall=50000&stall_times=1", ["--timeout", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.events("retrying").first?["kind"] as? String == "timeout")
+        #expect(bytes(at: out + "/st.bin") == data)
+    }
+
+    @Test func redirectChainIsFollowed() throws {
+        let data = try server.put("d.bin", randomBytes: 2000)
+        let run = try get("/redirect/5/files/d.bin")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/d.bin") == data)
+    }
+
+    @Test func redirectLoopAndLongChainsFail() throws {
+        try server.put("d.bin", randomBytes: 10)
+        let loop = try get("/loop", ["--retries", "0"])
+        #expect(loop.status == 1)
+        #expect((loop.events("failed").first?["message"] as? String ?? "").contains("redirects"))
+        let long = try get("/redirect/11/files/d.bin", ["--retries", "0"])
+        #expect(long.status == 1)
+        #expect(listing(out).isEmpty)
+    }
+
+    @Test(arguments: ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/x"])
+    func redirectToAnotherSchemeIsRefused(_ target: String) throws {
+        let run = try get("/redirect-to?url=\(target)", ["--retries", "0"])
+        #expect(run.status == 1)
+        #expect((run.events("failed").first?["message"] as? String ?? "").contains("only http and https"))
+        #expect(listing(out).isEmpty)
+    }
+
+    @Test func credentialsStayWithTheFirstHost() throws {
+        let other = try FaultServer()
+        try other.put("x.txt", bytes: Array("x".utf8))
+        let target = other.url("/files/x.txt")
+        let run = try DLPipeRun.run(
+            ["get", server.url("/redirect-to?url=\(target)"), "-d", out,
+             "-H", "Authorization: Bearer secret", "-H", "X-Trace: 7"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let first = try server.requests(matching: "/redirect-to").first?["headers"] as? [String: String]
+        #expect(first?["authorization"] == "Bearer secret")
+        let second = try other.requests(matching: "/files/x.txt").first?["headers"] as? [String: String]
+        #expect(second != nil)
+        #expect(second?["authorization"] == nil, "no Authorization to another host")
+        #expect(second?["x-trace"] == "7")
+    }
+}

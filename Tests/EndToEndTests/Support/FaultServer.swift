@@ -1,0 +1,139 @@
+import Foundation
+
+/// The loopback fault-injecting HTTP server (Tests/Support/fault_server.py), on
+/// 127.0.0.1 with a port of its own choosing, serving `root` under /files/.
+final class FaultServer: @unchecked Sendable {
+    // @unchecked: all fields are set in init and never change.
+    let process: Subprocess
+    let port: Int
+    let root: String
+    let logPath: String
+
+    init() throws {
+        root = try TempDir.make("server-root")
+        logPath = root + ".requests.jsonl"
+        let script = Paths.repository + "/Tests/Support/fault_server.py"
+        process = try Subprocess(
+            "/usr/bin/env", ["python3", script, "--root", root, "--log", logPath, "--exit-with-parent"])
+        guard let line = process.readStdoutLine(), line.hasPrefix("PORT "),
+            let port = Int(line.dropFirst(5))
+        else { throw TestFailure("the fault server did not report its port") }
+        self.port = port
+    }
+
+    deinit {
+        process.signal(SIGTERM)
+        process.waitForExit()
+    }
+
+    /// The URL of a path on this server ("/files/a.bin?truncate=10").
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    /// Writes a file under the served root and returns its bytes.
+    @discardableResult
+    func put(_ name: String, bytes: [UInt8]) throws -> [UInt8] {
+        let path = root + "/" + name
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+            throw TestFailure("cannot write \(path)")
+        }
+        return bytes
+    }
+
+    /// A file of `count` seeded pseudo-random bytes under the served root.
+    @discardableResult
+    func put(_ name: String, randomBytes count: Int, seed: UInt64 = 1) throws -> [UInt8] {
+        try put(name, bytes: TestData.random(count, seed: seed))
+    }
+
+    /// The requests the server saw whose path starts with `prefix`.
+    func requests(matching prefix: String) throws -> [[String: Any]] {
+        guard let data = FileManager.default.contents(atPath: logPath) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let path = object["path"] as? String, path.hasPrefix(prefix)
+            else { return nil }
+            return object
+        }
+    }
+}
+
+/// Where things are.
+enum Paths {
+    /// The repository's top directory (this file is Tests/EndToEndTests/Support/).
+    static let repository: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    /// The built `dlpipe` binary: $DLPIPE_BIN (scripts/test sets it), else .build/debug.
+    static let binary: String =
+        ProcessInfo.processInfo.environment["DLPIPE_BIN"] ?? repository + "/.build/debug/dlpipe"
+}
+
+enum TempDir {
+    /// A fresh directory under the system's temporary directory.
+    static func make(_ label: String) throws -> String {
+        let path = NSTemporaryDirectory() + "dlpipe-test-\(label)-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}
+
+enum TestData {
+    /// Deterministic bytes (SplitMix64), so failures can be reproduced.
+    static func random(_ count: Int, seed: UInt64) -> [UInt8] {
+        var state = seed
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(count + 8)
+        while bytes.count < count {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            withUnsafeBytes(of: z) { bytes.append(contentsOf: $0) }
+        }
+        return Array(bytes.prefix(count))
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs the built dlpipe binary and collects what it printed.
+struct DLPipeRun {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+
+    /// Runs `dlpipe ARGS` in `cwd` and waits for it.
+    static func run(_ arguments: [String], stdin: String? = nil) throws -> DLPipeRun {
+        let process = try Subprocess(Paths.binary, arguments, environment: ["NO_COLOR": "1"], stdin: stdin)
+        let (status, out, err) = process.finish()
+        return DLPipeRun(status: status, stdout: out, stderr: err)
+    }
+
+    /// The JSON Lines of stdout, decoded.
+    var events: [[String: Any]] {
+        stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    /// Events of one type.
+    func events(_ type: String) -> [[String: Any]] { events.filter { $0["event"] as? String == type } }
+}
+
+/// Reads a whole file's bytes (empty when missing).
+func bytes(at path: String) -> [UInt8] {
+    FileManager.default.contents(atPath: path).map { [UInt8]($0) } ?? []
+}
+
+/// The names in a directory, sorted (hidden ones included).
+func listing(_ directory: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+}

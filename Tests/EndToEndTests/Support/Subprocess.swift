@@ -1,0 +1,127 @@
+import Foundation
+
+/// Child processes for tests, started with posix_spawn and an empty signal mask
+/// (a Foundation `Process` started from a test thread can inherit a mask that
+/// blocks SIGTERM), stopped with kill + waitpid.
+final class Subprocess: @unchecked Sendable {
+    // @unchecked: `pid` and the pipes are set once in init; reads happen on the
+    // caller's thread only.
+    let pid: pid_t
+    private let stdoutFD: Int32
+    private let stderrFD: Int32
+    private var exited: Int32?
+
+    /// Starts `path` with `arguments`; stdin is /dev/null unless `stdin` is given.
+    init(_ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil) throws {
+        var outPipe: [Int32] = [0, 0]
+        var errPipe: [Int32] = [0, 0]
+        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw POSIXError(.EMFILE) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        for fd in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, fd) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGTERM)
+        sigaddset(&defaults, SIGINT)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        let envStrings = env.map { "\($0.key)=\($0.value)" }
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = envStrings.map { strdup($0) } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        close(outPipe[1])
+        close(errPipe[1])
+        guard rc == 0 else {
+            close(outPipe[0])
+            close(errPipe[0])
+            throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .ENOENT)
+        }
+        pid = child
+        stdoutFD = outPipe[0]
+        stderrFD = errPipe[0]
+    }
+
+    deinit {
+        if exited == nil {
+            kill(pid, SIGKILL)
+            _ = waitForExit()
+        }
+        close(stdoutFD)
+        close(stderrFD)
+    }
+
+    /// Reads one line of stdout (blocking), without the newline; nil at EOF.
+    func readStdoutLine() -> String? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(stdoutFD, &byte, 1) == 1 {
+            if byte == 10 { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Sends a signal.
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Reads stdout and stderr to their ends (on two threads, so neither pipe
+    /// fills up), then reaps the child.
+    func finish() -> (status: Int32, stdout: String, stderr: String) {
+        let group = DispatchGroup()
+        let out = Box()
+        let err = Box()
+        for (fd, box) in [(stdoutFD, out), (stderrFD, err)] {
+            group.enter()
+            Thread.detachNewThread {
+                box.data = Subprocess.readAll(fd)
+                group.leave()
+            }
+        }
+        group.wait()
+        let status = waitForExit()
+        return (status, String(decoding: out.data, as: UTF8.self), String(decoding: err.data, as: UTF8.self))
+    }
+
+    /// Waits for the child; its exit code, or 128 + signal.
+    @discardableResult
+    func waitForExit() -> Int32 {
+        if let exited { return exited }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        exited = code
+        return code
+    }
+
+    private static func readAll(_ fd: Int32) -> [UInt8] {
+        var result: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            result.append(contentsOf: buffer[0..<n])
+        }
+        return result
+    }
+
+    private final class Box: @unchecked Sendable { var data: [UInt8] = [] }
+}
