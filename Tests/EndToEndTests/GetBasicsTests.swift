@@ -11,11 +11,11 @@ import Testing
         out = try TempDir.make("out")
     }
 
-    @Test func downloadsSeveralFilesByteIdentical() throws {
+    @Test func downloadsSeveralFilesByteIdentical() async throws {
         let a = try server.put("a.bin", randomBytes: 300_000, seed: 1)
         let b = try server.put("b.txt", bytes: Array("hello\n".utf8))
         let empty = try server.put("empty.dat", bytes: [])
-        let run = try DLPipeRun.run(
+        let run = try await DLPipeRun.run(
             ["get", server.url("/files/a.bin"), server.url("/files/b.txt"), server.url("/files/empty.dat"),
              "-d", out, "--json"])
         #expect(run.status == 0, "\(run.stderr)")
@@ -36,37 +36,37 @@ import Testing
         #expect(done.count == 1 && done[0]["finished"] as? Int == 3)
     }
 
-    @Test func outputNameAndDirectoryAreCreated() throws {
+    @Test func outputNameAndDirectoryAreCreated() async throws {
         let a = try server.put("a.bin", randomBytes: 1000)
-        let run = try DLPipeRun.run(["get", server.url("/files/a.bin"), "-o", "renamed.bin", "-d", out + "/deep/er"])
+        let run = try await DLPipeRun.run(["get", server.url("/files/a.bin"), "-o", "renamed.bin", "-d", out + "/deep/er"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/deep/er/renamed.bin") == a)
     }
 
-    @Test func urlListFromFileAndStdin() throws {
+    @Test func urlListFromFileAndStdin() async throws {
         let a = try server.put("a.txt", bytes: Array("a".utf8))
         let b = try server.put("b.txt", bytes: Array("b".utf8))
         let list = out + "/../list-\(server.port).txt"
         try "# a comment\n\n\(server.url("/files/a.txt"))\n".write(toFile: list, atomically: true, encoding: .utf8)
         let stdinList = out + "/../stdin-\(server.port).txt"
         try "\(server.url("/files/b.txt"))\n".write(toFile: stdinList, atomically: true, encoding: .utf8)
-        let run = try DLPipeRun.run(["get", "-i", list, "-i", "-", "-d", out], stdin: stdinList)
+        let run = try await DLPipeRun.run(["get", "-i", list, "-i", "-", "-d", out], stdin: stdinList)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/a.txt") == a)
         #expect(bytes(at: out + "/b.txt") == b)
     }
 
-    @Test func existingFileIsNeverClobbered() throws {
+    @Test func existingFileIsNeverClobbered() async throws {
         let a = try server.put("report.pdf", randomBytes: 5000)
         let mine = Array("my own file".utf8)
         FileManager.default.createFile(atPath: out + "/report.pdf", contents: Data(mine))
-        let run = try DLPipeRun.run(["get", server.url("/files/report.pdf"), "-d", out])
+        let run = try await DLPipeRun.run(["get", server.url("/files/report.pdf"), "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/report.pdf") == mine)
         #expect(bytes(at: out + "/report.1.pdf") == a)
     }
 
-    @Test func serverSuggestedNamesAreSanitisedInsideTheDirectory() throws {
+    @Test func serverSuggestedNamesAreSanitisedInsideTheDirectory() async throws {
         try server.put("x.bin", bytes: Array("x".utf8))
         let cases: [(disposition: String, expected: String)] = [
             ("attachment; filename=\"../../etc/passwd\"", "passwd"),
@@ -78,30 +78,30 @@ import Testing
         for (disposition, expected) in cases {
             let dir = try TempDir.make("cd")
             let encoded = disposition.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-            let run = try DLPipeRun.run(["get", server.url("/files/x.bin?cd=\(encoded)"), "-d", dir])
+            let run = try await DLPipeRun.run(["get", server.url("/files/x.bin?cd=\(encoded)"), "-d", dir])
             #expect(run.status == 0, "\(disposition): \(run.stderr)")
             #expect(listing(dir) == [expected], "\(disposition)")
             #expect(listing(dir + "/..").allSatisfy { !$0.contains("escape") && $0 != "passwd" })
         }
     }
 
-    @Test func checksumVerifiedWhileStreaming() throws {
+    @Test func checksumVerifiedWhileStreaming() async throws {
         let data = try server.put("c.bin", randomBytes: 100_000)
         let good = sha256Hex(data)
-        let ok = try DLPipeRun.run(["get", server.url("/files/c.bin"), "-d", out, "--sha256", good, "--json"])
+        let ok = try await DLPipeRun.run(["get", server.url("/files/c.bin"), "-d", out, "--sha256", good, "--json"])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.events("finished").first?["sha256"] as? String == good)
         let bad = String(repeating: "0", count: 64)
         let badDir = try TempDir.make("bad")
-        let failed = try DLPipeRun.run(["get", server.url("/files/c.bin"), "-d", badDir, "--sha256", bad, "--json"])
+        let failed = try await DLPipeRun.run(["get", server.url("/files/c.bin"), "-d", badDir, "--sha256", bad, "--json"])
         #expect(failed.status == 1)
         #expect(failed.events("failed").first?["kind"] as? String == "checksum")
         #expect(listing(badDir).isEmpty, "a checksum failure leaves no file")
     }
 
-    @Test func plainLinesWithoutEscapeCodes() throws {
+    @Test func plainLinesWithoutEscapeCodes() async throws {
         try server.put("a.txt", bytes: Array("a".utf8))
-        let run = try DLPipeRun.run(["get", server.url("/files/a.txt"), server.url("/files/missing"), "-d", out])
+        let run = try await DLPipeRun.run(["get", server.url("/files/a.txt"), server.url("/files/missing"), "-d", out])
         #expect(run.status == 1)
         #expect(!run.stderr.contains("\u{1b}"))
         let lines = run.stderr.split(separator: "\n")
@@ -110,16 +110,16 @@ import Testing
         #expect(run.stdout.isEmpty)
     }
 
-    @Test func quietPrintsOnlyFailures() throws {
+    @Test func quietPrintsOnlyFailures() async throws {
         try server.put("a.txt", bytes: Array("a".utf8))
-        let run = try DLPipeRun.run(["get", server.url("/files/a.txt"), "-q", "-d", out])
+        let run = try await DLPipeRun.run(["get", server.url("/files/a.txt"), "-q", "-d", out])
         #expect(run.status == 0)
         #expect(run.stderr.isEmpty && run.stdout.isEmpty)
     }
 
-    @Test func rateLimitedDownloadCompletes() throws {
+    @Test func rateLimitedDownloadCompletes() async throws {
         let data = try server.put("r.bin", randomBytes: 64 * 1024)
-        let run = try DLPipeRun.run(["get", server.url("/files/r.bin"), "--rate", "256K", "-d", out])
+        let run = try await DLPipeRun.run(["get", server.url("/files/r.bin"), "--rate", "256K", "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/r.bin") == data)
     }

@@ -11,17 +11,17 @@ import Testing
         out = try TempDir.make("out")
     }
 
-    private func get(_ path: String, _ extra: [String] = []) throws -> DLPipeRun {
-        try DLPipeRun.run(["get", server.url(path), "-d", out, "--json"] + extra)
+    private func get(_ path: String, _ extra: [String] = []) async throws -> DLPipeRun {
+        try await DLPipeRun.run(["get", server.url(path), "-d", out, "--json"] + extra)
     }
 
     private func rangeHeaders(_ prefix: String) throws -> [String?] {
         try server.requests(matching: prefix).map { ($0["headers"] as? [String: String])?["range"] }
     }
 
-    @Test func truncatedBodyIsRetriedWithRangeAndIfRange() throws {
+    @Test func truncatedBodyIsRetriedWithRangeAndIfRange() async throws {
         let data = try server.put("t.bin", randomBytes: 1_000_000)
-        let run = try get("/files/t.bin?truncate=300000&truncate_times=1")
+        let run = try await get("/files/t.bin?truncate=300000&truncate_times=1")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/t.bin") == data)
         let requests = try server.requests(matching: "/files/t.bin")
@@ -32,51 +32,51 @@ import Testing
         #expect(run.events("retrying").count == 1)
     }
 
-    @Test func resetMidBodyResumes() throws {
+    @Test func resetMidBodyResumes() async throws {
         let data = try server.put("r.bin", randomBytes: 500_000)
-        let run = try get("/files/r.bin?reset=200000&reset_times=2")
+        let run = try await get("/files/r.bin?reset=200000&reset_times=2")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/r.bin") == data)
         #expect(try rangeHeaders("/files/r.bin").dropFirst().allSatisfy { $0?.hasPrefix("bytes=") == true })
     }
 
-    @Test func serverIgnoringRangeRestartsFromZero() throws {
+    @Test func serverIgnoringRangeRestartsFromZero() async throws {
         let data = try server.put("n.bin", randomBytes: 400_000)
-        let run = try get("/files/n.bin?no_range=1&truncate=150000&truncate_times=1")
+        let run = try await get("/files/n.bin?no_range=1&truncate=150000&truncate_times=1")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/n.bin") == data, "a 200 to a range request restarts: never a mixed file")
     }
 
-    @Test func changedResourceRestartsInsteadOfMixing() throws {
+    @Test func changedResourceRestartsInsteadOfMixing() async throws {
         try server.put("c.bin", randomBytes: 400_000, seed: 1)
         let v2 = try server.put("c.bin.v2", randomBytes: 400_000, seed: 2)
-        let run = try get("/files/c.bin?truncate=100000&truncate_times=1&swap_after=1")
+        let run = try await get("/files/c.bin?truncate=100000&truncate_times=1&swap_after=1")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/c.bin") == v2, "the new version, whole")
     }
 
-    @Test func lyingContentLengthFailsAndLeavesNoFile() throws {
+    @Test func lyingContentLengthFailsAndLeavesNoFile() async throws {
         try server.put("l.bin", randomBytes: 10_000)
-        let run = try get("/files/l.bin?lie_length=20000", ["--retries", "1"])
+        let run = try await get("/files/l.bin?lie_length=20000", ["--retries", "1"])
         #expect(run.status == 1)
         #expect(run.events("failed").first?["kind"] as? String == "network")
         #expect(!listing(out).contains("l.bin"), "a short body is never a success")
         #expect(try server.requests(matching: "/files/l.bin").count == 2, "retried once")
     }
 
-    @Test func chunkedBodyCutShortIsNotASuccess() throws {
+    @Test func chunkedBodyCutShortIsNotASuccess() async throws {
         let data = try server.put("k.bin", randomBytes: 100_000)
-        let cut = try get("/files/k.bin?chunked=1&truncate=50000", ["--retries", "0"])
+        let cut = try await get("/files/k.bin?chunked=1&truncate=50000", ["--retries", "0"])
         #expect(cut.status == 1)
         #expect(!listing(out).contains("k.bin"))
-        let whole = try get("/files/k.bin?chunked=1")
+        let whole = try await get("/files/k.bin?chunked=1")
         #expect(whole.status == 0, "\(whole.stderr)")
         #expect(bytes(at: out + "/k.bin") == data)
     }
 
-    @Test func serviceUnavailableHonoursRetryAfter() throws {
+    @Test func serviceUnavailableHonoursRetryAfter() async throws {
         let data = try server.put("s.bin", randomBytes: 1000)
-        let run = try get("/files/s.bin?status=503&fail_times=1&retry_after=1")
+        let run = try await get("/files/s.bin?status=503&fail_times=1&retry_after=1")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/s.bin") == data)
         let retry = run.events("retrying").first
@@ -84,63 +84,63 @@ import Testing
         #expect((retry?["delay"] as? Double ?? 0) >= 1, "waits at least Retry-After")
     }
 
-    @Test func tooManyRequestsIsRetriedButNotFoundIsNot() throws {
+    @Test func tooManyRequestsIsRetriedButNotFoundIsNot() async throws {
         try server.put("q.bin", randomBytes: 10)
-        let throttled = try get("/files/q.bin?status=429&fail_times=2", ["--retries", "3"])
+        let throttled = try await get("/files/q.bin?status=429&fail_times=2", ["--retries", "3"])
         #expect(throttled.status == 0, "\(throttled.stderr)")
-        let missing = try get("/files/none.bin", ["--retries", "3"])
+        let missing = try await get("/files/none.bin", ["--retries", "3"])
         #expect(missing.status == 1)
         #expect(missing.events("failed").first?["status"] as? Int == 404)
         #expect(try server.requests(matching: "/files/none.bin").count == 1, "4xx fails at once")
     }
 
-    @Test func persistentServerErrorSpendsTheRetryBudget() throws {
+    @Test func persistentServerErrorSpendsTheRetryBudget() async throws {
         try server.put("e.bin", randomBytes: 10)
-        let run = try get("/files/e.bin?status=500", ["--retries", "2"])
+        let run = try await get("/files/e.bin?status=500", ["--retries", "2"])
         #expect(run.status == 1)
         #expect(try server.requests(matching: "/files/e.bin").count == 3)
         #expect(run.events("failed").count == 1)
         #expect(listing(out).isEmpty)
     }
 
-    @Test func stallFailsTheAttemptAfterTheTimeout() throws {
+    @Test func stallFailsTheAttemptAfterTheTimeout() async throws {
         let data = try server.put("st.bin", randomBytes: 200_000)
-        let run = try get("/files/st.bin?stall=50000&stall_times=1", ["--timeout", "1"])
+        let run = try await get("/files/st.bin?stall=50000&stall_times=1", ["--timeout", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.events("retrying").first?["kind"] as? String == "timeout")
         #expect(bytes(at: out + "/st.bin") == data)
     }
 
-    @Test func redirectChainIsFollowed() throws {
+    @Test func redirectChainIsFollowed() async throws {
         let data = try server.put("d.bin", randomBytes: 2000)
-        let run = try get("/redirect/5/files/d.bin")
+        let run = try await get("/redirect/5/files/d.bin")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/d.bin") == data)
     }
 
-    @Test func redirectLoopAndLongChainsFail() throws {
+    @Test func redirectLoopAndLongChainsFail() async throws {
         try server.put("d.bin", randomBytes: 10)
-        let loop = try get("/loop", ["--retries", "0"])
+        let loop = try await get("/loop", ["--retries", "0"])
         #expect(loop.status == 1)
         #expect((loop.events("failed").first?["message"] as? String ?? "").contains("redirects"))
-        let long = try get("/redirect/11/files/d.bin", ["--retries", "0"])
+        let long = try await get("/redirect/11/files/d.bin", ["--retries", "0"])
         #expect(long.status == 1)
         #expect(listing(out).isEmpty)
     }
 
     @Test(arguments: ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/x"])
-    func redirectToAnotherSchemeIsRefused(_ target: String) throws {
-        let run = try get("/redirect-to?url=\(target)", ["--retries", "0"])
+    func redirectToAnotherSchemeIsRefused(_ target: String) async throws {
+        let run = try await get("/redirect-to?url=\(target)", ["--retries", "0"])
         #expect(run.status == 1)
         #expect((run.events("failed").first?["message"] as? String ?? "").contains("only http and https"))
         #expect(listing(out).isEmpty)
     }
 
-    @Test func credentialsStayWithTheFirstHost() throws {
+    @Test func credentialsStayWithTheFirstHost() async throws {
         let other = try FaultServer()
         try other.put("x.txt", bytes: Array("x".utf8))
         let target = other.url("/files/x.txt")
-        let run = try DLPipeRun.run(
+        let run = try await DLPipeRun.run(
             ["get", server.url("/redirect-to?url=\(target)"), "-d", out,
              "-H", "Authorization: Bearer secret", "-H", "X-Trace: 7"])
         #expect(run.status == 0, "\(run.stderr)")

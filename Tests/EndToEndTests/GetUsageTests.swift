@@ -2,16 +2,16 @@ import Testing
 
 /// The command line itself: help, version, usage errors.
 @Suite struct GetUsageTests {
-    @Test func helpUsesTheOverviewUsageOptionsLayout() throws {
+    @Test func helpUsesTheOverviewUsageOptionsLayout() async throws {
         for args in [["--help"], ["get", "--help"]] {
-            let run = try DLPipeRun.run(args)
+            let run = try await DLPipeRun.run(args)
             #expect(run.status == 0)
             for heading in ["OVERVIEW:", "USAGE:", "OPTIONS:"] { #expect(run.stdout.contains(heading), "\(args)") }
         }
     }
 
-    @Test func versionNamesTheTool() throws {
-        let run = try DLPipeRun.run(["--version"])
+    @Test func versionNamesTheTool() async throws {
+        let run = try await DLPipeRun.run(["--version"])
         #expect(run.status == 0)
         #expect(run.stdout.hasPrefix("dlpipe "))
     }
@@ -26,16 +26,16 @@ import Testing
         ["get", "-i", "/nonexistent/list"],
         ["frobnicate"],
     ])
-    func usageErrorsExitTwoWithAHint(_ args: [String]) throws {
-        let run = try DLPipeRun.run(args)
+    func usageErrorsExitTwoWithAHint(_ args: [String]) async throws {
+        let run = try await DLPipeRun.run(args)
         #expect(run.status == 2, "\(args): \(run.stderr)")
         let lines = run.stderr.split(separator: "\n")
         #expect(lines.count == 2, "\(args): \(run.stderr)")
         #expect(lines.last?.contains("--help") == true)
     }
 
-    @Test func unsupportedSchemeFailsTheDownloadNotTheRun() throws {
-        let run = try DLPipeRun.run(["get", "ftp://127.0.0.1/x", "--json", "-d", try TempDir.make("ftp")])
+    @Test func unsupportedSchemeFailsTheDownloadNotTheRun() async throws {
+        let run = try await DLPipeRun.run(["get", "ftp://127.0.0.1/x", "--json", "-d", try TempDir.make("ftp")])
         #expect(run.status == 1)
         #expect(run.events("failed").first?["message"] as? String ?? "" != "")
     }

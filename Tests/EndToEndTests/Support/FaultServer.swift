@@ -111,10 +111,16 @@ struct DLPipeRun {
     let stderr: String
 
     /// Runs `dlpipe ARGS` in `cwd` and waits for it.
-    static func run(_ arguments: [String], stdin: String? = nil) throws -> DLPipeRun {
+    /// The wait happens on a thread of its own: blocking one of the concurrency
+    /// pool's few threads would starve the async tests running beside this one.
+    static func run(_ arguments: [String], stdin: String? = nil) async throws -> DLPipeRun {
         let process = try Subprocess(Paths.binary, arguments, environment: ["NO_COLOR": "1"], stdin: stdin)
-        let (status, out, err) = process.finish()
-        return DLPipeRun(status: status, stdout: out, stderr: err)
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let (status, out, err) = process.finish()
+                continuation.resume(returning: DLPipeRun(status: status, stdout: out, stderr: err))
+            }
+        }
     }
 
     /// The JSON Lines of stdout, decoded.

@@ -1,0 +1,121 @@
+import DLPipe
+import Foundation
+import Synchronization
+import Testing
+
+/// A hook implementation in Swift: what the Lua bridge will plug in the same way.
+final class ScriptedHooks: DownloadHooks {
+    let interests: HookInterests
+    let onResponse: @Sendable (DownloadInfo, ResponseInfo) -> ResponseVerdict
+    let onFinished: @Sendable (DownloadInfo, FinishedInfo) -> FinishedVerdict
+    let onFailed: @Sendable (DownloadInfo, DownloadError, Bool) -> FailureVerdict
+    let calls = Mutex<[String]>([])
+
+    init(
+        interests: HookInterests,
+        response: @escaping @Sendable (DownloadInfo, ResponseInfo) -> ResponseVerdict = { _, _ in .proceed() },
+        finished: @escaping @Sendable (DownloadInfo, FinishedInfo) -> FinishedVerdict = { _, _ in .keep() },
+        failed: @escaping @Sendable (DownloadInfo, DownloadError, Bool) -> FailureVerdict = { _, _, _ in .policy }
+    ) {
+        self.interests = interests
+        onResponse = response
+        onFinished = finished
+        onFailed = failed
+    }
+
+    func response(_ download: DownloadInfo, _ response: ResponseInfo, reply: @escaping @Sendable (ResponseVerdict) -> Void) {
+        calls.withLock { $0.append("response \(download.id)") }
+        // Answer from another thread, later, as a script engine would.
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) {
+            reply(self.onResponse(download, response))
+        }
+    }
+
+    func finished(_ download: DownloadInfo, _ result: FinishedInfo, reply: @escaping @Sendable (FinishedVerdict) -> Void) {
+        calls.withLock { $0.append("finished \(download.id)") }
+        DispatchQueue.global().async { reply(self.onFinished(download, result)) }
+    }
+
+    func failed(_ download: DownloadInfo, _ error: DownloadError, retrying: Bool, reply: @escaping @Sendable (FailureVerdict) -> Void) {
+        calls.withLock { $0.append("failed \(download.id) \(retrying)") }
+        DispatchQueue.global().async { reply(self.onFailed(download, error, retrying)) }
+    }
+}
+
+@Suite struct HookProtocolTests {
+    let server: FaultServer
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        out = try TempDir.make("hooks")
+    }
+
+    private func run(_ hooks: ScriptedHooks, _ paths: [String]) async throws -> (RunSummary, [DownloadEvent]) {
+        var configuration = EngineConfiguration()
+        configuration.directory = out
+        configuration.backoffBase = 0.05
+        let engine = try DownloadEngine(configuration: configuration, hooks: hooks)
+        let collected = Mutex<[DownloadEvent]>([])
+        engine.observe { event in collected.withLock { $0.append(event) } }
+        for path in paths { engine.add(server.url(path)) }
+        let (summary, _) = await engine.waitUntilDrained()
+        engine.shutdown()
+        return (summary, collected.withLock { $0 })
+    }
+
+    @Test func responseHookSkipsByTypeAndRenamesBeforeAByteIsWritten() async throws {
+        let image = try server.put("pic.jpg", randomBytes: 50_000)
+        try server.put("page.html", bytes: Array("<html></html>".utf8))
+        try server.put("big.bin", randomBytes: 2_000_000)
+        let hooks = ScriptedHooks(interests: [.response], response: { _, r in
+            r.type.hasPrefix("image/") ? .proceed(name: "renamed-" + r.filename, directory: "images") : .skip(reason: "not an image: \(r.type)")
+        })
+        let (summary, events) = try await run(hooks, ["/files/pic.jpg", "/files/page.html", "/files/big.bin?throttle=200000"])
+        #expect(summary.finished == 1 && summary.skipped == 2)
+        #expect(bytes(at: out + "/images/renamed-pic.jpg") == image)
+        #expect(listing(out) == ["images"], "skipped downloads write nothing, not even a part file")
+        let skipped = events.compactMap { if case .skipped(_, let reason) = $0 { return reason } else { return nil } }
+        #expect(skipped.sorted() == ["not an image: application/octet-stream", "not an image: text/html"])
+    }
+
+    @Test func responseHookCannotEscapeTheOutputDirectory() async throws {
+        try server.put("a.bin", randomBytes: 100)
+        let hooks = ScriptedHooks(interests: [.response], response: { _, _ in .proceed(name: "../../escaped.bin") })
+        let (summary, events) = try await run(hooks, ["/files/a.bin"])
+        #expect(summary.failed == 1)
+        let kinds = events.compactMap { if case .failed(_, let e) = $0 { return e.kind } else { return nil } }
+        #expect(kinds == [.hook])
+        #expect(!FileManager.default.fileExists(atPath: out + "/../escaped.bin"))
+        #expect(!FileManager.default.fileExists(atPath: out + "/../../escaped.bin"))
+    }
+
+    @Test func finishedHookMovesTheFile() async throws {
+        let data = try server.put("doc.txt", randomBytes: 1000)
+        let hooks = ScriptedHooks(interests: [.finished], finished: { _, f in .keep(name: "moved.txt", directory: "sorted/text") })
+        let (summary, events) = try await run(hooks, ["/files/doc.txt"])
+        #expect(summary.finished == 1)
+        #expect(bytes(at: out + "/sorted/text/moved.txt") == data)
+        #expect(!FileManager.default.fileExists(atPath: out + "/doc.txt"))
+        let paths = events.compactMap { if case .finished(_, let f) = $0 { return f.path } else { return nil } }
+        #expect(paths.count == 1 && paths[0].hasSuffix("/sorted/text/moved.txt"))
+    }
+
+    @Test func failedHookDecidesRetries() async throws {
+        let data = try server.put("flaky.bin", randomBytes: 1000)
+        // A 404 is not retried by policy; the hook forces one retry, and the
+        // second request succeeds (fail_times=1).
+        let hooks = ScriptedHooks(interests: [.failed], failed: { d, e, retrying in
+            d.attempt == 1 ? .retry(after: 0.01) : .giveUp
+        })
+        let (summary, _) = try await run(hooks, ["/files/flaky.bin?status=404&fail_times=1"])
+        #expect(summary.finished == 1)
+        #expect(bytes(at: out + "/flaky.bin") == data)
+        // And a hook can refuse a retry the policy would have made.
+        let giveUp = ScriptedHooks(interests: [.failed], failed: { _, _, _ in .giveUp })
+        let (second, _) = try await run(giveUp, ["/files/flaky.bin?status=503&k=2"])
+        #expect(second.failed == 1)
+        #expect(try server.requests(matching: "/files/flaky.bin").filter { ($0["query"] as? [String: String])?["k"] == "2" }.count == 1)
+        #expect(giveUp.calls.withLock { $0 } == ["failed 1 true"])
+    }
+}
