@@ -17,6 +17,7 @@ import Testing
     @Test func namesAndDirectoriesInsideAreAccepted() throws {
         #expect(try TargetPath.resolve(root: root, directory: nil, name: "a.txt") == TargetPath(directory: "", name: "a.txt"))
         #expect(try TargetPath.resolve(root: root, directory: "x/y", name: "a.txt").relative == "x/y/a.txt")
+        #expect(try TargetPath.resolve(root: root, directory: "", name: "a.txt").relative == "a.txt", "\"\" is the top")
         #expect(try TargetPath.resolve(root: root, directory: "x", name: "../b.txt").relative == "b.txt")
         #expect(try TargetPath.resolve(root: root, directory: "in", name: "c.txt").relative == "in/c.txt")
     }

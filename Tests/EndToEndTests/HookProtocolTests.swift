@@ -79,6 +79,18 @@ final class ScriptedHooks: DownloadHooks {
         #expect(skipped.sorted() == ["not an image: application/octet-stream", "not an image: text/html"])
     }
 
+    @Test func emptyBodiesWaitForTheResponseHookToo() async throws {
+        try server.put("empty.txt", bytes: [])
+        try server.put("empty.skip", bytes: [])
+        let hooks = ScriptedHooks(interests: [.response], response: { d, r in
+            r.filename.hasSuffix(".skip") ? .skip(reason: "unwanted") : .proceed(name: "kept.txt")
+        })
+        let (summary, events) = try await run(hooks, ["/files/empty.txt", "/files/empty.skip", "/files/empty.txt?again=1"])
+        #expect(summary.finished == 2 && summary.skipped == 1, "\(summary) \(events)")
+        #expect(listing(out) == ["kept.1.txt", "kept.txt"])
+        #expect(bytes(at: out + "/kept.txt").isEmpty)
+    }
+
     @Test func responseHookCannotEscapeTheOutputDirectory() async throws {
         try server.put("a.bin", randomBytes: 100)
         let hooks = ScriptedHooks(interests: [.response], response: { _, _ in .proceed(name: "../../escaped.bin") })

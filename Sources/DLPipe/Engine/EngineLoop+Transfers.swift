@@ -148,9 +148,13 @@ extension EngineLoop: TransferOwner {
     func openPartFile(_ job: Job, _ transfer: Transfer) -> Bool {
         guard let target = job.target else { return false }
         let directory = target.directory.isEmpty ? root : root + "/" + target.directory
-        if let code = FileSystem.makeDirectories(directory) {
-            transfer.abortError = FileErrors.io("cannot create directory", directory, errno: code)
-            return false
+        // mkdir -p once per directory per run, not a syscall per path component per file.
+        if !createdDirectories.contains(directory) {
+            if let code = FileSystem.makeDirectories(directory) {
+                transfer.abortError = FileErrors.io("cannot create directory", directory, errno: code)
+                return false
+            }
+            createdDirectories.insert(directory)
         }
         let path = partPath(target)
         do {
@@ -200,7 +204,9 @@ extension EngineLoop: TransferOwner {
             switch readResponse(job, transfer) {
             case .write, .discard: break
             case .pause:
+                // The hook decides after the transfer ended; keep it for bodyComplete.
                 job.completedWhileHolding = true
+                job.transfer = transfer
                 return
             case .abort: return attemptFailed(job, transfer.abortError!)
             }
@@ -271,11 +277,13 @@ extension EngineLoop: TransferOwner {
         feed(job, .transferFailed(error, policyDelay: delay, askHook: interests.contains(.failed)))
     }
 
-    /// Stops all transfers (at shutdown), keeping part files.
+    /// Takes a transfer out of curl (pause, cancel, skip, shutdown); files stay.
     func abort(_ transfer: Transfer) {
-        transfers.removeValue(forKey: transfer.easy.handle)
+        transfer.file?.closeFile()
+        // A transfer that already completed has left the multi handle and the
+        // pool has its easy handle back; recycling it twice would share it.
+        guard transfers.removeValue(forKey: transfer.easy.handle) != nil else { return }
         multi.remove(transfer.easy)
         idleHandles.append(transfer.easy)
-        transfer.file?.closeFile()
     }
 }

@@ -40,6 +40,8 @@ final class EngineLoop: @unchecked Sendable {
     var timers = Heap<(Double, DownloadID)>(by: { $0.0 < $1.0 })
     /// Relative paths (final names) held by unfinished downloads.
     var reservedPaths: Set<String> = []
+    /// Directories known to exist (created or checked in this run).
+    var createdDirectories: Set<String> = []
     /// Downloads already queued, by URL and requested target, so a repeat is queued once.
     var queuedKeys: [String: DownloadID] = [:]
     var openJobs = 0

@@ -12,9 +12,11 @@ final class PartFile {
     /// Opens (creating) the part file, keeping the first `offset` bytes for a resume
     /// and dropping anything after them.
     init(path: String, keeping offset: Int64) throws(DownloadError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        // A fresh start truncates in open(2); a resume keeps exactly `offset` bytes.
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (offset == 0 ? O_TRUNC : 0)
+        let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw FileErrors.io("cannot create", path) }
-        guard ftruncate(fd, off_t(offset)) == 0, lseek(fd, off_t(offset), SEEK_SET) >= 0 else {
+        guard offset == 0 || (ftruncate(fd, off_t(offset)) == 0 && lseek(fd, off_t(offset), SEEK_SET) >= 0) else {
             let error = FileErrors.io("cannot prepare", path)
             close(fd)
             throw error

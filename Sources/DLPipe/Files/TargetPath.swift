@@ -16,7 +16,8 @@ struct TargetPath: Equatable, Sendable {
     static func resolve(root: String, directory: String?, name: String) throws(DownloadError)
         -> TargetPath
     {
-        let joined = (directory.map { $0 + "/" } ?? "") + name
+        let prefix = directory.flatMap { $0.isEmpty ? nil : $0 + "/" } ?? ""
+        let joined = prefix + name
         if joined.hasPrefix("/") {
             throw DownloadError(.hook, "path \(quoted(joined)) is absolute; it must stay inside the output directory")
         }
