@@ -5,6 +5,7 @@ let package = Package(
     name: "dlpipe",
     products: [
         .library(name: "DLPipe", targets: ["DLPipe"]),
+        .library(name: "DLPipeLua", targets: ["DLPipeLua"]),
         .executable(name: "dlpipe", targets: ["DLPipeCLI"]),
         .executable(name: "dlpipe-example", targets: ["DLPipeExample"]),
     ],
@@ -17,13 +18,20 @@ let package = Package(
             name: "CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPosix"),
+        .systemLibrary(
+            name: "CLua", pkgConfig: "lua5.4",
+            providers: [.apt(["liblua5.4-dev"])]),
         // The engine: queue, state machine, transport, naming. C stays internal.
         .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix"]),
+        // Lua 5.4: the runtime (sandbox, budgets, values) and the bridge that
+        // answers the engine's hooks with a job's handlers.
+        .target(name: "DLPipeLua", dependencies: ["DLPipe", "CLua"]),
         // The command-line tool.
-        .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe"]),
+        .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua"]),
         // A small program that uses the library the way an app would.
         .executableTarget(name: "DLPipeExample", dependencies: ["DLPipe"]),
         .testTarget(name: "DLPipeTests", dependencies: ["DLPipe"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["DLPipe"], exclude: ["README.md"]),
+        .testTarget(name: "DLPipeLuaTests", dependencies: ["DLPipeLua"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DLPipe"]),
     ]
 )

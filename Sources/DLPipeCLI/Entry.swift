@@ -36,6 +36,12 @@ struct Entry {
         case "get":
             arguments.removeFirst()
             return try await GetCommand.run(arguments)
+        case "run":
+            arguments.removeFirst()
+            return try await RunCommand.run(arguments)
+        case "check":
+            arguments.removeFirst()
+            return try await CheckCommand.run(arguments)
         default:
             throw UsageError("unknown command \(first.debugDescription)")
         }

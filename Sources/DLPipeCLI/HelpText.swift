@@ -6,14 +6,61 @@ enum HelpText {
         USAGE: dlpipe <command> [options]
 
         COMMANDS:
+          run JOB.lua [options]   run a job: a Lua script that adds URLs and handles events
           get URL... [options]    download URLs (-i FILE for a list, - for stdin)
+          check JOB.lua           load and validate a job and its hooks; no network
 
         OPTIONS:
           -h, --help              show help (also: dlpipe get --help)
           -V, --version           show the version
 
         EXIT CODES:
-          0 every download finished or was skipped, 1 at least one failed, 2 usage error
+          0 every download finished or was skipped, 1 at least one failed,
+          2 usage error or a script that failed to load; a done handler may return its own
+
+        """
+
+    /// The options `run` and `get` share.
+    static let shared = """
+          -d, --dir DIR           output directory (default: .)
+          -j, --concurrency N     transfers at once (default: 8)
+          --per-host N            transfers at once per host (default: 4)
+          --retries N             retries of network errors, timeouts, 408, 429, 5xx (default: 3)
+          --timeout SECONDS       no progress for that long fails the attempt (default: 30)
+          --rate BYTES[/s]        total speed cap; K, M, G suffixes (e.g. 500K, 2M)
+          --var NAME=VALUE        a value for scripts (dl.var.NAME)
+          --hooks DIR             load DIR/*.lua as drop-in hooks (repeatable)
+          --no-hooks              do not load hooks.d/ beside the job
+          --hook FILE             load one hook script (repeatable)
+          --unsafe-lua            give scripts the full Lua standard library
+          --json                  one JSON object per event on stdout (JSON Lines)
+          -q, --quiet             print nothing but errors
+          --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)
+          -h, --help              show this help
+        """
+
+    static let run = """
+        OVERVIEW: run a dlpipe job: a Lua 5.4 script that configures the run, adds
+        URLs with dl.add and handles events with dl.on (see docs/lua-api.md)
+
+        USAGE: dlpipe run JOB.lua [options]
+
+        OPTIONS (they override the job's dl.config):
+        \(shared)
+        EXIT CODES:
+          0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error
+          or a script failed to load; a done handler may return its own
+
+        """
+
+    static let check = """
+        OVERVIEW: load a job and its hooks without any network access, and report
+        syntax errors, unknown events and config keys, and misplaced API calls
+
+        USAGE: dlpipe check JOB.lua [--hooks DIR] [--no-hooks] [--hook FILE] [--var NAME=VALUE]
+
+        EXIT CODES:
+          0 the job loads; 2 it does not (each problem as file:line: message)
 
         """
 
@@ -26,20 +73,10 @@ enum HelpText {
         OPTIONS:
           -i, --input FILE        read URLs from FILE, one a line (- for stdin; # comments)
           -o, --output NAME       the file name (one URL only)
-          -d, --dir DIR           output directory (default: .)
-          -j, --concurrency N     transfers at once (default: 8)
-          --per-host N            transfers at once per host (default: 4)
-          --retries N             retries of network errors, timeouts, 408, 429, 5xx (default: 3)
-          --timeout SECONDS       no progress for that long fails the attempt (default: 30)
-          --rate BYTES[/s]        total speed cap; K, M, G suffixes (e.g. 500K, 2M)
           --sha256 HEX            expected SHA-256 of the file (one URL only)
-          -H, --header "N: V"     an extra request header (not sent after a redirect to
-                                  another host if it is Authorization or Cookie)
-          --json                  one JSON object per event on stdout (JSON Lines)
-          -q, --quiet             print nothing but errors
-          --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)
-          -h, --help              show this help
-
+          -H, --header "N: V"     an extra request header (Authorization and Cookie are
+                                  not sent after a redirect to another host)
+        \(shared)
         EXIT CODES:
           0 all finished or skipped, 1 at least one failed, 2 usage error
 

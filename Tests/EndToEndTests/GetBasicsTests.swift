@@ -110,6 +110,18 @@ import Testing
         #expect(run.stdout.isEmpty)
     }
 
+    @Test func progressBarsRedrawInPlace() async throws {
+        let data = try server.put("slow.bin", randomBytes: 300_000)
+        let run = try await DLPipeRun.run(["get", server.url("/files/slow.bin?throttle=400000"), "--progress", "bars", "-d", out])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/slow.bin") == data)
+        #expect(run.stderr.contains("slow.bin"))
+        #expect(run.stderr.contains("total: "), "a total line under the bars")
+        #expect(run.stderr.contains("\u{1b}[2F\u{1b}[J"), "redrawn in place: up over one bar and the total, clear")
+        #expect(!run.stderr.contains("\u{1b}[32m"), "no colours with NO_COLOR set")
+        #expect(run.stderr.hasSuffix("\n"))
+    }
+
     @Test func quietPrintsOnlyFailures() async throws {
         try server.put("a.txt", bytes: Array("a".utf8))
         let run = try await DLPipeRun.run(["get", server.url("/files/a.txt"), "-q", "-d", out])

@@ -11,6 +11,7 @@ final class EngineLoop: @unchecked Sendable {
     enum Command {
         case add(DownloadID, DownloadRequest)
         case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
+        case fail(DownloadID, DownloadError)
         case responseVerdict(DownloadID, ResponseVerdict)
         case finishedVerdict(DownloadID, FinishedVerdict)
         case failureVerdict(DownloadID, FailureVerdict)
@@ -42,8 +43,6 @@ final class EngineLoop: @unchecked Sendable {
     var reservedPaths: Set<String> = []
     /// Directories known to exist (created or checked in this run).
     var createdDirectories: Set<String> = []
-    /// Downloads already queued, by URL and requested target, so a repeat is queued once.
-    var queuedKeys: [String: DownloadID] = [:]
     var openJobs = 0
     var pendingHookCalls = 0
     var summary = RunSummary()
@@ -51,6 +50,7 @@ final class EngineLoop: @unchecked Sendable {
     /// Work arrived since the last drain: the next idle moment is a drain.
     var drainPending = false
     var askedDrainHook = false
+    var drainedOnce = false
     var idleWaiters: [@Sendable (RunSummary, Int?) -> Void] = []
     var outcomeWaiters: [DownloadID: [@Sendable (DownloadOutcome?) -> Void]] = [:]
     var nextProgressTick = 0.0
@@ -120,6 +120,9 @@ final class EngineLoop: @unchecked Sendable {
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
         case .cancel(let id): feed(id, .cancel)
+        case .fail(let id, let error):
+            guard let job = jobs[id] else { break }
+            feed(job, .fail(error))
         case .responseVerdict(let id, let verdict):
             pendingHookCalls -= 1
             applyResponseVerdict(id, verdict)
@@ -133,6 +136,9 @@ final class EngineLoop: @unchecked Sendable {
             pendingHookCalls -= 1
             if let code { exitCode = code }
         case .waitIdle(let reply):
+            // A run that never drained drains once now, even with nothing queued:
+            // `done` handlers fire once per run at least.
+            if !drainedOnce { drainPending = true }
             if openJobs == 0 && pendingHookCalls == 0 && !drainPending {
                 reply(summary, exitCode)
             } else {
@@ -150,20 +156,9 @@ final class EngineLoop: @unchecked Sendable {
     }
 
     private func add(_ id: DownloadID, _ request: DownloadRequest) {
-        let key = request.url + "\u{0}" + (request.directory ?? "") + "\u{0}" + (request.name ?? "")
         let host = URLParts(request.url)?.hostPort ?? ""
         let job = Job(id: id, request: request, host: host)
         jobs[id] = job
-        if queuedKeys[key] != nil {
-            // The same URL into the same target: queued once (SPEC 1.1). The repeat
-            // ends at once as skipped so every id still gets its terminal event.
-            job.state.endBeforeStart(.skipped)
-            openJobs += 1
-            emit(.queued(job.info(root: root)))
-            finish(job, .skipped("duplicate of download \(queuedKeys[key]!)"))
-            return
-        }
-        queuedKeys[key] = id
         openJobs += 1
         drainPending = true
         askedDrainHook = false
@@ -219,6 +214,7 @@ final class EngineLoop: @unchecked Sendable {
             return
         }
         drainPending = false
+        drainedOnce = true
         askedDrainHook = false
         summary.seconds = EngineLoop.now() - startedAt
         emit(.drained(summary))

@@ -41,6 +41,8 @@ struct JobState: Equatable {
         case failureVerdict(FailureVerdict)
         case retryDue
         case pause, resume, cancel
+        /// End as failed now, whatever the phase (a hook broke): no retry.
+        case fail(DownloadError)
     }
 
     enum Action: Equatable {
@@ -199,6 +201,15 @@ struct JobState: Equatable {
             phase = .cancelled
             return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot,
                     .emitCancelled]
+
+        case (.requesting, .fail(let error)), (.awaitingVerdict, .fail(let error)),
+            (.receiving, .fail(let error)):
+            phase = .failed
+            return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitFailed(error)]
+        case (.queued, .fail(let error)), (.waitingRetry, .fail(let error)),
+            (.paused, .fail(let error)), (.awaitingFailureVerdict, .fail(let error)):
+            phase = .failed
+            return [.dequeue, .removePartFile, .emitFailed(error)]
 
         default:
             return []

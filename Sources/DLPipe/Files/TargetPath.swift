@@ -2,18 +2,18 @@ import Foundation
 
 /// Where a download's file goes. Names and directories from hooks or callers are
 /// checked here: they must stay inside the output directory, symlinks included.
-struct TargetPath: Equatable, Sendable {
+public struct TargetPath: Equatable, Sendable {
     /// The directory relative to the output directory ("" for the top).
-    var directory: String
+    public var directory: String
     /// The file's base name.
-    var name: String
+    public var name: String
 
     /// The path relative to the output directory.
-    var relative: String { directory.isEmpty ? name : directory + "/" + name }
+    public var relative: String { directory.isEmpty ? name : directory + "/" + name }
 
     /// Validates `directory` + `name` (either may hold `/`), lexically and against
     /// symlinks under `root` (an absolute, canonical path). Throws a `hook` error.
-    static func resolve(root: String, directory: String?, name: String) throws(DownloadError)
+    public static func resolve(root: String, directory: String?, name: String) throws(DownloadError)
         -> TargetPath
     {
         let prefix = directory.flatMap { $0.isEmpty ? nil : $0 + "/" } ?? ""
@@ -45,7 +45,7 @@ struct TargetPath: Equatable, Sendable {
     }
 
     /// Fails when an existing ancestor (or the file itself) resolves outside `root`.
-    func checkSymlinks(root: String) throws(DownloadError) {
+    public func checkSymlinks(root: String) throws(DownloadError) {
         var path = root
         for part in relative.split(separator: "/") {
             path += "/" + part

@@ -13,7 +13,8 @@ import Synchronization
 public final class DownloadEngine: Sendable {
     private let loop: EngineLoop
     private let hub = EventHub()
-    private let nextID = Atomic<Int>(0)
+    /// Every request queued so far, by deduplication key.
+    private let known = Mutex<[String: DownloadID]>([:])
 
     /// Creates the output directory when missing and starts the engine's thread.
     public init(configuration: EngineConfiguration = EngineConfiguration(), hooks: (any DownloadHooks)? = nil)
@@ -47,12 +48,22 @@ public final class DownloadEngine: Sendable {
     }
 
     /// Queues a download and returns its id at once.
+    /// A repeat of a request already queued (same URL, same target; see
+    /// `DownloadRequest.deduplicationKey`) is not queued again: its id comes back.
     @discardableResult
     public func add(_ request: DownloadRequest) -> DownloadID {
-        let id = DownloadID(nextID.add(1, ordering: .relaxed).newValue)
-        loop.post(.add(id, request))
-        return id
+        known.withLock { known in
+            if let id = known[request.deduplicationKey] { return id }
+            let id = DownloadID(known.count + 1)
+            known[request.deduplicationKey] = id
+            // Posted under the lock so the loop sees ids in order.
+            loop.post(.add(id, request))
+            return id
+        }
     }
+
+    /// Ends a download as failed (a hook that broke, for example), stopping its transfer.
+    public func fail(_ id: DownloadID, _ error: DownloadError) { loop.post(.fail(id, error)) }
 
     /// Queues a download of `url` with default settings.
     @discardableResult

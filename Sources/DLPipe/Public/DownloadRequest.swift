@@ -45,4 +45,10 @@ public struct DownloadRequest: Sendable, Hashable {
         self.parent = parent
         self.meta = meta
     }
+
+    /// Requests with the same key are the same download: the same URL into the
+    /// same target. The engine queues such a repeat once (SPEC 1.1).
+    public var deduplicationKey: String {
+        url + "\u{0}" + (directory ?? "") + "\u{0}" + (name ?? "")
+    }
 }

@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeLua
 import Foundation
 
 /// `dlpipe get URL... [options]`: ad-hoc downloads through the engine.
@@ -21,29 +22,7 @@ enum GetCommand {
             }
             headers[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        var config = EngineConfiguration()
-        config.directory = try args.value("-d", "--dir") ?? "."
-        config.concurrency = try args.int("-j", "--concurrency", in: 1...1000) ?? config.concurrency
-        config.perHost = try args.int("--per-host", in: 1...1000) ?? config.perHost
-        config.retries = try args.int("--retries", in: 0...100) ?? config.retries
-        if let text = try args.value("--timeout") {
-            guard let seconds = Double(text), seconds > 0, seconds <= 86400 else {
-                throw UsageError("--timeout wants seconds above 0, not \(text.debugDescription)", command: "get")
-            }
-            config.timeout = seconds
-        }
-        if let text = try args.value("--rate") {
-            guard let rate = ByteRate.parse(text) else {
-                throw UsageError("--rate wants bytes per second like 500K or 2M, not \(text.debugDescription)", command: "get")
-            }
-            config.rateLimit = rate
-        }
-        let json = args.flag("--json")
-        let quiet = args.flag("-q", "--quiet")
-        let progressText = try args.value("--progress") ?? "auto"
-        guard let progress = ProgressMode(rawValue: progressText) else {
-            throw UsageError("--progress wants auto, bars, lines or none, not \(progressText.debugDescription)", command: "get")
-        }
+        let options = try RunOptions.parse(&args)
         var urls = try args.positionals()
         for input in inputs { urls += try URLList.read(input) }
         guard !urls.isEmpty else { throw UsageError("no URL given", command: "get") }
@@ -57,23 +36,13 @@ enum GetCommand {
             throw UsageError("-o wants a file name", command: "get")
         }
 
-        let engine: DownloadEngine
-        do {
-            engine = try DownloadEngine(configuration: config)
-        } catch {
-            Terminal.error("dlpipe: \(error.message)")
-            return ExitCode.failed
+        var session: ScriptSession?
+        if options.usesScripts {
+            guard let loaded = RunDriver.loadScripts(options.scripts) else { return ExitCode.usage }
+            session = loaded
         }
-        let reporter = Reporters.make(progress: progress, json: json, quiet: quiet)
-        engine.observe { reporter.handle($0) }
-        for url in urls {
-            engine.add(DownloadRequest(url: url, name: output, headers: headers, sha256: sha256))
-        }
-        let (summary, hookCode) = await engine.waitUntilDrained()
-        reporter.finish(summary)
-        engine.shutdown()
-        if let hookCode { return Int32(clamping: hookCode) }
-        return summary.failed > 0 ? ExitCode.failed : ExitCode.ok
+        let requests = urls.map { DownloadRequest(url: $0, name: output, headers: headers, sha256: sha256) }
+        return await RunDriver.run(options: options, session: session, requests: requests)
     }
 }
 

@@ -9,12 +9,13 @@ final class FaultServer: @unchecked Sendable {
     let root: String
     let logPath: String
 
-    init() throws {
-        root = try TempDir.make("server-root")
-        logPath = root + ".requests.jsonl"
+    /// Serves `root` (a fresh empty directory when nil).
+    init(root: String? = nil) throws {
+        self.root = try root ?? TempDir.make("server-root")
+        logPath = try TempDir.make("server-log") + "/requests.jsonl"
         let script = Paths.repository + "/Tests/Support/fault_server.py"
         process = try Subprocess(
-            "/usr/bin/env", ["python3", script, "--root", root, "--log", logPath, "--exit-with-parent"])
+            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"])
         guard let line = process.readStdoutLine(), line.hasPrefix("PORT "),
             let port = Int(line.dropFirst(5))
         else { throw TestFailure("the fault server did not report its port") }

@@ -1,0 +1,105 @@
+import DLPipe
+import DLPipeLua
+
+/// The options `run` and `get` share (SPEC 2). Values are nil when not given, so
+/// a job's `dl.config` fills them and the command line wins.
+struct RunOptions {
+    var dir: String?
+    var concurrency: Int?
+    var perHost: Int?
+    var retries: Int?
+    var timeout: Double?
+    var rate: Int?
+    var json = false
+    var quiet = false
+    var progress = ProgressMode.auto
+    var scripts = ScriptOptions()
+
+    /// Takes the shared options out of `args`.
+    static func parse(_ args: inout Arguments) throws -> RunOptions {
+        var options = RunOptions()
+        let command = args.command
+        options.dir = try args.value("-d", "--dir")
+        options.concurrency = try args.int("-j", "--concurrency", in: 1...1000)
+        options.perHost = try args.int("--per-host", in: 1...1000)
+        options.retries = try args.int("--retries", in: 0...100)
+        if let text = try args.value("--timeout") {
+            guard let seconds = Double(text), seconds > 0, seconds <= 86400 else {
+                throw UsageError("--timeout wants seconds above 0, not \(text.debugDescription)", command: command)
+            }
+            options.timeout = seconds
+        }
+        if let text = try args.value("--rate") {
+            guard let rate = ByteRate.parse(text) else {
+                throw UsageError("--rate wants bytes per second like 500K or 2M, not \(text.debugDescription)", command: command)
+            }
+            options.rate = rate
+        }
+        options.json = args.flag("--json")
+        options.quiet = args.flag("-q", "--quiet")
+        let progressText = try args.value("--progress") ?? "auto"
+        guard let progress = ProgressMode(rawValue: progressText) else {
+            throw UsageError("--progress wants auto, bars, lines or none, not \(progressText.debugDescription)", command: command)
+        }
+        options.progress = progress
+        for pair in try args.values("--var") {
+            guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
+                throw UsageError("--var wants NAME=VALUE, not \(pair.debugDescription)", command: command)
+            }
+            options.scripts.vars[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+        }
+        options.scripts.hookDirectories = try args.values("--hooks")
+        options.scripts.hookFiles = try args.values("--hook")
+        options.scripts.defaultHooks = !args.flag("--no-hooks")
+        options.scripts.unsafe = args.flag("--unsafe-lua")
+        return options
+    }
+
+    /// The engine's settings: defaults, then the job's `dl.config`, then the command line.
+    func configuration(job: JobSettings?) -> EngineConfiguration {
+        var config = EngineConfiguration()
+        config.directory = dir ?? job?.dir ?? config.directory
+        config.concurrency = concurrency ?? job?.concurrency ?? config.concurrency
+        config.perHost = perHost ?? job?.perHost ?? config.perHost
+        config.retries = retries ?? job?.retries ?? config.retries
+        config.timeout = timeout ?? job?.timeout ?? config.timeout
+        config.rateLimit = rate ?? job?.rate
+        return config
+    }
+
+    /// Whether any Lua script is involved.
+    var usesScripts: Bool { scripts.jobPath != nil || !scripts.hookFiles.isEmpty || !scripts.hookDirectories.isEmpty }
+}
+
+/// Runs an engine to the end with the options' output, and returns the exit status.
+enum RunDriver {
+    static func run(options: RunOptions, session: ScriptSession?, requests: [DownloadRequest]) async -> Int32 {
+        let engine: DownloadEngine
+        do {
+            let hooks = session?.hooks(report: { Terminal.error("dlpipe: \($0)") })
+            engine = try DownloadEngine(configuration: options.configuration(job: session?.settings), hooks: hooks)
+        } catch {
+            Terminal.error("dlpipe: \(error.message)")
+            return ExitCode.failed
+        }
+        let reporter = Reporters.make(progress: options.progress, json: options.json, quiet: options.quiet)
+        engine.observe { reporter.handle($0) }
+        session?.start(with: engine)
+        for request in requests { engine.add(request) }
+        let (summary, hookCode) = await engine.waitUntilDrained()
+        reporter.finish(summary)
+        engine.shutdown()
+        if let hookCode { return Int32(clamping: hookCode) }
+        return summary.failed > 0 ? ExitCode.failed : ExitCode.ok
+    }
+
+    /// Loads the scripts, or prints why they cannot load (exit 2 follows).
+    static func loadScripts(_ options: ScriptOptions) -> ScriptSession? {
+        do {
+            return try ScriptSession(options, log: { Terminal.error($0) })
+        } catch {
+            Terminal.error(error.message)
+            return nil
+        }
+    }
+}

@@ -1,0 +1,224 @@
+/// The friendly `dl` API, written in Lua over a few raw primitives that Swift
+/// registers (`__dl.*`). Keeping the API in Lua keeps the Swift side small: Swift
+/// only queues downloads, controls them and reads files; the prelude checks where
+/// each call is allowed, keeps handlers in order, and shapes event arguments.
+enum Prelude {
+    static let source = #"""
+    local raw = __dl
+    __dl = nil
+
+    local EVENTS = { response = true, progress = true, finished = true, failed = true, done = true }
+    local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number",
+      retries = "number", timeout = "number", rate = "any", refresh = "string",
+      budget = "number" }
+    local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
+      meta = true, priority = true }
+
+    local handlers = { response = {}, progress = {}, finished = {}, failed = {}, done = {} }
+    local config = {}
+    local metas = {}          -- id -> meta table (meta stays on the Lua side)
+    -- Where we are: "job" or "hook" at top level while loading, else the event name.
+    local context = "job"
+    local current = nil       -- the download a handler runs for: { fields, proxy }
+    local current_arg = nil
+    local SKIP, RETRY = {}, {}
+
+    local PRELUDE = "dlpipe-prelude:"
+    local positions = {}      -- handler -> "file:line: " where dl.on registered it
+    local running = nil       -- the handler running now
+    local loading = nil       -- the script whose top level runs now
+
+    -- "file:line: " of the innermost script frame, learnt from error()'s
+    -- position prefix (the debug library is not in the sandbox). Prelude and C
+    -- frames are skipped; a frame lost to a tail call falls back to the line
+    -- that registered the running handler.
+    local function script_position()
+      for level = 2, 16 do
+        local _, where = pcall(error, "", level)
+        if where ~= "" and where:sub(1, #PRELUDE) ~= PRELUDE then return where end
+      end
+      if running then return positions[running] end
+      return loading and (loading .. ": ") or ""
+    end
+
+    local function allowed(name, where)
+      for _, place in ipairs(where) do
+        if place == context or (place == "top" and (context == "job" or context == "hook")) then
+          return
+        end
+      end
+      local here = (context == "job" or context == "hook") and "the top level of a script"
+        or ("a " .. context .. " handler")
+      error(script_position() .. name .. " may not be called in " .. here
+        .. " (allowed: " .. table.concat(where, ", ") .. ")", 0)
+    end
+
+    local dl = {}
+
+    function dl.config(t)
+      allowed("dl.config", { "job" })
+      if type(t) ~= "table" then error("dl.config wants a table", 2) end
+      for k, v in pairs(t) do
+        local want = CONFIG_KEYS[k]
+        if want == nil then error("unknown config key '" .. tostring(k) .. "'", 2) end
+        if want ~= "any" and type(v) ~= want then
+          error("config key '" .. k .. "' wants a " .. want .. ", not a " .. type(v), 2)
+        end
+        config[k] = v
+      end
+    end
+
+    function dl.add(spec)
+      allowed("dl.add", { "top", "response", "finished", "failed", "done" })
+      if type(spec) == "string" then spec = { url = spec } end
+      if type(spec) ~= "table" then error("dl.add wants a URL or a table", 2) end
+      for k in pairs(spec) do
+        if not ADD_KEYS[k] then error("dl.add: unknown field '" .. tostring(k) .. "'", 2) end
+      end
+      if type(spec.url) ~= "string" then error("dl.add: url must be a string", 2) end
+      local headers = {}
+      if spec.headers ~= nil then
+        if type(spec.headers) ~= "table" then error("dl.add: headers must be a table", 2) end
+        for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
+      end
+      local parent = current and current.fields.id or nil
+      local id, err = raw.add(spec.url, spec.name, spec.dir, headers, spec.sha256,
+        math.tointeger(spec.priority) or 0, parent)
+      if not id then error("dl.add: " .. err, 2) end
+      if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
+      return id
+    end
+
+    function dl.on(event, fn)
+      allowed("dl.on", { "top" })
+      if not EVENTS[event] then error("unknown event '" .. tostring(event) .. "'", 2) end
+      if type(fn) ~= "function" then error("dl.on: the handler must be a function", 2) end
+      positions[fn] = script_position()
+      table.insert(handlers[event], fn)
+    end
+
+    function dl.skip(reason)
+      allowed("dl.skip", { "response" })
+      return SKIP, tostring(reason or "skipped by a hook")
+    end
+
+    function dl.retry(seconds)
+      allowed("dl.retry", { "failed" })
+      return RETRY, tonumber(seconds) or 0
+    end
+
+    local function control(name, fn)
+      return function(id)
+        allowed(name, { "response", "progress", "finished", "failed", "done" })
+        if math.tointeger(id) == nil then error(name .. " wants a download id", 2) end
+        fn(id)
+      end
+    end
+    dl.pause = control("dl.pause", raw.pause)
+    dl.resume = control("dl.resume", raw.resume)
+    dl.cancel = control("dl.cancel", raw.cancel)
+
+    function dl.read(path)
+      allowed("dl.read", { "response", "progress", "finished", "failed", "done" })
+      if type(path) ~= "string" then error("dl.read wants a path", 2) end
+      local data, err = raw.read(path)
+      if data == nil then error("dl.read: " .. err, 2) end
+      return data
+    end
+
+    dl.url = { resolve = raw.resolve, parse = raw.parse }
+    dl.var = raw.vars
+
+    function dl.log(...)
+      local parts = {}
+      for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
+      local id = current and current.fields.id or nil
+      raw.log(script_position(), id, table.concat(parts, "\t"))
+    end
+    print = dl.log
+
+    dl.store = {
+      get = function() error("dl.store arrives with the state issue; it is not available yet", 2) end,
+      set = function() error("dl.store arrives with the state issue; it is not available yet", 2) end,
+    }
+
+    _G.dl = setmetatable(dl, { __newindex = function() error("dl is read-only", 2) end })
+
+    -- The download as a handler sees it: name, dir and meta may be assigned;
+    -- the rest is read-only.
+    local WRITABLE = { name = "string", dir = "string", meta = "table" }
+    local function make_download(fields)
+      local state = { fields = fields }
+      state.proxy = setmetatable({}, {
+        __index = function(_, k)
+          if k == "meta" then return metas[fields.id] end
+          return fields[k]
+        end,
+        __newindex = function(_, k, v)
+          local want = WRITABLE[k]
+          if want == nil then error("d." .. tostring(k) .. " is read-only", 2) end
+          if type(v) ~= want then error("d." .. k .. " wants a " .. want, 2) end
+          if k ~= "meta" then
+            local name, dir = fields.name, fields.dir
+            if k == "name" then name = v else dir = v end
+            -- Checked here so the error names the line that set it.
+            local problem = raw.checkpath(dir, name)
+            if problem then error(problem, 2) end
+          end
+          if k == "meta" then metas[fields.id] = v else fields[k] = v; state.changed = true end
+        end,
+        __tostring = function() return "download " .. tostring(fields.id) end,
+      })
+      return state
+    end
+
+    -- Called by Swift around each event: begin, one call per handler, finish.
+    local host = {}
+    function host.begin(event, fields, arg)
+      context = event
+      if event == "finished" and arg.sha256 == nil then
+        -- Hashing costs nothing until a handler reads f.sha256.
+        setmetatable(arg, { __index = function(t, k)
+          if k ~= "sha256" then return nil end
+          local digest = raw.sha256(t.path)
+          rawset(t, "sha256", digest)
+          return digest
+        end })
+      end
+      current = fields and make_download(fields) or nil
+      current_arg = arg
+      return #handlers[event]
+    end
+
+    function host.run(event, index)
+      running = handlers[event][index]
+      -- done has no download: its handlers get the summary first (and second).
+      local first = current and current.proxy or current_arg
+      local result, extra = running(first, current_arg)
+      running = nil
+      if result == SKIP then return "skip", extra end
+      if result == RETRY then return "retry", extra end
+      if result == false then return "giveup" end
+      if event == "done" and math.tointeger(result) then return "exit", math.tointeger(result) end
+      return nil
+    end
+
+    function host.finish()
+      local out = nil
+      if current and current.changed then out = { name = current.fields.name, dir = current.fields.dir } end
+      context, current, current_arg = "job", nil, nil
+      return out
+    end
+
+    function host.counts()
+      local c = {}
+      for event, list in pairs(handlers) do c[event] = #list end
+      return c
+    end
+
+    function host.set_context(name, script) context, loading = name, script end
+    function host.config() return config end
+
+    return host
+    """#
+}

@@ -1,0 +1,255 @@
+import DLPipe
+import Foundation
+
+/// A load or handler failure, worded `file:line: message` for people.
+public struct ScriptError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+    init(_ message: String) { self.message = message }
+    init(_ error: LuaError) {
+        message = error.message
+        if let traceback = error.traceback, !traceback.isEmpty { message += "\n" + traceback }
+    }
+}
+
+/// What one event's handlers decided, after all of them ran.
+struct DispatchOutcome {
+    /// "skip", "retry", "giveup", "exit" or nil (no verdict).
+    var verdict: String?
+    var extra: LuaValue = .nil_
+    /// The name and directory after the handlers, when a handler assigned them.
+    var name: String?
+    var directory: String?
+    var renamed = false
+    /// A handler failed (error, time budget, memory): the download fails with kind `hook`.
+    var error: ScriptError?
+}
+
+/// Owns the Lua state of a run: loads the job and the drop-in hooks, gives the
+/// `dl` API its Swift primitives, and runs handlers. Used on the Lua thread only.
+final class ScriptHost: @unchecked Sendable {
+    // @unchecked: used only on the run's Lua thread (LuaThread); other threads
+    // only pass it along to closures that run there.
+    let runtime: LuaRuntime
+    var budget: Double
+    private var hostFunctions: [String: LuaFunctionRef] = [:]
+    /// The engine, once the job is loaded and the run starts.
+    var engine: DownloadEngine?
+    /// Downloads added at the top level, before the engine exists.
+    private(set) var pending: [DownloadRequest] = []
+    private var pendingKeys: [String: DownloadID] = [:]
+    /// The output directory (canonical), for `dl.read`.
+    var root: String?
+    private let log: @Sendable (String) -> Void
+
+    init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String],
+         log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
+        runtime = LuaRuntime(memoryLimit: memoryLimit, unsafe: unsafe)
+        self.budget = budget
+        self.log = log
+        registerPrimitives()
+        var table: [LuaValue: LuaValue] = [:]
+        for (key, value) in vars { table[LuaValue(key)] = LuaValue(value) }
+        runtime.setGlobal("__dl.vars", .table(table))
+        let host: [LuaValue]
+        do {
+            host = try runtime.run(Prelude.source, chunkName: "=dlpipe-prelude")
+        } catch {
+            throw ScriptError("internal error in the dl prelude: \(error.message)")
+        }
+        guard case .table(let functions)? = host.first else {
+            throw ScriptError("internal error: the dl prelude returned no host table")
+        }
+        for (key, value) in functions {
+            if let name = key.text, case .function(let ref) = value { hostFunctions[name] = ref }
+        }
+    }
+
+    /// Loads and runs a script's top level: the job file, or a drop-in hook.
+    func load(path: String, displayName: String, isJob: Bool) throws(ScriptError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ScriptError("\(displayName): cannot read the file")
+        }
+        _ = try callHost("set_context", [LuaValue(isJob ? "job" : "hook"), LuaValue(displayName)])
+        do {
+            let chunk = try runtime.load([UInt8](data), chunkName: "@" + displayName)
+            _ = try runtime.call(chunk, [], budget: max(budget, 10))
+        } catch {
+            throw ScriptError(error)
+        }
+        _ = try callHost("set_context", [LuaValue("job")])
+    }
+
+    /// The settings from `dl.config`.
+    func config() throws(ScriptError) -> [String: LuaValue] {
+        guard case .table(let table)? = try callHost("config", []).first else { return [:] }
+        var out: [String: LuaValue] = [:]
+        for (key, value) in table { if let name = key.text { out[name] = value } }
+        return out
+    }
+
+    /// How many handlers each event has.
+    func handlerCounts() throws(ScriptError) -> [String: Int] {
+        guard case .table(let table)? = try callHost("counts", []).first else { return [:] }
+        var out: [String: Int] = [:]
+        for (key, value) in table { if let name = key.text { out[name] = Int(value.int ?? 0) } }
+        return out
+    }
+
+    /// Runs every handler of `event` in order, each with its own time budget;
+    /// stops at the first verdict (the first skip wins) or the first failure.
+    func dispatch(_ event: String, download: LuaValue?, argument: LuaValue) -> DispatchOutcome {
+        var outcome = DispatchOutcome()
+        do {
+            let count = try callHost("begin", [LuaValue(event), download ?? .nil_, argument]).first?.int ?? 0
+            if count > 0, let run = hostFunctions["run"] {
+                for index in 1...count {
+                    let result: [LuaValue]
+                    do {
+                        result = try runtime.call(run, [LuaValue(event), .integer(index)], budget: budget)
+                    } catch {
+                        outcome.error = ScriptError(error)
+                        break
+                    }
+                    if let verdict = result.first?.text {
+                        outcome.verdict = verdict
+                        outcome.extra = result.count > 1 ? result[1] : .nil_
+                        break
+                    }
+                }
+            }
+            if case .table(let renamed)? = try callHost("finish", []).first {
+                outcome.renamed = true
+                outcome.name = renamed[LuaValue("name")]?.text
+                outcome.directory = renamed[LuaValue("dir")]?.text
+            }
+        } catch {
+            outcome.error = error
+        }
+        return outcome
+    }
+
+    private func callHost(_ name: String, _ arguments: [LuaValue]) throws(ScriptError) -> [LuaValue] {
+        guard let function = hostFunctions[name] else { throw ScriptError("internal error: no host function \(name)") }
+        do {
+            return try runtime.call(function, arguments, budget: 5)
+        } catch {
+            throw ScriptError(error)
+        }
+    }
+
+    // MARK: primitives behind the dl API
+
+    private func registerPrimitives() {
+        runtime.register("__dl.add") { [unowned self] args throws(LuaCallError) in try add(args) }
+        runtime.register("__dl.pause") { [unowned self] args in
+            if let id = args.first?.int { engine?.pause(DownloadID(Int(id))) }
+            return []
+        }
+        runtime.register("__dl.resume") { [unowned self] args in
+            if let id = args.first?.int { engine?.resume(DownloadID(Int(id))) }
+            return []
+        }
+        runtime.register("__dl.cancel") { [unowned self] args in
+            if let id = args.first?.int { engine?.cancel(DownloadID(Int(id))) }
+            return []
+        }
+        runtime.register("__dl.read") { [unowned self] args in
+            switch readInsideRoot(args.first?.text ?? "") {
+            case .success(let bytes): return [.string(bytes)]
+            case .failure(let error): return [.nil_, LuaValue(error.message)]
+            }
+        }
+        runtime.register("__dl.checkpath") { [unowned self] args in
+            guard let root else { return [] }
+            let directory = args.first?.text
+            let name = args.count > 1 ? args[1].text ?? "" : ""
+            do throws(DownloadError) {
+                _ = try TargetPath.resolve(root: root, directory: directory, name: name.isEmpty ? "x" : name)
+                return []
+            } catch {
+                return [LuaValue(error.message)]
+            }
+        }
+        runtime.register("__dl.sha256") { [unowned self] args in
+            guard let path = args.first?.text, case .success = resolveInsideRoot(path),
+                let digest = FileDigest.sha256Hex(ofFile: path)
+            else { return [.nil_] }
+            return [LuaValue(digest)]
+        }
+        runtime.register("__dl.resolve") { args throws(LuaCallError) in
+            guard args.count >= 2, let base = args[0].text, let ref = args[1].text else {
+                throw LuaCallError("dl.url.resolve wants a base URL and a reference")
+            }
+            guard let resolved = URLTools.resolve(base: base, reference: ref) else { return [.nil_] }
+            return [LuaValue(resolved)]
+        }
+        runtime.register("__dl.parse") { args throws(LuaCallError) in
+            guard let text = args.first?.text else { throw LuaCallError("dl.url.parse wants a URL") }
+            return [URLTools.parse(text)]
+        }
+        runtime.register("__dl.log") { [log] args in
+            let position = args.first?.text ?? ""
+            let id = args.count > 1 ? args[1].int : nil
+            let text = args.count > 2 ? (args[2].text ?? "") : ""
+            let place = position.trimmingCharacters(in: CharacterSet(charactersIn: ": "))
+            log(id.map { "[\(place) #\($0)] \(text)" } ?? "[\(place)] \(text)")
+            return []
+        }
+    }
+
+    private func add(_ args: [LuaValue]) throws(LuaCallError) -> [LuaValue] {
+        func text(_ i: Int) -> String? { i < args.count ? args[i].text : nil }
+        guard let url = text(0) else { throw LuaCallError("url must be a string") }
+        guard let scheme = url.split(separator: ":").first?.lowercased(), scheme == "http" || scheme == "https" else {
+            return [.nil_, LuaValue("only http and https URLs can be added, not \(url.debugDescription)")]
+        }
+        var headers: [String: String] = [:]
+        if args.count > 3, case .table(let table) = args[3] {
+            for (key, value) in table { if let k = key.text, let v = value.text { headers[k] = v } }
+        }
+        let request = DownloadRequest(
+            url: url, name: text(1), directory: text(2), headers: headers, sha256: text(4),
+            priority: Int(args.count > 5 ? args[5].int ?? 0 : 0),
+            parent: (args.count > 6 ? args[6].int : nil).map { DownloadID(Int($0)) })
+        if let engine {
+            return [.integer(Int64(engine.add(request).rawValue))]
+        }
+        // Before the run starts: keep it, with the id the engine will give it
+        // (the engine numbers new requests 1, 2, 3... and returns the first id
+        // for a repeat, exactly as done here).
+        if let id = pendingKeys[request.deduplicationKey] { return [.integer(Int64(id.rawValue))] }
+        pending.append(request)
+        let id = DownloadID(pending.count)
+        pendingKeys[request.deduplicationKey] = id
+        return [.integer(Int64(id.rawValue))]
+    }
+
+    private func resolveInsideRoot(_ path: String) -> Result<String, ScriptError> {
+        guard let root else { return .failure(ScriptError("no output directory yet")) }
+        let full = path.hasPrefix("/") ? path : root + "/" + path
+        guard let real = realpathString(full) else { return .failure(ScriptError("no such file: \(path)")) }
+        guard real == root || real.hasPrefix(root + "/") else {
+            return .failure(ScriptError("\(path) is outside the output directory"))
+        }
+        return .success(real)
+    }
+
+    private func readInsideRoot(_ path: String) -> Result<[UInt8], ScriptError> {
+        switch resolveInsideRoot(path) {
+        case .failure(let error): return .failure(error)
+        case .success(let real):
+            guard let data = FileManager.default.contents(atPath: real) else {
+                return .failure(ScriptError("cannot read \(path)"))
+            }
+            return .success([UInt8](data))
+        }
+    }
+}
+
+/// realpath(3) as a String.
+func realpathString(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}

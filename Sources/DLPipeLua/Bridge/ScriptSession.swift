@@ -1,0 +1,164 @@
+import DLPipe
+import Foundation
+
+/// Where the scripts of a run come from, and their limits (SPEC 1.3, 5).
+public struct ScriptOptions: Sendable {
+    /// The job file; nil for `dlpipe get --hook FILE`.
+    public var jobPath: String?
+    /// `--hooks DIR`, in order.
+    public var hookDirectories: [String] = []
+    /// `--hook FILE`, in order.
+    public var hookFiles: [String] = []
+    /// Load `hooks.d/` beside the job file when it exists (`--no-hooks` turns it off).
+    public var defaultHooks = true
+    /// `--unsafe-lua`: the full standard library.
+    public var unsafe = false
+    /// `--var NAME=VALUE`.
+    public var vars: [String: String] = [:]
+    /// The Lua state's memory cap.
+    public var memoryLimit = 256 << 20
+    /// Seconds each handler call may run; nil for the job's `dl.config{budget=}` or 2.
+    public var budget: Double?
+
+    public init() {}
+
+    /// The hook scripts to load, in load order: each directory's `*.lua` by file
+    /// name, then the single files.
+    public func hookScripts() throws(ScriptError) -> [String] {
+        var directories = hookDirectories
+        if defaultHooks, let jobPath {
+            let beside = (jobPath as NSString).deletingLastPathComponent
+            let dir = (beside.isEmpty ? "." : beside) + "/hooks.d"
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory), isDirectory.boolValue {
+                directories.insert(dir, at: 0)
+            }
+        }
+        var scripts: [String] = []
+        for dir in directories {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else {
+                throw ScriptError("\(dir): cannot read the hooks directory")
+            }
+            scripts += names.filter { $0.hasSuffix(".lua") && !$0.hasPrefix(".") }.sorted().map { dir + "/" + $0 }
+        }
+        return scripts + hookFiles
+    }
+}
+
+/// Settings a job gave with `dl.config`, already checked.
+public struct JobSettings: Sendable {
+    public var dir: String?
+    public var concurrency: Int?
+    public var perHost: Int?
+    public var retries: Int?
+    public var timeout: Double?
+    public var rate: Int?
+    public var refresh: String?
+    public var budget: Double?
+}
+
+/// The scripts of one run, loaded into one Lua state on a thread of its own.
+public final class ScriptSession: @unchecked Sendable {
+    // @unchecked: `host` is touched only on `thread`; `settings`, `counts` and
+    // `scripts` are set before init returns.
+    private let thread: LuaThread
+    private let host: ScriptHost
+    /// What `dl.config` set.
+    public let settings: JobSettings
+    /// Handlers per event name.
+    public let counts: [String: Int]
+    /// The files loaded, job first.
+    public let scripts: [String]
+    /// Downloads the scripts added at their top level.
+    public let queuedAtLoad: Int
+
+    /// Loads the job and its hooks. A script that fails to load throws
+    /// `file:line: message`, before any request is made.
+    public init(_ options: ScriptOptions, log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
+        let thread = LuaThread()
+        let hookScripts = try options.hookScripts()
+        let result: Result<(ScriptHost, JobSettings, [String: Int], Int), ScriptError> = thread.sync {
+            do throws(ScriptError) {
+                let budget = options.budget ?? 2
+                let host = try ScriptHost(unsafe: options.unsafe, memoryLimit: options.memoryLimit,
+                                          budget: budget, vars: options.vars, log: log)
+                if let job = options.jobPath {
+                    try host.load(path: job, displayName: job, isJob: true)
+                }
+                let settings = try JobSettings(host.config())
+                if options.budget == nil, let jobBudget = settings.budget { host.budget = jobBudget }
+                for script in hookScripts {
+                    try host.load(path: script, displayName: script, isJob: false)
+                }
+                return .success((host, settings, try host.handlerCounts(), host.pending.count))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let (host, settings, counts, queued) = try result.get()
+        self.thread = thread
+        self.host = host
+        self.settings = settings
+        self.counts = counts
+        self.queuedAtLoad = queued
+        self.scripts = (options.jobPath.map { [$0] } ?? []) + hookScripts
+    }
+
+    /// The engine's hooks: the Lua handlers.
+    public func hooks(report: @escaping @Sendable (String) -> Void) -> any DownloadHooks {
+        LuaHooks(host: host, thread: thread, counts: counts, report: report)
+    }
+
+    /// Connects the scripts to the running engine and queues what they added at load.
+    public func start(with engine: DownloadEngine) {
+        thread.sync { [host] in
+            host.engine = engine
+            host.root = engine.directory
+            for (index, request) in host.pending.enumerated() {
+                let id = engine.add(request)
+                precondition(id.rawValue == index + 1, "ids of downloads added at load must match")
+            }
+            return true
+        }
+    }
+}
+
+extension JobSettings {
+    /// Reads and checks `dl.config`'s table (the prelude already refused unknown keys).
+    init(_ table: [String: LuaValue]) throws(ScriptError) {
+        func whole(_ key: String, _ range: ClosedRange<Int>) throws(ScriptError) -> Int? {
+            guard let value = table[key] else { return nil }
+            guard let number = value.int ?? value.double.flatMap({ $0 == $0.rounded() ? Int64($0) : nil }),
+                range.contains(Int(number))
+            else {
+                throw ScriptError("dl.config: \(key) wants a whole number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return Int(number)
+        }
+        func seconds(_ key: String) throws(ScriptError) -> Double? {
+            guard let value = table[key] else { return nil }
+            guard let number = value.double, number > 0, number <= 86_400 else {
+                throw ScriptError("dl.config: \(key) wants seconds above 0")
+            }
+            return number
+        }
+        dir = table["dir"]?.text
+        concurrency = try whole("concurrency", 1...1000)
+        perHost = try whole("per_host", 1...1000)
+        retries = try whole("retries", 0...100)
+        timeout = try seconds("timeout")
+        budget = try seconds("budget")
+        if let value = table["rate"] {
+            guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), rate > 0 else {
+                throw ScriptError("dl.config: rate wants bytes per second like 500000, \"500K\" or \"2M\"")
+            }
+            self.rate = rate
+        }
+        if let value = table["refresh"]?.text {
+            guard ["conditional", "never", "always"].contains(value) else {
+                throw ScriptError("dl.config: refresh wants \"conditional\", \"never\" or \"always\"")
+            }
+            refresh = value
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+/// Hostile scripts: each breaks only its own download, with a message naming the
+/// script and line, and the run goes on (SPEC 5).
+@Suite struct LuaHostileTests {
+    let server: FaultServer
+    let job: LuaJob
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        job = try LuaJob()
+        out = try TempDir.make("hostile")
+        try server.put("victim.txt", bytes: Array("victim".utf8))
+        try server.put("bystander.txt", bytes: Array("bystander".utf8))
+    }
+
+    /// Runs a job whose response handler does `body` for victim.txt only, and
+    /// checks the victim fails with kind hook and the bystander finishes.
+    private func expectHookFailure(_ body: String, event: String = "response", message: String, extra: [String] = [], fileKept: Bool = false, budget: Double = 0.5) async throws {
+        try job.write("job.lua", """
+            dl.config{ budget = \(budget) }
+            dl.add(dl.var.base .. "/victim.txt")
+            dl.add(dl.var.base .. "/bystander.txt")
+            dl.on("\(event)", function(d, arg)
+              if not d.url:match("victim") then return end
+            \(body)
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"] + extra)
+        #expect(run.status == 1, "\(body): \(run.stderr)")
+        let failed = run.events("failed")
+        #expect(failed.count == 1, "\(body): \(run.stdout)")
+        #expect(failed.first?["kind"] as? String == "hook", "\(body)")
+        let text = failed.first?["message"] as? String ?? ""
+        #expect(text.contains("job.lua:"), "names the script: \(text)")
+        #expect(text.contains(message), "\(body): \(text)")
+        #expect(bytes(at: out + "/bystander.txt") == Array("bystander".utf8), "the run goes on")
+        // A response hook fails before a byte is written; a finished hook fails
+        // after the file is in place, and the file stays (nothing is lost).
+        #expect(listing(out).contains("victim.txt") == fileKept)
+    }
+
+    @Test func runawayLoop() async throws {
+        try await expectHookFailure("while true do end", message: "time")
+    }
+
+    @Test func runawayLoopInsidePcall() async throws {
+        try await expectHookFailure("while true do pcall(function() while true do end end) end", message: "time")
+    }
+
+    @Test func coroutineLoop() async throws {
+        try await expectHookFailure("""
+            while true do
+              local co = coroutine.wrap(function() for i = 1, 1e6 do end end)
+              co()
+            end
+            """, message: "time")
+    }
+
+    @Test func memoryBomb() async throws {
+        try await expectHookFailure("local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1 << 20) .. i end", message: "memory", budget: 10)
+    }
+
+    @Test func stringRepOfATerabyte() async throws {
+        try await expectHookFailure("local s = string.rep('x', 1 << 40)", message: "memory", budget: 10)
+    }
+
+    @Test func deepRecursion() async throws {
+        try await expectHookFailure("local function f(n) return f(n + 1) + 1 end f(1)", message: "stack")
+    }
+
+    @Test(arguments: [
+        ("error({ code = 1 })", "table"),
+        ("error(nil)", "nil"),
+        ("error(setmetatable({}, { __tostring = function() return 'custom object' end }))", "custom object"),
+        ("local x = nil; x.field = 1", "attempt to index"),
+    ])
+    func errorObjects(_ body: String, _ message: String) async throws {
+        try await expectHookFailure(body, message: message)
+    }
+
+    @Test func renameThroughDotDot() async throws {
+        try await expectHookFailure("d.name = '../../escaped.txt'", message: "output directory")
+        #expect(!FileManager.default.fileExists(atPath: out + "/../escaped.txt"))
+        #expect(!FileManager.default.fileExists(atPath: out + "/../../escaped.txt"))
+    }
+
+    @Test func renameThroughASymlink() async throws {
+        let outside = try TempDir.make("outside")
+        try FileManager.default.createSymbolicLink(atPath: out + "/link", withDestinationPath: outside)
+        try await expectHookFailure("d.dir = 'link'", message: "symlink")
+        #expect(listing(outside).isEmpty, "nothing written outside")
+    }
+
+    @Test func moveInFinishedThroughDotDot() async throws {
+        try await expectHookFailure("d.dir = '../../x'", event: "finished", message: "output directory", fileKept: true)
+    }
+
+    @Test func readOutsideTheOutputDirectory() async throws {
+        try await expectHookFailure("dl.read('/etc/passwd')", message: "outside the output directory")
+    }
+
+    @Test func sandboxHasNoIoNorExecute() async throws {
+        try job.write("job.lua", """
+            dl.log("io", type(io), "execute", type(os.execute), "dofile", type(dofile), "require", type(require))
+            dl.log("time", type(os.time), "getenv", type(os.getenv), "string", type(string.format))
+            """)
+        let sandboxed = try await job.run("job.lua", out: out)
+        #expect(sandboxed.status == 0, "\(sandboxed.stderr)")
+        #expect(sandboxed.logLines(containing: "io\tnil\texecute\tnil\tdofile\tnil\trequire\tnil").count == 1, "\(sandboxed.stderr)")
+        #expect(sandboxed.logLines(containing: "time\tfunction\tgetenv\tfunction\tstring\tfunction").count == 1)
+        let unsafe = try await job.run("job.lua", out: out, ["--unsafe-lua"])
+        #expect(unsafe.logLines(containing: "io\ttable\texecute\tfunction").count == 1, "\(unsafe.stderr)")
+    }
+
+    @Test func apiCalledWhereItIsNotAllowedSaysSo() async throws {
+        try await expectHookFailure("return dl.retry(1)", message: "dl.retry may not be called in a response handler")
+    }
+}

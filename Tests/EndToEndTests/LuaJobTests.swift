@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+
+/// `dlpipe run` and `dlpipe check`: the dl API and the events, with real Lua.
+@Suite struct LuaJobTests {
+    let server: FaultServer
+    let job: LuaJob
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        job = try LuaJob()
+        out = try TempDir.make("run")
+        try server.put("a.txt", bytes: Array("alpha".utf8))
+        try server.put("b.bin", randomBytes: 50_000)
+        try server.put("page.html", bytes: Array("<a href=\"a.txt\">a</a> <a href=\"b.bin\">b</a>".utf8))
+    }
+
+    @Test func eventsArriveInOrderWithTheirArguments() async throws {
+        try job.write("job.lua", """
+            local base = dl.var.base
+            dl.add(base .. "/a.txt")
+            dl.on("response", function(d, r)
+              dl.log("response", d.id, d.name, r.status, r.type, r.length, r.filename, r.headers["content-length"])
+            end)
+            dl.on("finished", function(d, f)
+              dl.log("finished", d.id, f.bytes, f.type, f.unchanged, #f.sha256, dl.read(f.path))
+            end)
+            dl.on("done", function(s) dl.log("done", s.finished, s.failed, s.skipped) end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stderr.split(separator: "\n").filter { $0.hasPrefix("[") }
+        try #require(lines.count == 3, "\(run.stderr)")
+        #expect(lines[0].hasSuffix("response\t1\ta.txt\t200\ttext/plain\t5\ta.txt\t5"))
+        #expect(lines[1].hasSuffix("finished\t1\t5\ttext/plain\tfalse\t64\talpha"))
+        #expect(lines[2].hasSuffix("done\t1\t0\t0"))
+        #expect(lines[0].contains("job.lua:4 #1]"), "attributed to the script line and download")
+    }
+
+    @Test func chainingFromFinishedSetsTheParent() async throws {
+        try job.write("job.lua", """
+            local page = dl.add(dl.var.base .. "/page.html")
+            dl.on("finished", function(d, f)
+              if d.id ~= page then return end
+              for href in dl.read(f.path):gmatch('href="([^"]+)"') do
+                dl.add(dl.url.resolve(d.url, href))
+                dl.add(dl.url.resolve(d.url, href))  -- a repeat is queued once
+              end
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out) == ["a.txt", "b.bin", "page.html"])
+        #expect(run.events("queued").compactMap { $0["parent"] as? Int } == [1, 1])
+        #expect(try server.requests(matching: "/files/a.txt").count == 1)
+    }
+
+    @Test func responseRenamesAndFirstSkipWinsAcrossScripts() async throws {
+        try job.write("job.lua", """
+            dl.add(dl.var.base .. "/a.txt")
+            dl.add(dl.var.base .. "/b.bin")
+            dl.on("response", function(d, r)
+              if r.type == "text/plain" then d.name = "renamed.txt"; d.dir = "texts" end
+            end)
+            """)
+        try job.write("hooks.d/20-skip.lua", """
+            dl.on("response", function(d, r)
+              if r.type ~= "text/plain" then return dl.skip("second hook") end
+            end)
+            """)
+        try job.write("hooks.d/10-skip.lua", """
+            dl.on("response", function(d, r)
+              if r.type ~= "text/plain" then return dl.skip("first hook") end
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 0, "skips are not failures: \(run.stderr)")
+        #expect(bytes(at: out + "/texts/renamed.txt") == Array("alpha".utf8))
+        #expect(run.events("skipped").compactMap { $0["reason"] as? String } == ["first hook"])
+        #expect(listing(out) == ["texts"])
+        let noHooks = try await job.run("job.lua", out: try TempDir.make("nohooks"), ["--var", "base=\(server.url("/files"))", "--no-hooks"])
+        #expect(noHooks.events("skipped").isEmpty, "--no-hooks leaves hooks.d/ out")
+    }
+
+    @Test func finishedMovesAndHookGlobalsStayApart() async throws {
+        try job.write("job.lua", """
+            counter = "job"
+            dl.add(dl.var.base .. "/a.txt")
+            dl.on("finished", function(d, f) d.dir = "moved/" .. counter end)
+            """)
+        try job.write("hooks.d/a.lua", "counter = 'hook'\ndl.on('finished', function(d) dl.log('hook sees', d.dir) end)\n")
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/moved/job/a.txt") == Array("alpha".utf8), "the hook's global did not leak into the job")
+        #expect(run.logLines(containing: "hook sees\tmoved/job").count == 1)
+    }
+
+    @Test func failedHandlerRetriesAndDoneSetsTheExitCode() async throws {
+        try job.write("job.lua", """
+            dl.config{ retries = 0 }
+            dl.add(dl.var.base .. "/a.txt?status=500&fail_times=1")
+            dl.add(dl.var.base .. "/none.txt")
+            dl.on("failed", function(d, e)
+              dl.log("failed", e.kind, e.status, e.attempt, e.retrying)
+              if e.status == 500 then return dl.retry(0.05) end
+              return false
+            end)
+            dl.on("done", function(s)
+              if s.failed == 1 then return 7 end
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 7, "\(run.stderr)")
+        #expect(bytes(at: out + "/a.txt") == Array("alpha".utf8))
+        #expect(run.logLines(containing: "failed\thttp\t500\t1\tfalse").count == 1)
+        #expect(run.logLines(containing: "failed\thttp\t404\t1\tfalse").count == 1)
+    }
+
+    @Test func doneMayAddMoreWork() async throws {
+        try job.write("job.lua", """
+            local rounds = 0
+            dl.on("done", function(s)
+              rounds = rounds + 1
+              if rounds == 1 then dl.add(dl.var.base .. "/a.txt") end
+              if rounds == 2 then dl.log("second done, finished", s.finished) end
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out) == ["a.txt"])
+        #expect(run.logLines(containing: "second done, finished\t1").count == 1)
+    }
+
+    @Test func commandLineOverridesConfig() async throws {
+        try job.write("job.lua", "dl.config{ dir = 'from-config' }\ndl.add(dl.var.base .. '/a.txt')\n")
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out) == ["a.txt"], "-d wins over dl.config{dir}")
+    }
+
+    @Test func getRunsAdHocDownloadsThroughAHook() async throws {
+        let hook = try job.write("rename.lua", "dl.on('response', function(d, r) d.name = 'via-hook-' .. r.filename end)\n")
+        let run = try await DLPipeRun.run(["get", server.url("/files/a.txt"), "--hook", hook, "-d", out])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out) == ["via-hook-a.txt"])
+    }
+
+    @Test func checkReportsProblemsAsFileLineMessage() async throws {
+        let cases: [(String, String)] = [
+            ("dl.add('http://x/'\n", "job.lua:2:"),
+            ("\n\ndl.on('finish', function() end)\n", "job.lua:3: unknown event 'finish'"),
+            ("dl.config{ speed = 3 }\n", "job.lua:1: unknown config key 'speed'"),
+            ("\nlocal skip = dl.skip('x')\n", "job.lua:2: dl.skip may not be called in the top level"),
+            ("\nreturn dl.skip('x')\n", "job.lua: dl.skip may not be called in the top level"),
+            ("dl.config{ concurrency = 0 }\n", "concurrency wants a whole number"),
+        ]
+        for (source, expected) in cases {
+            try job.write("job.lua", source)
+            let run = try await DLPipeRun.run(["check", job.directory + "/job.lua", "--no-hooks"])
+            #expect(run.status == 2, "\(source)")
+            #expect(run.stderr.contains(expected), "\(source): \(run.stderr)")
+        }
+        try job.write("job.lua", "dl.add('http://127.0.0.1:1/x')\ndl.on('finished', function() end)\n")
+        let ok = try await DLPipeRun.run(["check", job.directory + "/job.lua", "--no-hooks"])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("1 download(s) queued; handlers: finished 1"))
+    }
+
+    @Test func aJobThatFailsToLoadMakesNoRequest() async throws {
+        try job.write("job.lua", "dl.add(dl.var.base .. '/a.txt')\nerror('broken job')\n")
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("job.lua:2: broken job"))
+        #expect(try server.requests(matching: "/files/").isEmpty)
+        let hookBroken = try job.write("hooks.d/bad.lua", "this is not lua")
+        try job.write("job.lua", "dl.add(dl.var.base .. '/a.txt')\n")
+        let second = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(second.status == 2)
+        #expect(second.stderr.contains(hookBroken + ":1:"), "\(second.stderr)")
+        #expect(try server.requests(matching: "/files/").isEmpty)
+    }
+}
