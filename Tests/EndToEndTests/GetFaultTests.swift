@@ -151,4 +151,15 @@ import Testing
         #expect(second?["authorization"] == nil, "no Authorization to another host")
         #expect(second?["x-trace"] == "7")
     }
+
+    @Test func credentialsInTheURLAreNeverPrinted() async throws {
+        let url = "http://user:s3cret@127.0.0.1:\(server.port)/files/none.bin"
+        let lines = try await DLPipeRun.run(["get", url, "-d", out])
+        let json = try await DLPipeRun.run(["get", url, "-d", out, "--json"])
+        #expect(lines.status == 1 && json.status == 1)
+        #expect(!lines.stderr.contains("s3cret") && !json.stdout.contains("s3cret") && !json.stderr.contains("s3cret"))
+        #expect(lines.stderr.contains("http://***@127.0.0.1"))
+        let sent = try server.requests(matching: "/files/none.bin").first?["headers"] as? [String: String]
+        #expect(sent?["authorization"]?.hasPrefix("Basic ") == true, "the credentials are still used")
+    }
 }

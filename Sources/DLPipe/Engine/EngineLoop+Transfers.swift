@@ -83,7 +83,7 @@ extension EngineLoop: TransferOwner {
         if status >= 400 || status < 200 {
             let retryAfter = headers["retry-after"].flatMap { RetryAfter.seconds($0) }
             transfer.abortError = DownloadError(
-                .http, "HTTP \(status) from \(job.currentURL)", status: status,
+                .http, "HTTP \(status) from \(RedactedURL.text(job.currentURL))", status: status,
                 retryAfter: retryAfter.map { min($0, configuration.backoffCap) })
             return .abort
         }
@@ -196,7 +196,7 @@ extension EngineLoop: TransferOwner {
     private func transferEnded(_ job: Job, _ transfer: Transfer, code: Int) {
         if let error = transfer.abortError { return attemptFailed(job, error) }
         if code != Int(CURLE_OK.rawValue) {
-            return attemptFailed(job, CurlErrors.map(code, transfer.easy, url: job.currentURL))
+            return attemptFailed(job, CurlErrors.map(code, transfer.easy, url: RedactedURL.text(job.currentURL)))
         }
         if !transfer.bodyDecided {
             // An empty body: the write callback never ran, so judge the head now.
@@ -218,14 +218,14 @@ extension EngineLoop: TransferOwner {
     /// Starts the next hop of a redirect, in the same attempt.
     private func followRedirect(_ job: Job, _ transfer: Transfer) {
         guard let next = transfer.easy.string(CURLINFO_REDIRECT_URL) else {
-            return attemptFailed(job, DownloadError(.http, "a redirect from \(job.currentURL) without a usable Location"))
+            return attemptFailed(job, DownloadError(.http, "a redirect from \(RedactedURL.text(job.currentURL)) without a usable Location"))
         }
         guard let parts = URLParts(next), parts.isHTTP else {
-            return attemptFailed(job, DownloadError(.http, "refused a redirect to \(quoted(next)): only http and https are followed"))
+            return attemptFailed(job, DownloadError(.http, "refused a redirect to \(quoted(RedactedURL.text(next))): only http and https are followed"))
         }
         job.hops += 1
         guard job.hops <= configuration.maxRedirects else {
-            return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(job.request.url)"))
+            return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
         job.currentURL = next
         job.partBytes = job.target == nil ? 0 : job.partBytes

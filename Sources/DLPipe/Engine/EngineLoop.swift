@@ -18,7 +18,8 @@ final class EngineLoop: @unchecked Sendable {
         case drainedVerdict(Int?)
         case waitIdle(@Sendable (RunSummary, Int?) -> Void)
         case waitOutcome(DownloadID, @Sendable (DownloadOutcome?) -> Void)
-        case stop
+        /// Stop every transfer (part files stay) and end the thread; then `done`.
+        case stop(done: (@Sendable () -> Void)?)
     }
 
     let configuration: EngineConfiguration
@@ -56,6 +57,7 @@ final class EngineLoop: @unchecked Sendable {
     var nextProgressTick = 0.0
     let startedAt = EngineLoop.now()
     private var stopped = false
+    private var stopWaiters: [@Sendable () -> Void] = []
 
     init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub) {
         self.configuration = configuration
@@ -150,8 +152,9 @@ final class EngineLoop: @unchecked Sendable {
             } else {
                 reply(jobs[id]?.outcome)
             }
-        case .stop:
+        case .stop(let done):
             stopped = true
+            if let done { stopWaiters.append(done) }
         }
     }
 
@@ -165,7 +168,7 @@ final class EngineLoop: @unchecked Sendable {
         emit(.queued(job.info(root: root)))
         guard let parts = URLParts(request.url), parts.isHTTP, !parts.hostPort.isEmpty else {
             job.state.endBeforeStart(.failed)
-            finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(request.url)): only http and https are fetched")))
+            finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
             return
         }
         scheduler.enqueue(id, host: host, priority: request.priority)
@@ -232,6 +235,7 @@ final class EngineLoop: @unchecked Sendable {
         for waiter in waiters { waiter(summary, exitCode) }
         for (_, replies) in outcomeWaiters { for reply in replies { reply(nil) } }
         outcomeWaiters = [:]
+        for waiter in stopWaiters { waiter() }
     }
 
     func emit(_ event: DownloadEvent) { events.publish(event) }

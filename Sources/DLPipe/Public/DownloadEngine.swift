@@ -31,7 +31,7 @@ public final class DownloadEngine: Sendable {
     }
 
     deinit {
-        loop.post(.stop)
+        loop.post(.stop(done: nil))
         hub.finish()
     }
 
@@ -95,7 +95,16 @@ public final class DownloadEngine: Sendable {
 
     /// Stops every transfer (part files stay) and the engine's thread; ends event streams.
     public func shutdown() {
-        loop.post(.stop)
+        loop.post(.stop(done: nil))
+        hub.finish()
+    }
+
+    /// Like `shutdown`, and returns once every transfer has stopped and its part
+    /// file is closed (a clean stop on SIGINT).
+    public func stop() async {
+        await withCheckedContinuation { continuation in
+            loop.post(.stop(done: { continuation.resume() }))
+        }
         hub.finish()
     }
 }

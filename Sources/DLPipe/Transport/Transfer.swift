@@ -71,7 +71,9 @@ final class Transfer {
         activity &+= 1
         var end = line.count
         while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<end]), as: UTF8.self)
+        // Header values are bytes: UTF-8 when valid, else ISO-8859-1 (what old
+        // servers send in Content-Disposition), never a lossy replacement.
+        let text = ContentDisposition.decodeUTF8OrLatin1(Array(line[0..<end]))
         if text.hasPrefix("HTTP/") {
             headers = [:]
             let fields = text.split(separator: " ", maxSplits: 2)

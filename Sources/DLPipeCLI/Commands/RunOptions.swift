@@ -84,9 +84,11 @@ enum RunDriver {
         }
         let reporter = Reporters.make(progress: options.progress, json: options.json, quiet: options.quiet)
         engine.observe { reporter.handle($0) }
+        let stopper = StopSignals.install(engine: engine, reporter: reporter)
         session?.start(with: engine)
         for request in requests { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()
+        if stopper.stopping { await stopper.waitForever() }
         reporter.finish(summary)
         engine.shutdown()
         if let hookCode { return Int32(clamping: hookCode) }

@@ -15,7 +15,7 @@ enum JSONLine {
             object.add("type", r.type)
             object.add("length", r.length)
             object.add("filename", r.filename)
-            object.add("final_url", r.url)
+            object.add("final_url", RedactedURL.text(r.url))
         case .progress(let d, let p):
             object.add("event", "progress"); add(d, to: &object)
             object.add("bytes", p.bytes)
@@ -56,7 +56,7 @@ enum JSONLine {
 
     private static func add(_ d: DownloadInfo, to object: inout JSONObject) {
         object.add("id", d.id.rawValue)
-        object.add("url", d.url)
+        object.add("url", RedactedURL.text(d.url))
         object.add("name", d.name)
         object.add("attempt", d.attempt)
         object.add("parent", d.parent?.rawValue)

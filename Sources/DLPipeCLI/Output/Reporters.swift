@@ -48,13 +48,13 @@ final class LineReporter: Reporter {
             let state = f.unchanged ? "unchanged" : "finished"
             return "\(state) \(Terminal.clean(f.path)) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
         case .failed(let d, let e):
-            return "failed \(Terminal.clean(d.url)): \(Terminal.clean(e.message)) [\(d.id), \(e.kind.rawValue)]"
+            return "failed \(Terminal.clean(RedactedURL.text(d.url))): \(Terminal.clean(e.message)) [\(d.id), \(e.kind.rawValue)]"
         case .skipped(let d, let reason) where !onlyFailures:
-            return "skipped \(Terminal.clean(d.url)): \(Terminal.clean(reason)) [\(d.id)]"
+            return "skipped \(Terminal.clean(RedactedURL.text(d.url))): \(Terminal.clean(reason)) [\(d.id)]"
         case .cancelled(let d) where !onlyFailures:
-            return "cancelled \(Terminal.clean(d.url)) [\(d.id)]"
+            return "cancelled \(Terminal.clean(RedactedURL.text(d.url))) [\(d.id)]"
         case .retrying(let d, let e, let delay) where !onlyFailures:
-            return "retrying \(Terminal.clean(d.url)) in \(Format.seconds(delay)): \(Terminal.clean(e.message)) [\(d.id)]"
+            return "retrying \(Terminal.clean(RedactedURL.text(d.url))) in \(Format.seconds(delay)): \(Terminal.clean(e.message)) [\(d.id)]"
         default:
             return nil
         }

@@ -56,16 +56,23 @@ enum Format {
     }
 }
 
-/// Buffered standard output shared by all threads: whole lines, one write(2) per
-/// 64 KiB (JSON Lines can be thousands of events a second).
+/// Standard output shared by all threads, written in whole lines (JSON Lines
+/// can be thousands of events a second).
 final class StandardOutput: Sendable {
     static let shared = StandardOutput()
     private let buffer = Mutex<[UInt8]>([])
 
+    /// Lines go out at once to a pipe or terminal, where a reader waits for
+    /// each event; into a regular file they are batched.
+    private let batched: Bool = {
+        var info = stat()
+        return fstat(1, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }()
+
     func write(_ text: String) {
         buffer.withLock { bytes in
             bytes.append(contentsOf: text.utf8)
-            if bytes.count >= 1 << 16 { Self.drain(&bytes) }
+            if !batched || bytes.count >= 1 << 16 { Self.drain(&bytes) }
         }
     }
 
