@@ -23,7 +23,7 @@ extension EngineLoop: TransferOwner {
         // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
         // fewer write(2) calls per megabyte on fast links.
         easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
-        var lines = headerLines(for: job)
+        var lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
         if job.partBytes > 0, let validator = job.validator, job.target != nil {
             transfer.resumeOffset = job.partBytes
             lines.append("Range: bytes=\(job.partBytes)-")
@@ -41,7 +41,7 @@ extension EngineLoop: TransferOwner {
 
     /// The caller's headers, minus credentials once a redirect left the first host.
     private func headerLines(for job: Job) -> [String] {
-        let sameHost = URLParts(job.currentURL)?.hostPort == URLParts(job.request.url)?.hostPort
+        let sameHost = job.hops == 0 || URLParts(job.currentURL)?.hostPort == job.host
         let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization"]
         return job.request.headers.sorted { $0.key < $1.key }.compactMap { name, value in
             if !sameHost && credentials.contains(name.lowercased()) { return nil }

@@ -21,7 +21,9 @@ enum SafeName {
         kept.append(contentsOf: tail.unicodeScalars.filter { !isRemoved($0) })
         // NFC so "é" and "e\u{301}" map to the same bytes on disk. It runs after removal because
         // removing e.g. U+200B between "e" and U+0301 makes a new, unnormalised sequence.
-        let normalized = String(kept).precomposedStringWithCanonicalMapping
+        let plain = String(kept)
+        // ASCII is already NFC: skip Foundation's normaliser on the common path.
+        let normalized = plain.utf8.allSatisfy { $0 < 0x80 } ? plain : plain.precomposedStringWithCanonicalMapping
         // Trimming after removal, so hidden characters cannot shield a leading dot or space.
         let name = trimmedEnds(normalized, leadingDots: true)
         guard !name.isEmpty, name != ".", name != ".." else { return nil }

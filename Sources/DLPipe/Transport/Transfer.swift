@@ -67,22 +67,35 @@ final class Transfer {
     }
 
     /// One header line; a status line starts a new block (redirects, 1xx).
+    /// Parsed on bytes: names are ASCII, and only values become Strings.
     fileprivate func header(_ line: UnsafeRawBufferPointer) {
         activity &+= 1
         var end = line.count
         while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
-        // Header values are bytes: UTF-8 when valid, else ISO-8859-1 (what old
-        // servers send in Content-Disposition), never a lossy replacement.
-        let text = ContentDisposition.decodeUTF8OrLatin1(Array(line[0..<end]))
-        if text.hasPrefix("HTTP/") {
+        if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // "HTTP/"
             headers = [:]
-            let fields = text.split(separator: " ", maxSplits: 2)
-            headerStatus = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+            headerStatus = 0
+            var index = 5
+            while index < end, line[index] != 0x20 { index += 1 }
+            index += 1
+            while index < end, (0x30...0x39).contains(line[index]) {
+                headerStatus = headerStatus * 10 + Int(line[index] - 0x30)
+                index += 1
+            }
             return
         }
-        guard let colon = text.firstIndex(of: ":") else { return }
-        let name = text[..<colon].trimmingWhitespace().lowercased()
-        let value = String(text[text.index(after: colon)...].trimmingWhitespace())
+        guard let colon = line[0..<end].firstIndex(of: 0x3A) else { return }
+        var nameBytes = [UInt8](line[0..<colon])
+        for i in nameBytes.indices where (0x41...0x5A).contains(nameBytes[i]) { nameBytes[i] |= 0x20 }
+        var start = colon + 1
+        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
+        var stop = end
+        while stop > start, line[stop - 1] == 0x20 || line[stop - 1] == 0x09 { stop -= 1 }
+        while let last = nameBytes.last, last == 0x20 || last == 0x09 { nameBytes.removeLast() }
+        let name = String(decoding: nameBytes, as: UTF8.self)
+        // Values are bytes: UTF-8 when valid, else ISO-8859-1 (what old servers send
+        // in Content-Disposition), never a lossy replacement.
+        let value = ContentDisposition.decodeUTF8OrLatin1(Array(line[start..<stop]))
         if let earlier = headers[name] {
             headers[name] = earlier + ", " + value
         } else {
