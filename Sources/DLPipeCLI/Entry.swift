@@ -53,6 +53,8 @@ enum ExitCode {
     static let ok: Int32 = 0
     static let failed: Int32 = 1
     static let usage: Int32 = 2
+    static let locked: Int32 = 3
+    static let stopped: Int32 = 130
 }
 
 /// A mistake on the command line: a one-line message plus a hint.

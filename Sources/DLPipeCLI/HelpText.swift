@@ -16,7 +16,9 @@ enum HelpText {
 
         EXIT CODES:
           0 every download finished or was skipped, 1 at least one failed,
-          2 usage error or a script that failed to load; a done handler may return its own
+          2 usage error or a script that failed to load, 3 another run holds the
+          directory's lock, 130 stopped by SIGINT or SIGTERM; a done handler may
+          return its own
 
         """
 
@@ -33,6 +35,7 @@ enum HelpText {
           --no-hooks              do not load hooks.d/ beside the job
           --hook FILE             load one hook script (repeatable)
           --unsafe-lua            give scripts the full Lua standard library
+          --wait-lock             wait for another run in the same directory instead of exit 3
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)

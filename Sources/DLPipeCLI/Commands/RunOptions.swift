@@ -13,6 +13,7 @@ struct RunOptions {
     var json = false
     var quiet = false
     var progress = ProgressMode.auto
+    var waitLock = false
     var scripts = ScriptOptions()
 
     /// Takes the shared options out of `args`.
@@ -36,6 +37,7 @@ struct RunOptions {
             options.rate = rate
         }
         options.json = args.flag("--json")
+        options.waitLock = args.flag("--wait-lock")
         options.quiet = args.flag("-q", "--quiet")
         let progressText = try args.value("--progress") ?? "auto"
         guard let progress = ProgressMode(rawValue: progressText) else {
@@ -74,10 +76,25 @@ struct RunOptions {
 /// Runs an engine to the end with the options' output, and returns the exit status.
 enum RunDriver {
     static func run(options: RunOptions, session: ScriptSession?, requests: [DownloadRequest]) async -> Int32 {
+        let configuration = options.configuration(job: session?.settings)
+        let lock: RunLock
+        do {
+            lock = try RunLock(directory: configuration.directory, wait: options.waitLock)
+        } catch {
+            switch error {
+            case .held(let pid, let path):
+                let holder = pid.map { "process \($0)" } ?? "another process"
+                Terminal.error("dlpipe: \(holder) is running in \(configuration.directory) (lock \(path)); use --wait-lock to wait for it")
+            case .io(let message):
+                Terminal.error("dlpipe: \(message)")
+            }
+            return ExitCode.locked
+        }
+        defer { withExtendedLifetime(lock) {} }
         let engine: DownloadEngine
         do {
             let hooks = session?.hooks(report: { Terminal.error("dlpipe: \($0)") })
-            engine = try DownloadEngine(configuration: options.configuration(job: session?.settings), hooks: hooks)
+            engine = try DownloadEngine(configuration: configuration, hooks: hooks)
         } catch {
             Terminal.error("dlpipe: \(error.message)")
             return ExitCode.failed

@@ -140,7 +140,8 @@ func bytes(at path: String) -> [UInt8] {
     FileManager.default.contents(atPath: path).map { [UInt8]($0) } ?? []
 }
 
-/// The names in a directory, sorted (hidden ones included).
+/// The names in a directory, sorted (hidden ones included, except dlpipe's own
+/// `.dlpipe/` folder of the run lock and state).
 func listing(_ directory: String) -> [String] {
-    ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0 != ".dlpipe" }.sorted()
 }

@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One run at a time per output directory: an exclusive flock(2) on
+/// `DIR/.dlpipe/lock`, which holds the holder's PID for the message others see.
+/// The kernel drops the lock when its process dies, however it dies, so a lock
+/// left by a dead process is no lock.
+public final class RunLock: @unchecked Sendable {
+    // @unchecked: the descriptor is set once and only closed in deinit.
+    private let fd: Int32
+    /// The lock file's path.
+    public let path: String
+
+    /// Why the lock could not be taken.
+    public enum Failure: Error, Sendable {
+        /// Another process holds it; its PID when the file names one.
+        case held(pid: Int32?, path: String)
+        case io(String)
+    }
+
+    /// Takes the lock of `directory` (created when missing), or waits for it.
+    public init(directory: String, wait: Bool) throws(Failure) {
+        let folder = directory + "/.dlpipe"
+        if let code = FileSystem.makeDirectories(folder) {
+            throw .io("cannot create \(folder): \(String(cString: strerror(code)))")
+        }
+        path = folder + "/lock"
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .io("cannot open \(path): \(String(cString: strerror(errno)))") }
+        while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+            if errno == EINTR { continue }
+            let code = errno
+            let holder = RunLock.readPID(fd)
+            close(fd)
+            if code == EWOULDBLOCK { throw .held(pid: holder, path: path) }
+            throw .io("cannot lock \(path): \(String(cString: strerror(code)))")
+        }
+        let text = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+
+    deinit { close(fd) }
+
+    private static func readPID(_ fd: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        return Int32(String(decoding: buffer[0..<n], as: UTF8.self).trimmingWhitespaceAndNewlines())
+    }
+}
+
+extension String {
+    fileprivate func trimmingWhitespaceAndNewlines() -> String {
+        var s = Substring(self)
+        while let c = s.last, c.isWhitespace { s.removeLast() }
+        while let c = s.first, c.isWhitespace { s.removeFirst() }
+        return String(s)
+    }
+}
