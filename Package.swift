@@ -19,10 +19,13 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPosix"),
         .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
             name: "CLua", pkgConfig: "lua5.4",
             providers: [.apt(["liblua5.4-dev"])]),
         // The engine: queue, state machine, transport, naming. C stays internal.
-        .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix"]),
+        .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite"]),
         // Lua 5.4: the runtime (sandbox, budgets, values) and the bridge that
         // answers the engine's hooks with a job's handlers.
         .target(name: "DLPipeLua", dependencies: ["DLPipe", "CLua"]),

@@ -39,6 +39,9 @@ struct Entry {
         case "run":
             arguments.removeFirst()
             return try await RunCommand.run(arguments)
+        case "status":
+            arguments.removeFirst()
+            return try await StatusCommand.run(arguments)
         case "check":
             arguments.removeFirst()
             return try await CheckCommand.run(arguments)

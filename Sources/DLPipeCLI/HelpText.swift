@@ -9,6 +9,7 @@ enum HelpText {
           run JOB.lua [options]   run a job: a Lua script that adds URLs and handles events
           get URL... [options]    download URLs (-i FILE for a list, - for stdin)
           check JOB.lua           load and validate a job and its hooks; no network
+          status [DIR]            what the state of an output directory holds (--json)
 
         OPTIONS:
           -h, --help              show help (also: dlpipe get --help)
@@ -36,6 +37,7 @@ enum HelpText {
           --hook FILE             load one hook script (repeatable)
           --unsafe-lua            give scripts the full Lua standard library
           --wait-lock             wait for another run in the same directory instead of exit 3
+          --state FILE            keep the state here instead of DIR/.dlpipe/state.db
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)
@@ -53,6 +55,20 @@ enum HelpText {
         EXIT CODES:
           0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error
           or a script failed to load; a done handler may return its own
+
+        """
+
+    static let status = """
+        OVERVIEW: show what the state of an output directory holds: downloads by
+        status, the failed ones with their last error, the partial ones with their
+        bytes so far, and the last runs
+
+        USAGE: dlpipe status [DIR] [--json] [--state FILE]
+
+        OPTIONS:
+          --json                  one JSON object for machines
+          --state FILE            read this state file instead of DIR/.dlpipe/state.db
+          -h, --help              show this help
 
         """
 

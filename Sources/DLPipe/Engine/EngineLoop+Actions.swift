@@ -78,6 +78,12 @@ extension EngineLoop {
         if let target = job.target { reservedPaths.remove(target.relative) }
         let info = job.info(root: root)
         switch outcome {
+        case .finished: saveState(job, .finished)
+        case .failed(let error): saveState(job, .failed, error: error)
+        case .cancelled: saveState(job, .cancelled)
+        case .skipped: break
+        }
+        switch outcome {
         case .finished(let result):
             summary.finished += 1
             summary.bytes += result.bytes

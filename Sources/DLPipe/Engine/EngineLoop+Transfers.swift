@@ -24,6 +24,10 @@ extension EngineLoop: TransferOwner {
         // fewer write(2) calls per megabyte on fast links.
         easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         var lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
+        if let conditional = job.conditional, job.partBytes == 0 {
+            if let etag = conditional.etag { lines.append("If-None-Match: \(etag)") }
+            if let date = conditional.lastModified { lines.append("If-Modified-Since: \(date)") }
+        }
         if job.partBytes > 0, let validator = job.validator, job.target != nil {
             transfer.resumeOffset = job.partBytes
             lines.append("Range: bytes=\(job.partBytes)-")
@@ -69,6 +73,14 @@ extension EngineLoop: TransferOwner {
     func readResponse(_ job: Job, _ transfer: Transfer) -> BodyDecision {
         let status = transfer.easy.long(CURLINFO_RESPONSE_CODE)
         let headers = transfer.headers
+        if status == 304 {
+            guard job.conditional != nil else {
+                transfer.abortError = DownloadError(.http, "HTTP 304 to a request that was not conditional", status: 304)
+                return .abort
+            }
+            transfer.notModified = true
+            return .discard
+        }
         if (300..<400).contains(status), headers["location"] != nil {
             transfer.redirect = true
             return .discard
@@ -121,6 +133,10 @@ extension EngineLoop: TransferOwner {
                 return .abort
             }
         }
+        // The record of the target and its validators is committed before the part
+        // file exists, so every part file on disk has a record naming it.
+        saveState(job, .partial)
+        flushState()
         let actions = job.state.handle(.responseArrived(askHook: interests.contains(.response)))
         emit(.response(job.info(root: root), response))
         if actions.contains(.askResponseHook) {
@@ -212,6 +228,7 @@ extension EngineLoop: TransferOwner {
             }
         }
         if transfer.redirect { return followRedirect(job, transfer) }
+        if transfer.notModified { return keepUnchanged(job) }
         bodyComplete(job, transfer)
     }
 
@@ -250,7 +267,13 @@ extension EngineLoop: TransferOwner {
         }
         transfer.file?.closeFile()
         var final = target
-        while let code = FileSystem.moveNoClobber(partPath(target), finalPath(final)) {
+        if job.ownsTarget {
+            // The file under this name is ours (the state says so): replace it.
+            if rename(partPath(target), finalPath(final)) != 0 {
+                return attemptFailed(job, FileErrors.io("cannot rename into place", finalPath(final)))
+            }
+        }
+        while !job.ownsTarget, let code = FileSystem.moveNoClobber(partPath(target), finalPath(final)) {
             guard code == EEXIST else {
                 return attemptFailed(job, FileErrors.io("cannot rename into place", finalPath(final), errno: code))
             }
@@ -264,6 +287,19 @@ extension EngineLoop: TransferOwner {
         job.result = FinishedInfo(
             path: finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false)
+        saveState(job, .finished)
+        feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
+    }
+
+    /// The server said the file on disk is current (304): keep it.
+    private func keepUnchanged(_ job: Job) {
+        guard let target = job.target else { return }
+        let path = finalPath(target)
+        job.result = FinishedInfo(
+            path: path, bytes: FileSystem.size(path) ?? 0, sha256: store?.record(key: job.request.deduplicationKey)?.sha256,
+            type: MediaType.essence(job.response?.headers["content-type"]),
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true)
+        saveState(job, .finished)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 
@@ -271,6 +307,7 @@ extension EngineLoop: TransferOwner {
     func attemptFailed(_ job: Job, _ error: DownloadError) {
         if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
         if job.validator == nil { job.partBytes = 0 }
+        saveState(job, .partial, error: error)
         job.hops = 0
         job.currentURL = job.request.url
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))

@@ -29,6 +29,8 @@ final class EngineLoop: @unchecked Sendable {
     let interests: HookInterests
     let events: EventHub
     let policy: RetryPolicy
+    let store: StateStore?
+    var runID: Int64 = 0
 
     private let inbox = Mutex<[Command]>([])
     let multi: CurlMulti
@@ -59,8 +61,10 @@ final class EngineLoop: @unchecked Sendable {
     private var stopped = false
     private var stopWaiters: [@Sendable () -> Void] = []
 
-    init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub) {
+    init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub,
+         store: StateStore?) {
         self.configuration = configuration
+        self.store = store
         self.root = root
         self.hooks = hooks
         self.interests = hooks?.interests ?? []
@@ -75,6 +79,7 @@ final class EngineLoop: @unchecked Sendable {
 
     /// Starts the thread.
     func start() {
+        runID = store?.startRun() ?? 0
         let thread = Thread { [self] in run() }
         thread.name = "dlpipe-engine"
         thread.stackSize = 1 << 20
@@ -109,6 +114,7 @@ final class EngineLoop: @unchecked Sendable {
             let completed = handleCompletions()
             tickProgress()
             checkIdle()
+            flushState()
             if stopped { break }
             if completed > 0 && scheduler.queued > 0 { continue }
             multi.poll(milliseconds: pollTimeout())
@@ -171,6 +177,7 @@ final class EngineLoop: @unchecked Sendable {
             finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
             return
         }
+        if applyState(job) { return }
         scheduler.enqueue(id, host: host, priority: request.priority)
     }
 
@@ -218,6 +225,7 @@ final class EngineLoop: @unchecked Sendable {
         }
         drainPending = false
         drainedOnce = true
+        if let store { store.endRun(runID, summary: summary) }
         askedDrainHook = false
         summary.seconds = EngineLoop.now() - startedAt
         emit(.drained(summary))
@@ -229,7 +237,10 @@ final class EngineLoop: @unchecked Sendable {
     private func shutDownTransfers() {
         for job in jobs.values where job.transfer != nil {
             perform([.abortTransfer(keepPart: true)], job)
+            saveState(job, .partial)
         }
+        flushState()
+        store?.endRun(runID, summary: summary)
         let waiters = idleWaiters
         idleWaiters = []
         for waiter in waiters { waiter(summary, exitCode) }

@@ -20,6 +20,13 @@ final class Job {
     /// The transfer finished while the response hook was still deciding.
     var completedWhileHolding = false
     var result: FinishedInfo?
+    /// The final file is one this engine (this run or an earlier one, per the
+    /// state) wrote: it may be replaced.
+    var ownsTarget = false
+    /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
+    var conditional: (etag: String?, lastModified: String?)?
+    /// The state's count of attempts before this run.
+    var earlierAttempts = 0
     var outcome: DownloadOutcome?
     /// Monotonic seconds when the first attempt started.
     var startedAt: Double?

@@ -93,9 +93,10 @@ struct JobState: Equatable {
         a.phase == b.phase && a.attempt == b.attempt && a.hookRetries == b.hookRetries
     }
 
-    /// Ends a download that never started (a rejected URL, a duplicate).
+    /// Ends a download that never started (a rejected URL, a file the state
+    /// knows as finished under refresh "never").
     mutating func endBeforeStart(_ terminal: Phase) {
-        precondition(phase == .queued && [.failed, .skipped].contains(terminal))
+        precondition(phase == .queued && [.failed, .skipped, .finished].contains(terminal))
         phase = terminal
     }
 

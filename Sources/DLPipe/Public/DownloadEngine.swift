@@ -26,7 +26,15 @@ public final class DownloadEngine: Sendable {
         guard let root = FileSystem.realPath(configuration.directory) else {
             throw FileErrors.io("cannot resolve the output directory", configuration.directory)
         }
-        loop = EngineLoop(configuration: configuration, root: root, hooks: hooks, events: hub)
+        var store: StateStore?
+        if let statePath = configuration.statePath {
+            do {
+                store = try StateStore(path: statePath)
+            } catch {
+                throw DownloadError(.io, error.message)
+            }
+        }
+        loop = EngineLoop(configuration: configuration, root: root, hooks: hooks, events: hub, store: store)
         loop.start()
     }
 

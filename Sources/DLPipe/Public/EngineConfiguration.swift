@@ -22,11 +22,22 @@ public struct EngineConfiguration: Sendable {
     public var alwaysHash: Bool = false
     /// The User-Agent header.
     public var userAgent: String = "dlpipe/\(DLPipeVersion.string)"
+    /// The SQLite state file (SPEC 4); nil runs without state. The command line
+    /// uses `DIR/.dlpipe/state.db`.
+    public var statePath: String? = nil
+    /// What a re-run does with downloads the state knows as finished.
+    public var refresh: RefreshPolicy = .conditional
     /// How often progress events are emitted per transfer, in seconds.
     public var progressInterval: Double = 0.25
 
     /// The defaults.
     public init() {}
+}
+
+/// Re-runs (SPEC 3): ask with validators (`conditional`), keep finished files
+/// without asking (`never`), or fetch everything again (`always`).
+public enum RefreshPolicy: String, Sendable, CaseIterable {
+    case conditional, never, always
 }
 
 /// The version of the engine and the tool.

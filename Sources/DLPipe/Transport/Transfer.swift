@@ -37,6 +37,8 @@ final class Transfer {
     var holding = false
     /// The response is a redirect: its body is dropped and the engine follows it.
     var redirect = false
+    /// The server said 304 to a conditional request: the file on disk is current.
+    var notModified = false
     /// The open part file, once the body is wanted.
     var file: PartFile?
     var hasher: SHA256Hasher?
@@ -115,7 +117,7 @@ final class Transfer {
             }
         }
         if holding { return dl_writefunc_pause() }
-        if redirect { return bytes.count }
+        if redirect || notModified { return bytes.count }
         activity &+= 1
         guard let file else { return 0 }
         guard file.write(bytes) else {

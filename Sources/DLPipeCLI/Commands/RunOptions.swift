@@ -14,6 +14,7 @@ struct RunOptions {
     var quiet = false
     var progress = ProgressMode.auto
     var waitLock = false
+    var state: String?
     var scripts = ScriptOptions()
 
     /// Takes the shared options out of `args`.
@@ -38,6 +39,7 @@ struct RunOptions {
         }
         options.json = args.flag("--json")
         options.waitLock = args.flag("--wait-lock")
+        options.state = try args.value("--state")
         options.quiet = args.flag("-q", "--quiet")
         let progressText = try args.value("--progress") ?? "auto"
         guard let progress = ProgressMode(rawValue: progressText) else {
@@ -66,6 +68,8 @@ struct RunOptions {
         config.retries = retries ?? job?.retries ?? config.retries
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
+        config.statePath = state ?? config.directory + "/.dlpipe/state.db"
+        config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         return config
     }
 

@@ -1,0 +1,76 @@
+import Foundation
+
+/// The engine and its state store: what an earlier run left (finished files to
+/// ask about, part files to resume), and records written as downloads move.
+/// Write ordering: the record of a download's target and validators is
+/// committed before its part file is created; the part file's bytes are
+/// renamed into place before the record says finished (see docs/architecture.md).
+extension EngineLoop {
+    /// Applies what the state knows of a newly added download. Returns true when
+    /// the download ended at once (a finished file under refresh "never").
+    func applyState(_ job: Job) -> Bool {
+        guard let store, let record = store.record(key: job.request.deduplicationKey),
+            let relative = record.target,
+            let target = try? TargetPath.resolve(root: root, directory: nil, name: relative)
+        else { return false }
+        job.earlierAttempts = record.attempts
+        let final = finalPath(target)
+        let part = partPath(target)
+        let finalSize = FileSystem.size(final)
+        let partSize = FileSystem.size(part)
+        // A finished file: recorded as such, or a rename whose record was lost
+        // (partial in the state, no part file, the final file at full length).
+        let knownWhole =
+            (record.status == .finished && finalSize == record.bytes)
+            || (record.status == .partial && partSize == nil && finalSize != nil && finalSize == record.total)
+        if knownWhole {
+            job.target = target
+            job.ownsTarget = true
+            reservedPaths.insert(target.relative)
+            switch configuration.refresh {
+            case .never:
+                job.result = FinishedInfo(
+                    path: final, bytes: finalSize ?? 0, sha256: record.sha256, type: "", seconds: 0, unchanged: true)
+                job.state.endBeforeStart(.finished)
+                finish(job, .finished(job.result!))
+                return true
+            case .conditional:
+                if record.etag != nil || record.lastModified != nil {
+                    job.conditional = (record.etag, record.lastModified)
+                }
+            case .always:
+                break
+            }
+            return false
+        }
+        if let partSize, partSize > 0 {
+            // A part file an earlier run left: resume it (If-Range guards it).
+            job.target = target
+            job.ownsTarget = finalSize == nil || record.status != .finished
+            job.partBytes = partSize
+            job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
+            reservedPaths.insert(target.relative)
+        } else if finalSize == nil {
+            // Same name as before when it is free.
+            job.target = target
+            reservedPaths.insert(target.relative)
+        }
+        return false
+    }
+
+    /// Records a download's current facts (batched; `flushState` commits).
+    func saveState(_ job: Job, _ status: DownloadRecord.Status, error: DownloadError? = nil) {
+        guard let store else { return }
+        let headers = job.response?.headers ?? [:]
+        store.save(DownloadRecord(
+            key: job.request.deduplicationKey, url: job.request.url, target: job.target?.relative, status: status,
+            bytes: status == .finished ? (job.result?.bytes ?? 0) : job.bytes,
+            total: job.response?.length ?? job.result?.bytes,
+            etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,
+            sha256: job.result?.sha256, attempts: job.earlierAttempts + job.state.attempt,
+            lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0))
+    }
+
+    /// Commits the batch of state writes.
+    func flushState() { store?.flush() }
+}

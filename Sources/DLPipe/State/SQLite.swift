@@ -1,0 +1,99 @@
+internal import CSQLite
+
+/// A small typed wrapper over one SQLite connection. Used by one thread at a time.
+final class SQLiteDatabase {
+    private let handle: OpaquePointer
+    let path: String
+
+    /// An error from SQLite, with its message.
+    struct Failure: Error, CustomStringConvertible {
+        let code: Int32
+        let message: String
+        var description: String { message }
+    }
+
+    init(path: String) throws(Failure) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            throw Failure(code: rc, message: "cannot open \(path): \(message)")
+        }
+        handle = db
+        self.path = path
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    /// Runs statements that return no rows.
+    func execute(_ sql: String) throws(Failure) {
+        var error: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &error)
+        if rc != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? "error \(rc)"
+            sqlite3_free(error)
+            throw Failure(code: rc, message: "\(path): \(message)")
+        }
+    }
+
+    /// A prepared statement, bound with `values`, stepped through its rows.
+    func query(_ sql: String, _ values: [SQLValue] = [], row: (SQLRow) -> Void = { _ in }) throws(Failure) {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw failure()
+        }
+        defer { sqlite3_finalize(statement) }
+        for (index, value) in values.enumerated() {
+            let slot = Int32(index + 1)
+            switch value {
+            case .null: sqlite3_bind_null(statement, slot)
+            case .int(let n): sqlite3_bind_int64(statement, slot, n)
+            case .real(let d): sqlite3_bind_double(statement, slot, d)
+            case .text(let s):
+                _ = s.withCString { dl_sqlite_bind_text(statement, slot, $0, -1) }
+            }
+        }
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw failure() }
+            row(SQLRow(statement: statement))
+        }
+    }
+
+    private func failure() -> Failure {
+        Failure(code: sqlite3_errcode(handle), message: "\(path): \(String(cString: sqlite3_errmsg(handle)))")
+    }
+}
+
+/// A value bound to a statement.
+enum SQLValue {
+    case null
+    case int(Int64)
+    case real(Double)
+    case text(String)
+
+    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+    init(_ number: Int64?) { self = number.map { .int($0) } ?? .null }
+}
+
+/// One result row, read by column index.
+struct SQLRow {
+    fileprivate let statement: OpaquePointer
+
+    func int(_ column: Int32) -> Int64? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+    }
+
+    func real(_ column: Int32) -> Double? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_double(statement, column)
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+        return String(cString: pointer)
+    }
+}

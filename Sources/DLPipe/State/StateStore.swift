@@ -1,0 +1,207 @@
+import Foundation
+
+/// What the state remembers of one download (SPEC 4).
+public struct DownloadRecord: Sendable, Hashable {
+    public enum Status: String, Sendable { case partial, finished, failed, cancelled }
+    /// The request's identity: URL and requested target (`DownloadRequest.deduplicationKey`).
+    public var key: String
+    public var url: String
+    /// The final file, relative to the output directory.
+    public var target: String?
+    public var status: Status
+    public var bytes: Int64
+    public var total: Int64?
+    public var etag: String?
+    public var lastModified: String?
+    public var sha256: String?
+    public var attempts: Int
+    public var lastError: String?
+    public var updatedAt: Double
+}
+
+/// One run of a job, as `dlpipe status` shows it.
+public struct RunRecord: Sendable, Hashable {
+    public var id: Int64
+    public var startedAt: Double
+    public var endedAt: Double?
+    public var pid: Int64
+    public var finished: Int64
+    public var failed: Int64
+    public var unchanged: Int64
+}
+
+/// The SQLite state of an output directory (`DIR/.dlpipe/state.db`, WAL). Writes
+/// are batched into one transaction that `flush` commits: the engine flushes at
+/// the end of each loop turn and before a part file is created, so a record
+/// always exists for every part file on disk. synchronous=NORMAL: a commit
+/// survives a killed process at once; a power loss may drop the last commits,
+/// which the next run recognises from the files themselves.
+public final class StateStore: @unchecked Sendable {
+    // @unchecked: used by one thread at a time (the engine loop, or a command).
+    private let db: SQLiteDatabase
+    private var inTransaction = false
+    public let path: String
+    static let schemaVersion = 1
+
+    /// A state file that cannot be used; nothing is deleted.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+    }
+
+    /// Opens (creating when missing) the state at `path`.
+    public init(path: String) throws(Failure) {
+        self.path = path
+        let folder = (path as NSString).deletingLastPathComponent
+        if !folder.isEmpty, let code = FileSystem.makeDirectories(folder) {
+            throw Failure(message: "cannot create \(folder): \(String(cString: strerror(code)))")
+        }
+        do {
+            db = try SQLiteDatabase(path: path)
+            // Checked before anything is written, so a foreign file stays as it was.
+            try migrate()
+            try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        } catch let error as SQLiteDatabase.Failure {
+            throw Failure(message: "the state file \(path) cannot be used: \(error.message) (nothing was changed; move it away or use --state FILE)")
+        } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(message: "\(path): \(error)")
+        }
+    }
+
+    /// Creates the tables, or checks that an existing file is a dlpipe state of a
+    /// version this build knows.
+    private func migrate() throws {
+        var tables: [String] = []
+        try db.query("SELECT name FROM sqlite_master WHERE type = 'table'") { tables.append($0.text(0) ?? "") }
+        if tables.isEmpty {
+            try db.execute("""
+                BEGIN;
+                CREATE TABLE dlpipe_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                INSERT INTO dlpipe_meta VALUES ('schema_version', '1');
+                CREATE TABLE downloads(
+                  key TEXT PRIMARY KEY, url TEXT NOT NULL, target TEXT, status TEXT NOT NULL,
+                  bytes INTEGER NOT NULL DEFAULT 0, total INTEGER, etag TEXT, last_modified TEXT,
+                  sha256 TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
+                  updated_at REAL NOT NULL);
+                CREATE INDEX downloads_status ON downloads(status);
+                CREATE TABLE runs(
+                  id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, pid INTEGER NOT NULL,
+                  finished INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+                  unchanged INTEGER NOT NULL DEFAULT 0);
+                CREATE TABLE store(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                COMMIT;
+                """)
+            return
+        }
+        guard tables.contains("dlpipe_meta") else {
+            throw Failure(message: "\(path) is an SQLite file but not a dlpipe state (tables: \(tables.sorted().joined(separator: ", "))); nothing was changed")
+        }
+        var version = 0
+        try db.query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = Int($0.text(0) ?? "") ?? 0 }
+        guard version >= 1, version <= Self.schemaVersion else {
+            throw Failure(message: "\(path) has state schema version \(version); this dlpipe knows 1 to \(Self.schemaVersion)")
+        }
+        // Later versions add their migrations here, each in a transaction that
+        // also bumps schema_version.
+    }
+
+    // MARK: writes (batched)
+
+    private func begin() throws {
+        if !inTransaction {
+            try db.execute("BEGIN IMMEDIATE")
+            inTransaction = true
+        }
+    }
+
+    /// Commits the batch.
+    public func flush() {
+        guard inTransaction else { return }
+        inTransaction = false
+        try? db.execute("COMMIT")
+    }
+
+    /// Writes (inserts or replaces) a download's record into the batch.
+    public func save(_ r: DownloadRecord) {
+        try? begin()
+        try? db.query("""
+            INSERT OR REPLACE INTO downloads
+            (key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(r.key), .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
+                  SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
+                  .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970)])
+    }
+
+    /// Starts a run record; returns its id.
+    public func startRun() -> Int64 {
+        var id: Int64 = 0
+        try? begin()
+        try? db.query("INSERT INTO runs(started_at, pid) VALUES (?, ?)", [.real(Date().timeIntervalSince1970), .int(Int64(getpid()))])
+        try? db.query("SELECT last_insert_rowid()") { id = $0.int(0) ?? 0 }
+        flush()
+        return id
+    }
+
+    /// Ends a run record with its counts.
+    public func endRun(_ id: Int64, summary: RunSummary) {
+        try? begin()
+        try? db.query("UPDATE runs SET ended_at = ?, finished = ?, failed = ?, unchanged = ? WHERE id = ?",
+                      [.real(Date().timeIntervalSince1970), .int(Int64(summary.finished)), .int(Int64(summary.failed)),
+                       .int(Int64(summary.unchanged)), .int(id)])
+        flush()
+    }
+
+    // MARK: reads
+
+    /// The record of a request, if any.
+    public func record(key: String) -> DownloadRecord? {
+        var found: DownloadRecord?
+        try? db.query("SELECT \(Self.columns) FROM downloads WHERE key = ?", [.text(key)]) { found = Self.record($0) }
+        return found
+    }
+
+    /// Every record, optionally of one status.
+    public func records(status: DownloadRecord.Status? = nil) -> [DownloadRecord] {
+        var all: [DownloadRecord] = []
+        let filter = status.map { " WHERE status = '\($0.rawValue)'" } ?? ""
+        try? db.query("SELECT \(Self.columns) FROM downloads\(filter) ORDER BY updated_at") { all.append(Self.record($0)) }
+        return all
+    }
+
+    /// The last `limit` runs, newest first.
+    public func runs(limit: Int) -> [RunRecord] {
+        var all: [RunRecord] = []
+        try? db.query("SELECT id, started_at, ended_at, pid, finished, failed, unchanged FROM runs ORDER BY id DESC LIMIT ?", [.int(Int64(limit))]) { row in
+            all.append(RunRecord(id: row.int(0) ?? 0, startedAt: row.real(1) ?? 0, endedAt: row.real(2), pid: row.int(3) ?? 0,
+                                 finished: row.int(4) ?? 0, failed: row.int(5) ?? 0, unchanged: row.int(6) ?? 0))
+        }
+        return all
+    }
+
+    /// A `dl.store` value (JSON text), if set.
+    public func value(_ key: String) -> String? {
+        var found: String?
+        try? db.query("SELECT value FROM store WHERE key = ?", [.text(key)]) { found = $0.text(0) }
+        return found
+    }
+
+    /// Sets a `dl.store` value (JSON text), committed at once.
+    public func setValue(_ key: String, _ json: String) {
+        try? begin()
+        try? db.query("INSERT OR REPLACE INTO store(key, value) VALUES (?, ?)", [.text(key), .text(json)])
+        flush()
+    }
+
+    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at"
+
+    private static func record(_ row: SQLRow) -> DownloadRecord {
+        DownloadRecord(
+            key: row.text(0) ?? "", url: row.text(1) ?? "", target: row.text(2),
+            status: DownloadRecord.Status(rawValue: row.text(3) ?? "") ?? .failed, bytes: row.int(4) ?? 0,
+            total: row.int(5), etag: row.text(6), lastModified: row.text(7), sha256: row.text(8),
+            attempts: Int(row.int(9) ?? 0), lastError: row.text(10), updatedAt: row.real(11) ?? 0)
+    }
+}

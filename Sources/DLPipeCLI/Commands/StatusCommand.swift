@@ -1,0 +1,128 @@
+import DLPipe
+import Foundation
+
+/// `dlpipe status [DIR]`: what the state of an output directory holds.
+enum StatusCommand {
+    static func run(_ raw: [String]) async throws -> Int32 {
+        var args = Arguments(raw, command: "status")
+        if args.flag("-h", "--help") {
+            print(HelpText.status, terminator: "")
+            return ExitCode.ok
+        }
+        let json = args.flag("--json")
+        let statePath = try args.value("--state")
+        let positionals = try args.positionals()
+        guard positionals.count <= 1 else { throw UsageError("status takes one directory", command: "status") }
+        let directory = positionals.first ?? "."
+        let path = statePath ?? directory + "/.dlpipe/state.db"
+        let holder = runningHolder(directory)
+        guard FileManager.default.fileExists(atPath: path) else {
+            if json {
+                print(#"{"state":null,"finished":0,"failed":0,"partial":0,"cancelled":0,"running_pid":\#(holder.map(String.init) ?? "null")}"#)
+            } else {
+                print("\(directory): no dlpipe state (no download has run here)")
+            }
+            return ExitCode.ok
+        }
+        let store: StateStore
+        do {
+            store = try StateStore(path: path)
+        } catch {
+            Terminal.error("dlpipe: \(error.message)")
+            return ExitCode.failed
+        }
+        let records = store.records()
+        let runs = store.runs(limit: 5)
+        if json {
+            print(StatusReport.json(path: path, records: records, runs: runs, holder: holder))
+        } else {
+            print(StatusReport.text(path: path, records: records, runs: runs, holder: holder), terminator: "")
+        }
+        return ExitCode.ok
+    }
+
+    /// The PID in the directory's lock file when that process is alive.
+    private static func runningHolder(_ directory: String) -> Int32? {
+        guard let text = try? String(contentsOfFile: directory + "/.dlpipe/lock", encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0, kill(pid, 0) == 0
+        else { return nil }
+        return pid
+    }
+}
+
+/// The status report, for people and for machines.
+enum StatusReport {
+    static func text(path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?) -> String {
+        var out = "state: \(path)\n"
+        if let holder { out += "running: process \(holder) holds the lock\n" }
+        let counts = Dictionary(grouping: records, by: \.status).mapValues(\.count)
+        let order: [DownloadRecord.Status] = [.finished, .partial, .failed, .cancelled]
+        let parts = order.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
+        out += "downloads: \(parts.isEmpty ? "none" : parts.joined(separator: ", "))\n"
+        let failed = records.filter { $0.status == .failed }
+        if !failed.isEmpty {
+            out += "failed:\n"
+            for r in failed {
+                out += "  \(Terminal.clean(RedactedURL.text(r.url))): \(Terminal.clean(r.lastError ?? "unknown error")) (attempts: \(r.attempts))\n"
+            }
+        }
+        let partial = records.filter { $0.status == .partial }
+        if !partial.isEmpty {
+            out += "partial:\n"
+            for r in partial {
+                let total = r.total.map { " of " + Format.bytes($0) } ?? ""
+                out += "  \(Terminal.clean(r.target ?? RedactedURL.text(r.url))): \(Format.bytes(r.bytes))\(total)\n"
+            }
+        }
+        if !runs.isEmpty {
+            out += "runs:\n"
+            let formatter = DateFormatter()
+            formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+            for run in runs {
+                let start = formatter.string(from: Date(timeIntervalSince1970: run.startedAt))
+                let end = run.endedAt.map { formatter.string(from: Date(timeIntervalSince1970: $0)) } ?? "(not ended)"
+                out += "  #\(run.id) \(start) to \(end), pid \(run.pid): \(run.finished) finished (\(run.unchanged) unchanged), \(run.failed) failed\n"
+            }
+        }
+        return out
+    }
+
+    static func json(path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?) -> String {
+        func count(_ status: DownloadRecord.Status) -> Int { records.filter { $0.status == status }.count }
+        var object = JSONObject()
+        object.add("state", path)
+        object.add("finished", count(.finished))
+        object.add("failed", count(.failed))
+        object.add("partial", count(.partial))
+        object.add("cancelled", count(.cancelled))
+        object.add("running_pid", holder)
+        var text = object.text
+        let downloads = records.map { r -> String in
+            var o = JSONObject()
+            o.add("url", RedactedURL.text(r.url))
+            o.add("target", r.target)
+            o.add("status", r.status.rawValue)
+            o.add("bytes", r.bytes)
+            o.add("total", r.total)
+            o.add("etag", r.etag)
+            o.add("last_modified", r.lastModified)
+            o.add("sha256", r.sha256)
+            o.add("attempts", r.attempts)
+            o.add("last_error", r.lastError)
+            return o.text + "}"
+        }
+        let runList = runs.map { run -> String in
+            var o = JSONObject()
+            o.add("id", run.id)
+            o.add("started_at", run.startedAt)
+            o.add("ended_at", run.endedAt)
+            o.add("pid", run.pid)
+            o.add("finished", run.finished)
+            o.add("failed", run.failed)
+            o.add("unchanged", run.unchanged)
+            return o.text + "}"
+        }
+        text += ",\"downloads\":[" + downloads.joined(separator: ",") + "],\"runs\":[" + runList.joined(separator: ",") + "]}"
+        return text
+    }
+}

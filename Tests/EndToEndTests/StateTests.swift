@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+/// Cron-grade re-runs: conditional requests, resume across processes, refresh
+/// policies, dlpipe status, and state files that cannot be used.
+@Suite struct StateTests {
+    let server: FaultServer
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        out = try TempDir.make("state")
+    }
+
+    @Test func aReRunAsksConditionallyAndReceivesNoBody() async throws {
+        let a = try server.put("a.bin", randomBytes: 100_000, seed: 1)
+        try server.put("b.bin", randomBytes: 50_000, seed: 2)
+        let urls = [server.url("/files/a.bin"), server.url("/files/b.bin")]
+        let first = try await DLPipeRun.run(["get"] + urls + ["-d", out, "--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let second = try await DLPipeRun.run(["get"] + urls + ["-d", out, "--json"])
+        #expect(second.status == 0, "\(second.stderr)")
+        let finished = second.events("finished")
+        #expect(finished.count == 2 && finished.allSatisfy { $0["unchanged"] as? Bool == true })
+        #expect(second.events("done").first?["unchanged"] as? Int == 2)
+        let requests = try server.requests(matching: "/files/")
+        #expect(requests.count == 4)
+        for request in requests.suffix(2) {
+            let headers = request["headers"] as? [String: String] ?? [:]
+            #expect(headers["if-none-match"] != nil, "asked with the ETag")
+            #expect(headers["if-modified-since"] != nil)
+        }
+        #expect(listing(out) == ["a.bin", "b.bin"], "no a.1.bin: the state knows these files")
+        #expect(bytes(at: out + "/a.bin") == a)
+    }
+
+    @Test func aChangedResourceReplacesOurOwnFile() async throws {
+        try server.put("c.bin", randomBytes: 10_000, seed: 1)
+        let first = try await DLPipeRun.run(["get", server.url("/files/c.bin"), "-d", out])
+        #expect(first.status == 0)
+        let v2 = try server.put("c.bin", randomBytes: 12_000, seed: 9)
+        let second = try await DLPipeRun.run(["get", server.url("/files/c.bin"), "-d", out, "--json"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.events("finished").first?["unchanged"] as? Bool == false)
+        #expect(listing(out) == ["c.bin"])
+        #expect(bytes(at: out + "/c.bin") == v2)
+    }
+
+    @Test func refreshNeverMakesNoRequestAndAlwaysFetchesAgain() async throws {
+        try server.put("n.txt", bytes: Array("n".utf8))
+        let job = try LuaJob()
+        try job.write("never.lua", "dl.config{ refresh = 'never' }\ndl.add(dl.var.url)\n")
+        try job.write("always.lua", "dl.config{ refresh = 'always' }\ndl.add(dl.var.url)\n")
+        let url = server.url("/files/n.txt")
+        _ = try await job.run("never.lua", out: out, ["--var", "url=\(url)"])
+        let never = try await job.run("never.lua", out: out, ["--var", "url=\(url)"])
+        #expect(never.status == 0)
+        #expect(never.events("finished").first?["unchanged"] as? Bool == true)
+        #expect(try server.requests(matching: "/files/n.txt").count == 1, "never: no request for a finished file")
+        let always = try await job.run("always.lua", out: out, ["--var", "url=\(url)"])
+        #expect(always.status == 0)
+        let last = try server.requests(matching: "/files/n.txt").last?["headers"] as? [String: String] ?? [:]
+        #expect(last["if-none-match"] == nil, "always: a plain request")
+        #expect(listing(out) == ["n.txt"])
+    }
+
+    @Test func aKilledRunIsResumedByTheNextWithARange() async throws {
+        let data = try server.put("big.bin", randomBytes: 600_000)
+        let url = server.url("/files/big.bin?stall=200000&stall_times=1")
+        let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
+        while let line = first.readStdoutLine(), !line.contains("\"progress\"") {}
+        first.signal(SIGKILL)
+        #expect(first.waitForExit() == 128 + SIGKILL)
+        #expect(listing(out) == ["big.bin.part"])
+        let second = try await DLPipeRun.run(["get", url, "-d", out, "--json"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(bytes(at: out + "/big.bin") == data)
+        #expect(listing(out) == ["big.bin"])
+        let resumed = try server.requests(matching: "/files/big.bin").last?["headers"] as? [String: String] ?? [:]
+        #expect(resumed["range"]?.hasPrefix("bytes=") == true, "resumed, not fetched again")
+        #expect(resumed["range"] != "bytes=0-")
+        #expect(resumed["if-range"] != nil)
+    }
+
+    @Test func statusOnAnEmptyAndAFilledDirectory() async throws {
+        let empty = try await DLPipeRun.run(["status", out])
+        #expect(empty.status == 0)
+        #expect(empty.stdout.contains("no dlpipe state"))
+        #expect(!FileManager.default.fileExists(atPath: out + "/.dlpipe/state.db"), "status creates nothing")
+        try server.put("ok.txt", bytes: Array("ok".utf8))
+        _ = try await DLPipeRun.run(["get", server.url("/files/ok.txt"), server.url("/files/gone.txt"), "-d", out])
+        let text = try await DLPipeRun.run(["status", out])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("downloads: 1 finished, 1 failed"), "\(text.stdout)")
+        #expect(text.stdout.contains("gone.txt: http: HTTP 404"))
+        #expect(text.stdout.contains("runs:\n  #1 "))
+        let json = try await DLPipeRun.run(["status", out, "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(object?["finished"] as? Int == 1 && object?["failed"] as? Int == 1)
+        #expect((object?["downloads"] as? [Any])?.count == 2)
+    }
+
+    @Test func statusOfABusyDirectoryNamesTheRun() async throws {
+        try server.put("big.bin", randomBytes: 300_000)
+        let running = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--json"])
+        while let line = running.readStdoutLine(), !line.contains("\"progress\"") {}
+        let status = try await DLPipeRun.run(["status", out])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("running: process \(running.pid)"))
+        #expect(status.stdout.contains("partial:\n  big.bin: "), "\(status.stdout)")
+        running.signal(SIGTERM)
+        #expect(running.waitForExit() == 130)
+    }
+
+    @Test(arguments: ["garbage", "foreign"])
+    func aStateFileThatCannotBeUsedIsAClearErrorAndIsKept(_ kind: String) async throws {
+        try server.put("x.txt", bytes: Array("x".utf8))
+        try FileManager.default.createDirectory(atPath: out + "/.dlpipe", withIntermediateDirectories: true)
+        let path = out + "/.dlpipe/state.db"
+        if kind == "garbage" {
+            try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
+        } else {
+            let sqlite = try Subprocess("/usr/bin/env", ["python3", "-c", "import sqlite3; c = sqlite3.connect('\(path)'); c.execute('create table photos(id)'); c.commit()"])
+            #expect(sqlite.finish().status == 0)
+        }
+        let before = sha256Hex(bytes(at: path))
+        let run = try await DLPipeRun.run(["get", server.url("/files/x.txt"), "-d", out])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains(path), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1)
+        #expect(sha256Hex(bytes(at: path)) == before, "nothing deleted or changed")
+        #expect(try server.requests(matching: "/files/").isEmpty)
+        let status = try await DLPipeRun.run(["status", out])
+        #expect(status.status == 1 && status.stderr.contains(path))
+    }
+}
