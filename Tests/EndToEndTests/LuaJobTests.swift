@@ -180,4 +180,24 @@ import Testing
         #expect(second.stderr.contains(hookBroken + ":1:"), "\(second.stderr)")
         #expect(try server.requests(matching: "/files/").isEmpty)
     }
+
+    @Test func storeKeepsValuesBetweenRuns() async throws {
+        try job.write("job.lua", """
+            local n = (dl.store.get("runs") or 0) + 1
+            dl.store.set("runs", n)
+            local t = dl.store.get("table")
+            if t then dl.log("table", t.name, t.list[1], t.list[2], t.list[3], math.type(t.list[3]), t.nested.deep) end
+            dl.store.set("table", { name = "cursor", list = { "x", true, 7 }, nested = { deep = 2.5 } })
+            local ok, err = pcall(dl.store.set, "bad", function() end)
+            dl.log("run", n, ok, err ~= nil)
+            dl.add(dl.var.base .. "/a.txt")
+            dl.on("finished", function(d, f) dl.store.set("last", d.url) end)
+            """)
+        let first = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.logLines(containing: "run\t1\tfalse\ttrue").count == 1, "\(first.stderr)")
+        let second = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(second.logLines(containing: "run\t2\t").count == 1, "\(second.stderr)")
+        #expect(second.logLines(containing: "table\tcursor\tx\ttrue\t7\tinteger\t2.5").count == 1, "\(second.stderr)")
+    }
 }

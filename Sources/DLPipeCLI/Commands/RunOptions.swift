@@ -40,6 +40,8 @@ struct RunOptions {
         options.json = args.flag("--json")
         options.waitLock = args.flag("--wait-lock")
         options.state = try args.value("--state")
+        options.scripts.statePath = options.state
+        options.scripts.outputDirectory = options.dir
         options.quiet = args.flag("-q", "--quiet")
         let progressText = try args.value("--progress") ?? "auto"
         guard let progress = ProgressMode(rawValue: progressText) else {

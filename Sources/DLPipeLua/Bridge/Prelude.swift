@@ -138,8 +138,17 @@ enum Prelude {
     print = dl.log
 
     dl.store = {
-      get = function() error("dl.store arrives with the state issue; it is not available yet", 2) end,
-      set = function() error("dl.store arrives with the state issue; it is not available yet", 2) end,
+      get = function(key)
+        if type(key) ~= "string" then error("dl.store.get wants a string key", 2) end
+        local value, err = raw.store_get(key, config.dir)
+        if err then error("dl.store.get: " .. err, 2) end
+        return value
+      end,
+      set = function(key, value)
+        if type(key) ~= "string" then error("dl.store.set wants a string key", 2) end
+        local ok, err = raw.store_set(key, value, config.dir)
+        if not ok then error("dl.store.set: " .. err, 2) end
+      end,
     }
 
     _G.dl = setmetatable(dl, { __newindex = function() error("dl is read-only", 2) end })

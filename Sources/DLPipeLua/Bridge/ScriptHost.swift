@@ -40,6 +40,11 @@ final class ScriptHost: @unchecked Sendable {
     private var pendingKeys: [String: DownloadID] = [:]
     /// The output directory (canonical), for `dl.read`.
     var root: String?
+    /// The state file for `dl.store`: given (`--state`), or found from the
+    /// output directory (`-d`, else the job's `dl.config{dir}` so far, else ".").
+    var statePath: String?
+    var stateDirectory: String?
+    private var store: StateStore?
     private let log: @Sendable (String) -> Void
 
     init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String],
@@ -160,6 +165,27 @@ final class ScriptHost: @unchecked Sendable {
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             }
         }
+        runtime.register("__dl.store_get") { [unowned self] args in
+            guard let key = args.first?.text else { return [.nil_] }
+            switch openStore(configDir: args.count > 1 ? args[1].text : nil) {
+            case .failure(let error): return [.nil_, LuaValue(error.message)]
+            case .success(let store): return [store.value(key).map(StoreCodec.value) ?? .nil_]
+            }
+        }
+        runtime.register("__dl.store_set") { [unowned self] args in
+            guard let key = args.first?.text else { return [.nil_, LuaValue("a key is needed")] }
+            let value = args.count > 1 ? args[1] : .nil_
+            switch openStore(configDir: args.count > 2 ? args[2].text : nil) {
+            case .failure(let error): return [.nil_, LuaValue(error.message)]
+            case .success(let store):
+                do throws(StoreCodec.Unstorable) {
+                    store.setValue(key, try StoreCodec.text(value))
+                    return [.boolean(true)]
+                } catch {
+                    return [.nil_, LuaValue(error.message)]
+                }
+            }
+        }
         runtime.register("__dl.checkpath") { [unowned self] args in
             guard let root else { return [] }
             let directory = args.first?.text
@@ -195,6 +221,19 @@ final class ScriptHost: @unchecked Sendable {
             let place = position.trimmingCharacters(in: CharacterSet(charactersIn: ": "))
             log(id.map { "[\(place) #\($0)] \(text)" } ?? "[\(place)] \(text)")
             return []
+        }
+    }
+
+    /// The store's own connection (the engine has another; SQLite's WAL lets both work).
+    private func openStore(configDir: String?) -> Result<StateStore, ScriptError> {
+        if let store { return .success(store) }
+        let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
+        do throws(StateStore.Failure) {
+            let opened = try StateStore(path: path)
+            store = opened
+            return .success(opened)
+        } catch {
+            return .failure(ScriptError(error.message))
         }
     }
 

@@ -19,6 +19,10 @@ public struct ScriptOptions: Sendable {
     public var memoryLimit = 256 << 20
     /// Seconds each handler call may run; nil for the job's `dl.config{budget=}` or 2.
     public var budget: Double?
+    /// `--state FILE`, for `dl.store`.
+    public var statePath: String?
+    /// `-d DIR`, for `dl.store` before the run starts.
+    public var outputDirectory: String?
 
     public init() {}
 
@@ -82,6 +86,8 @@ public final class ScriptSession: @unchecked Sendable {
                 let budget = options.budget ?? 2
                 let host = try ScriptHost(unsafe: options.unsafe, memoryLimit: options.memoryLimit,
                                           budget: budget, vars: options.vars, log: log)
+                host.statePath = options.statePath
+                host.stateDirectory = options.outputDirectory
                 if let job = options.jobPath {
                     try host.load(path: job, displayName: job, isJob: true)
                 }
