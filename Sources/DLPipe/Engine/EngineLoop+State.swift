@@ -50,9 +50,11 @@ extension EngineLoop {
             job.partBytes = partSize
             job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
             reservedPaths.insert(target.relative)
-        } else if finalSize == nil {
-            // Same name as before when it is free.
+        } else {
+            // The same name as before: free, or holding a file the state says this
+            // job wrote (cut short by a power loss, say), which may be replaced.
             job.target = target
+            job.ownsTarget = finalSize != nil
             reservedPaths.insert(target.relative)
         }
         return false
