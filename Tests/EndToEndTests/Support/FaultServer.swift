@@ -85,18 +85,26 @@ enum TempDir {
 enum TestData {
     /// Deterministic bytes (SplitMix64), so failures can be reproduced.
     static func random(_ count: Int, seed: UInt64) -> [UInt8] {
-        var state = seed
+        var generator = SplitMix(seed: seed)
         var bytes = [UInt8]()
         bytes.reserveCapacity(count + 8)
         while bytes.count < count {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            withUnsafeBytes(of: z) { bytes.append(contentsOf: $0) }
+            withUnsafeBytes(of: generator.next()) { bytes.append(contentsOf: $0) }
         }
         return Array(bytes.prefix(count))
+    }
+}
+
+/// A seeded generator, so a failing run can be repeated.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
 
