@@ -200,4 +200,27 @@ import Testing
         #expect(second.logLines(containing: "run\t2\t").count == 1, "\(second.stderr)")
         #expect(second.logLines(containing: "table\tcursor\tx\ttrue\t7\tinteger\t2.5").count == 1, "\(second.stderr)")
     }
+
+    @Test func pausedFromAHandlerThenResumedFromDone() async throws {
+        let data = try server.put("slow.bin", randomBytes: 300_000)
+        try job.write("job.lua", """
+            local id = dl.add(dl.var.base .. "/slow.bin?stall=100000&stall_times=1&k=" .. dl.var.resume)
+            local paused = false
+            dl.on("progress", function(d, p)
+              if not paused then paused = true; dl.pause(d.id) end
+            end)
+            dl.on("done", function(s)
+              if dl.var.resume == "yes" and s.finished == 0 then dl.resume(id) end
+            end)
+            """)
+        let resumed = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))", "--var", "resume=yes"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(bytes(at: out + "/slow.bin") == data)
+        #expect(resumed.events("paused").count == 1)
+        let other = try TempDir.make("paused")
+        let abandoned = try await job.run("job.lua", out: other, ["--var", "base=\(server.url("/files"))", "--var", "resume=no"])
+        #expect(abandoned.status == 1, "a pause nobody resumes ends the run: \(abandoned.stderr)")
+        #expect(abandoned.events("failed").first?["kind"] as? String == "cancelled")
+        #expect(listing(other).isEmpty)
+    }
 }

@@ -50,6 +50,7 @@ extension EngineLoop {
             case .scheduleRetry(let delay):
                 timers.push((EngineLoop.now() + delay, job.id))
             case .enqueue:
+                pausedJobs.remove(job.id)
                 scheduler.enqueue(job.id, host: job.host, priority: job.request.priority)
             case .dequeue:
                 scheduler.withdraw(job.id)
@@ -66,6 +67,7 @@ extension EngineLoop {
             case .emitCancelled:
                 finish(job, .cancelled)
             case .emitPaused:
+                pausedJobs.insert(job.id)
                 emit(.paused(job.info(root: root)))
             }
         }
@@ -75,6 +77,7 @@ extension EngineLoop {
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
         job.outcome = outcome
         openJobs -= 1
+        pausedJobs.remove(job.id)
         if let target = job.target { reservedPaths.remove(target.relative) }
         let info = job.info(root: root)
         switch outcome {

@@ -47,6 +47,8 @@ final class EngineLoop: @unchecked Sendable {
     /// Directories known to exist (created or checked in this run).
     var createdDirectories: Set<String> = []
     var openJobs = 0
+    /// Paused downloads: open, but waiting for nobody but a `resume`.
+    var pausedJobs: Set<DownloadID> = []
     var pendingHookCalls = 0
     var summary = RunSummary()
     var exitCode: Int?
@@ -147,7 +149,7 @@ final class EngineLoop: @unchecked Sendable {
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.
             if !drainedOnce { drainPending = true }
-            if openJobs == 0 && pendingHookCalls == 0 && !drainPending {
+            if openJobs - pausedJobs.count == 0 && pendingHookCalls == 0 && !drainPending {
                 reply(summary, exitCode)
             } else {
                 idleWaiters.append(reply)
@@ -212,7 +214,7 @@ final class EngineLoop: @unchecked Sendable {
 
     /// Fires `drained` when the queue is empty and nothing is pending.
     private func checkIdle() {
-        guard openJobs == 0, pendingHookCalls == 0, drainPending || !idleWaiters.isEmpty else {
+        guard openJobs - pausedJobs.count == 0, pendingHookCalls == 0, drainPending || !idleWaiters.isEmpty else {
             return
         }
         if drainPending && interests.contains(.drained) && !askedDrainHook, let hooks {
@@ -222,6 +224,13 @@ final class EngineLoop: @unchecked Sendable {
             let snapshot = summary
             hooks.drained(snapshot) { [self] code in post(.drainedVerdict(code)) }
             return
+        }
+        if configuration.endPausedWhenDrained && !pausedJobs.isEmpty {
+            // Nothing else will run, and nobody is left to resume these: end them
+            // so that every download gets its terminal event and the run ends.
+            for id in pausedJobs.sorted() {
+                feed(id, .fail(DownloadError(.cancelled, "paused and never resumed; its part file is removed")))
+            }
         }
         drainPending = false
         drainedOnce = true

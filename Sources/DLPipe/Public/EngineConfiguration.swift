@@ -27,6 +27,10 @@ public struct EngineConfiguration: Sendable {
     public var statePath: String? = nil
     /// What a re-run does with downloads the state knows as finished.
     public var refresh: RefreshPolicy = .conditional
+    /// When the queue drains with only paused downloads left (and `drained`
+    /// hooks have run), fail those with kind `cancelled` so the run can end (the
+    /// command line's choice). Off, paused downloads wait for `resume` forever.
+    public var endPausedWhenDrained = false
     /// How often progress events are emitted per transfer, in seconds.
     public var progressInterval: Double = 0.25
 

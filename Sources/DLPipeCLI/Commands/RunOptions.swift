@@ -70,6 +70,7 @@ struct RunOptions {
         config.retries = retries ?? job?.retries ?? config.retries
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
+        config.endPausedWhenDrained = true
         config.statePath = state ?? config.directory + "/.dlpipe/state.db"
         config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         return config
