@@ -24,8 +24,7 @@ import Testing
         #expect(state.handle(.responseArrived(askHook: true)) == [.askResponseHook])
         #expect(state.phase == .awaitingVerdict)
         #expect(state.holdsSlot)
-        #expect(state.handle(.responseVerdict(.proceed(name: "x", directory: nil)))
-            == [.continueTransfer(name: "x", directory: nil)])
+        #expect(state.handle(.responseVerdict(.proceed(name: "x", directory: nil))) == [.continueTransfer])
         #expect(state.phase == .receiving)
     }
 
@@ -77,7 +76,15 @@ import Testing
         var state = started()
         let error = DownloadError(.timeout, "slow")
         _ = state.handle(.transferFailed(error, policyDelay: 1, askHook: true))
-        #expect(state.handle(.failureVerdict(.giveUp)) == [.removePartFile, .emitFailed(error)])
+        #expect(state.handle(.failureVerdict(.giveUp)) == [.emitFailed(error)], "a timeout keeps its part file for the next run")
+    }
+
+    @Test func pauseWhileTheFailedHookDecides() {
+        var state = started()
+        _ = state.handle(.transferFailed(DownloadError(.network, "reset"), policyDelay: 1, askHook: true))
+        #expect(state.handle(.pause) == [.dequeue, .emitPaused])
+        #expect(state.handle(.failureVerdict(.policy)) == [], "the late verdict changes nothing")
+        #expect(state.handle(.resume) == [.enqueue])
     }
 
     @Test func pauseKeepsThePartAndResumeRequeues() {

@@ -38,8 +38,9 @@ import Testing
         #expect(text.contains(message), "\(body): \(text)")
         #expect(bytes(at: out + "/bystander.txt") == Array("bystander".utf8), "the run goes on")
         // A response hook fails before a byte is written; a finished hook fails
-        // after the file is in place, and the file stays (nothing is lost).
-        #expect(listing(out).contains("victim.txt") == fileKept)
+        // after the file is in place, and it goes back to its part file.
+        #expect(!listing(out).contains("victim.txt"), "nothing under the final name")
+        #expect(listing(out).contains("victim.txt.part") == fileKept)
     }
 
     @Test func runawayLoop() async throws {

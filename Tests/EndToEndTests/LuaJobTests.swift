@@ -223,4 +223,37 @@ import Testing
         #expect(abandoned.events("failed").first?["kind"] as? String == "cancelled")
         #expect(listing(other).isEmpty)
     }
+
+    @Test func renamingToTheSuggestedNameOnEveryAttemptKeepsOneFile() async throws {
+        let data = try server.put("big.bin", randomBytes: 400_000)
+        try job.write("job.lua", """
+            dl.add(dl.var.base .. "/big.bin?truncate=100000&truncate_times=1")
+            dl.on("response", function(d, r) d.name = r.filename end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out) == ["big.bin"], "no big.1.bin, no leaked part file")
+        #expect(bytes(at: out + "/big.bin") == data)
+        let again = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(again.status == 0)
+        #expect(listing(out) == ["big.bin"], "a re-run keeps the name")
+    }
+
+    @Test func anEmptyBodyHeldByAHookDoesNotDisturbOtherTransfers() async throws {
+        try server.put("empty.txt", bytes: [])
+        let big = try server.put("big.bin", randomBytes: 300_000)
+        try job.write("job.lua", """
+            dl.add(dl.var.base .. "/empty.txt")
+            dl.on("response", function(d, r)
+              if r.filename ~= "empty.txt" then return end
+              dl.add(dl.var.base .. "/big.bin")
+              local t = os.clock() while os.clock() - t < 0.3 do end
+              return dl.skip("held, then skipped")
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))", "--timeout", "10"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/big.bin") == big)
+        #expect(run.events("skipped").count == 1)
+    }
 }

@@ -133,4 +133,16 @@ import Testing
         let status = try await DLPipeRun.run(["status", out])
         #expect(status.status == 1 && status.stderr.contains(path))
     }
+
+    @Test func aUsersFileAfterAFailedDownloadIsNotOverwritten() async throws {
+        let data = try server.put("u.bin", randomBytes: 20_000)
+        let url = server.url("/files/u.bin?truncate=1000&truncate_times=1")
+        let failed = try await DLPipeRun.run(["get", url, "-d", out, "--retries", "0"])
+        #expect(failed.status == 1)
+        try Data("USERDATA".utf8).write(to: URL(fileURLWithPath: out + "/u.bin"))
+        let second = try await DLPipeRun.run(["get", url, "-d", out])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(bytes(at: out + "/u.bin") == Array("USERDATA".utf8))
+        #expect(bytes(at: out + "/u.1.bin") == data, "resumed from the kept part file, beside the user's file")
+    }
 }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Carrying out what the job state machine decided, and hook verdicts.
 extension EngineLoop {
     /// Feeds an input to a job's state machine and performs the resulting actions.
@@ -18,8 +22,9 @@ extension EngineLoop {
             case .continueTransfer:
                 continueTransfer(job)
             case .abortTransfer(let keepPart):
+                job.completedWhileHolding = false
                 guard let transfer = job.transfer else { break }
-                abort(transfer)
+                if abort(transfer) { job.receivedThisRun += transfer.received }
                 job.transfer = nil
                 job.partBytes = keepPart ? transfer.resumeOffset + transfer.received : 0
                 if job.validator == nil { job.partBytes = 0 }
@@ -48,7 +53,8 @@ extension EngineLoop {
                     post(.failureVerdict(id, verdict))
                 }
             case .scheduleRetry(let delay):
-                timers.push((EngineLoop.now() + delay, job.id))
+                job.retryGeneration += 1
+                timers.push((EngineLoop.now() + delay, job.id, job.retryGeneration))
             case .enqueue:
                 pausedJobs.remove(job.id)
                 scheduler.enqueue(job.id, host: job.host, priority: job.request.priority)
@@ -84,13 +90,14 @@ extension EngineLoop {
         case .finished: saveState(job, .finished)
         case .failed(let error): saveState(job, .failed, error: error)
         case .cancelled: saveState(job, .cancelled)
-        case .skipped: break
+        case .skipped: saveState(job, .skipped)
         }
         switch outcome {
         case .finished(let result):
-            summary.finished += 1
-            summary.bytes += result.bytes
-            if result.unchanged { summary.unchanged += 1 }
+            // Unchanged files (304, or refresh "never") are counted apart from
+            // the ones downloaded; bytes are what this run received.
+            if result.unchanged { summary.unchanged += 1 } else { summary.finished += 1 }
+            summary.bytes += job.receivedThisRun
             emit(.finished(info, result))
         case .failed(let error):
             summary.failed += 1
@@ -112,18 +119,38 @@ extension EngineLoop {
         else { return feed(job, .responseVerdict(verdict)) }
         do throws(DownloadError) {
             let old = job.target
-            let renamed = try TargetPath.resolve(
-                root: root, directory: directory ?? old?.directory,
-                name: name ?? old?.name ?? "download")
-            if let old { reservedPaths.remove(old.relative) }
-            job.target = nil
-            job.target = try chooseTarget(
-                Job(id: id, request: DownloadRequest(url: job.request.url, name: renamed.name, directory: renamed.directory), host: job.host),
-                suggested: renamed.name)
-            if let old, let transfer = job.transfer, transfer.resumeOffset > 0 {
-                // Bytes resumed under the old name move with the rename.
-                _ = FileSystem.moveNoClobber(partPath(old), partPath(job.target!))
+            var renamed = try TargetPath.resolve(
+                root: root, directory: directory ?? old?.directory, name: name ?? old?.name ?? "download")
+            // The same name again (`d.name = r.filename` on a retry): nothing moves.
+            guard renamed != old else { return feed(job, .responseVerdict(.proceed())) }
+            renamed.name = CollisionName.firstFree(for: renamed.name, in: renamed.directory) { candidate in
+                let relative = renamed.directory.isEmpty ? candidate : renamed.directory + "/" + candidate
+                return reservedPaths.contains(relative) || FileSystem.exists(root + "/" + relative)
+                    || FileSystem.exists(root + "/" + relative + ".part")
             }
+            if let old {
+                reservedPaths.remove(old.relative)
+                if let transfer = job.transfer, transfer.resumeOffset > 0 {
+                    // Bytes resumed under the old name move with the rename; when
+                    // they cannot, this attempt cannot resume: start over.
+                    if FileSystem.moveNoClobber(partPath(old), partPath(renamed)) != nil {
+                        job.partBytes = 0
+                        job.validator = nil
+                        reservedPaths.insert(renamed.relative)
+                        job.target = renamed
+                        return attemptFailed(job, DownloadError(.io, "cannot move the part file of \(old.relative) to \(renamed.relative); starting over"))
+                    }
+                } else {
+                    FileSystem.remove(partPath(old))
+                }
+            }
+            reservedPaths.insert(renamed.relative)
+            job.target = renamed
+            // A new name is never one this job wrote before.
+            job.ownsTarget = false
+            // The record names the part file before it exists (write ordering).
+            saveState(job, .partial)
+            flushState()
         } catch {
             return feed(job, .responseVerdict(.fail(error)))
         }
@@ -150,6 +177,7 @@ extension EngineLoop {
     /// The finished hook answered: move the file if asked, then end the download.
     func applyFinishedVerdict(_ id: DownloadID, _ verdict: FinishedVerdict) {
         guard let job = jobs[id], job.state.phase == .finalizing else { return }
+        if case .fail(let error) = verdict { return failFinished(job, error) }
         guard case .keep(let name, let directory) = verdict, name != nil || directory != nil,
             let old = job.target
         else { return feed(job, .finishedVerdict(verdict)) }
@@ -172,9 +200,20 @@ extension EngineLoop {
                 job.result?.path = finalPath(moved)
             }
         } catch {
-            return feed(job, .finishedVerdict(.fail(error)))
+            return failFinished(job, error)
         }
         feed(job, .finishedVerdict(.keep()))
+    }
+
+    /// A finished hook failed: the download fails, and a failed download leaves
+    /// nothing under its final name, so the file goes back to `NAME.part`
+    /// (nothing is lost; the next run finds it there). A file found unchanged
+    /// (304) was finished by an earlier run and stays.
+    private func failFinished(_ job: Job, _ error: DownloadError) {
+        if let target = job.target, job.result?.unchanged != true {
+            _ = rename(finalPath(target), partPath(target))
+        }
+        feed(job, .finishedVerdict(.fail(error)))
     }
 
     /// Emits coalesced progress for transfers whose byte count moved, and fails

@@ -46,13 +46,15 @@ extension EngineLoop {
         if let partSize, partSize > 0 {
             // A part file an earlier run left: resume it (If-Range guards it).
             job.target = target
-            job.ownsTarget = finalSize == nil || record.status != .finished
+            // A file under the final name is ours only if the state says finished.
+            job.ownsTarget = finalSize != nil && record.status == .finished
             job.partBytes = partSize
             job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
             reservedPaths.insert(target.relative)
-        } else {
+        } else if finalSize == nil || record.status == .finished {
             // The same name as before: free, or holding a file the state says this
-            // job wrote (cut short by a power loss, say), which may be replaced.
+            // job finished (cut short by a power loss, say), which may be replaced.
+            // A file there after a failed or skipped download is someone else's.
             job.target = target
             job.ownsTarget = finalSize != nil
             reservedPaths.insert(target.relative)

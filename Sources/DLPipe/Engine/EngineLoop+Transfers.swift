@@ -203,6 +203,7 @@ extension EngineLoop: TransferOwner {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             job.transfer = nil
             job.partBytes = transfer.resumeOffset + transfer.received
+            job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
         }
         if !done.isEmpty { applyRateLimit() }
@@ -315,12 +316,16 @@ extension EngineLoop: TransferOwner {
     }
 
     /// Takes a transfer out of curl (pause, cancel, skip, shutdown); files stay.
-    func abort(_ transfer: Transfer) {
+    @discardableResult
+    func abort(_ transfer: Transfer) -> Bool {
         transfer.file?.closeFile()
         // A transfer that already completed has left the multi handle and the
-        // pool has its easy handle back; recycling it twice would share it.
-        guard transfers.removeValue(forKey: transfer.easy.handle) != nil else { return }
+        // pool has its easy handle back (maybe already in use by another
+        // transfer): only a transfer still registered is taken out of curl.
+        guard transfers[transfer.easy.handle] === transfer else { return false }
+        transfers.removeValue(forKey: transfer.easy.handle)
         multi.remove(transfer.easy)
         idleHandles.append(transfer.easy)
+        return true
     }
 }

@@ -40,8 +40,8 @@ final class EngineLoop: @unchecked Sendable {
     var scheduler: Scheduler
     var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     var idleHandles: [CurlEasy] = []
-    /// Retry timers: (due time, id).
-    var timers = Heap<(Double, DownloadID)>(by: { $0.0 < $1.0 })
+    /// Retry timers: (due time, id, the job's retry generation when set).
+    var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
     /// Relative paths (final names) held by unfinished downloads.
     var reservedPaths: Set<String> = []
     /// Directories known to exist (created or checked in this run).
@@ -76,7 +76,7 @@ final class EngineLoop: @unchecked Sendable {
             cap: configuration.backoffCap)
         self.scheduler = Scheduler(
             concurrency: configuration.concurrency, perHost: configuration.perHost)
-        self.multi = CurlMulti(maxConnectsPerHost: configuration.perHost)
+        self.multi = CurlMulti()
     }
 
     /// Starts the thread.
@@ -110,6 +110,7 @@ final class EngineLoop: @unchecked Sendable {
                 return taken
             }
             for command in commands { handle(command) }
+            if stopped { break }
             fireDueTimers()
             startQueued()
             multi.perform()
@@ -139,8 +140,12 @@ final class EngineLoop: @unchecked Sendable {
         case .finishedVerdict(let id, let verdict):
             pendingHookCalls -= 1
             applyFinishedVerdict(id, verdict)
-        case .failureVerdict(let id, let verdict):
+        case .failureVerdict(let id, var verdict):
             pendingHookCalls -= 1
+            // dl.retry(math.huge) would be a timer that never fires.
+            if case .retry(let seconds) = verdict {
+                verdict = .retry(after: seconds.isFinite ? min(max(0, seconds), configuration.backoffCap) : configuration.backoffCap)
+            }
             feed(id, .failureVerdict(verdict))
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
@@ -185,9 +190,11 @@ final class EngineLoop: @unchecked Sendable {
 
     private func fireDueTimers() {
         let now = EngineLoop.now()
-        while let (due, id) = timers.first, due <= now {
+        while let (due, id, generation) = timers.first, due <= now {
             _ = timers.pop()
-            feed(id, .retryDue)
+            // A timer set before a pause and resume is stale: the job has moved on.
+            guard let job = jobs[id], job.retryGeneration == generation else { continue }
+            feed(job, .retryDue)
         }
     }
 
@@ -207,7 +214,7 @@ final class EngineLoop: @unchecked Sendable {
     private func pollTimeout() -> Int {
         var wait = 1.0
         let now = EngineLoop.now()
-        if let (due, _) = timers.first { wait = min(wait, due - now) }
+        if let (due, _, _) = timers.first { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
         return max(0, Int((wait * 1000).rounded(.up)))
     }

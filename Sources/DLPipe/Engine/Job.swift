@@ -25,6 +25,10 @@ final class Job {
     var ownsTarget = false
     /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
     var conditional: (etag: String?, lastModified: String?)?
+    /// Counts retry timers set, so a stale timer is recognised.
+    var retryGeneration = 0
+    /// Body bytes received in this run, across attempts.
+    var receivedThisRun: Int64 = 0
     /// The state's count of attempts before this run.
     var earlierAttempts = 0
     var outcome: DownloadOutcome?

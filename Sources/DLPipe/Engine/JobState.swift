@@ -48,7 +48,7 @@ struct JobState: Equatable {
     enum Action: Equatable {
         case startTransfer
         /// Let a paused-for-verdict transfer go on (with the hook's name, if any).
-        case continueTransfer(name: String?, directory: String?)
+        case continueTransfer
         /// Stop the transfer; `keepPart` keeps the part file for a resume.
         case abortTransfer(keepPart: Bool)
         case removePartFile
@@ -118,9 +118,10 @@ struct JobState: Equatable {
 
         case (.awaitingVerdict, .responseVerdict(let verdict)):
             switch verdict {
-            case .proceed(let name, let directory):
+            case .proceed:
+                // A rename was applied by the engine before this input.
                 phase = .receiving
-                return [.continueTransfer(name: name, directory: directory)]
+                return [.continueTransfer]
             case .skip(let reason):
                 phase = .skipped
                 return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot,
@@ -183,7 +184,7 @@ struct JobState: Equatable {
             phase = .queued
             return [.enqueue]
 
-        case (.queued, .pause), (.waitingRetry, .pause):
+        case (.queued, .pause), (.waitingRetry, .pause), (.awaitingFailureVerdict, .pause):
             phase = .paused
             return [.dequeue, .emitPaused]
         case (.requesting, .pause), (.awaitingVerdict, .pause), (.receiving, .pause):
@@ -224,6 +225,8 @@ struct JobState: Equatable {
             return [.emitRetrying(error, delay: retryAfter), .scheduleRetry(after: retryAfter)]
         }
         phase = .failed
-        return [.removePartFile, .emitFailed(error)]
+        // A network error or timeout keeps its part file: the next run resumes
+        // it (SPEC 3). Other failures leave nothing behind.
+        return error.isRetryable ? [.emitFailed(error)] : [.removePartFile, .emitFailed(error)]
     }
 }

@@ -61,7 +61,9 @@ public struct FinishedInfo: Sendable, Hashable {
     public var unchanged: Bool
 }
 
-/// Counts of a drained queue.
+/// Counts of a drained queue. `finished` counts files downloaded in this run;
+/// files found current (304, or refresh "never") count as `unchanged` instead.
+/// `bytes` are the body bytes received in this run.
 public struct RunSummary: Sendable, Hashable {
     public var finished = 0
     public var failed = 0

@@ -2,7 +2,7 @@ import Foundation
 
 /// What the state remembers of one download (SPEC 4).
 public struct DownloadRecord: Sendable, Hashable {
-    public enum Status: String, Sendable { case partial, finished, failed, cancelled }
+    public enum Status: String, Sendable { case partial, finished, failed, cancelled, skipped }
     /// The request's identity: URL and requested target (`DownloadRequest.deduplicationKey`).
     public var key: String
     public var url: String
@@ -120,7 +120,13 @@ public final class StateStore: @unchecked Sendable {
     public func flush() {
         guard inTransaction else { return }
         inTransaction = false
-        try? db.execute("COMMIT")
+        do {
+            try db.execute("COMMIT")
+        } catch {
+            // A failed commit (a full disk) must not leave the connection inside a
+            // transaction that every later write would trip over.
+            try? db.execute("ROLLBACK")
+        }
     }
 
     /// Writes (inserts or replaces) a download's record into the batch.

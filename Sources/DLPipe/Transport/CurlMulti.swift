@@ -10,12 +10,13 @@ final class CurlMulti {
         let code: Int
     }
 
-    init(maxConnectsPerHost: Int) {
+    init() {
         precondition(CurlGlobal.initialised, "curl_global_init failed")
         guard let handle = curl_multi_init() else { fatalError("curl_multi_init failed") }
         self.handle = handle
-        // Reuse connections across transfers; never open more than needed per host.
-        _ = dl_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectsPerHost)
+        // No CURLMOPT_MAX_HOST_CONNECTIONS: the scheduler limits transfers per
+        // requested host; a cap by connected host would park redirected
+        // transfers inside curl, where the stall check would count the wait.
     }
 
     deinit { curl_multi_cleanup(handle) }
