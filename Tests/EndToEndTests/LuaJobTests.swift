@@ -161,9 +161,10 @@ import Testing
             #expect(run.status == 2, "\(source)")
             #expect(run.stderr.contains(expected), "\(source): \(run.stderr)")
         }
-        try job.write("job.lua", "dl.add('http://127.0.0.1:1/x')\ndl.on('finished', function() end)\n")
-        let ok = try await DLPipeRun.run(["check", job.directory + "/job.lua", "--no-hooks"])
+        try job.write("job.lua", "dl.add('http://127.0.0.1:1/x')\ndl.on('finished', function() end)\ndl.store.set('n', (dl.store.get('n') or 0) + 1)\n")
+        let ok = try await DLPipeRun.run(["check", job.directory + "/job.lua", "--no-hooks", "-d", out])
         #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out + "/.dlpipe/state.db"), "check writes no state")
         #expect(ok.stdout.contains("1 download(s) queued; handlers: finished 1"))
     }
 

@@ -13,7 +13,8 @@ final class PartFile {
     /// and dropping anything after them.
     init(path: String, keeping offset: Int64) throws(DownloadError) {
         // A fresh start truncates in open(2); a resume keeps exactly `offset` bytes.
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (offset == 0 ? O_TRUNC : 0)
+        // O_NOFOLLOW: a NAME.part planted as a symlink is never written through.
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (offset == 0 ? O_TRUNC : 0)
         let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw FileErrors.io("cannot create", path) }
         guard offset == 0 || (ftruncate(fd, off_t(offset)) == 0 && lseek(fd, off_t(offset), SEEK_SET) >= 0) else {
@@ -40,9 +41,6 @@ final class PartFile {
         }
         return true
     }
-
-    /// Flushes the bytes to stable storage.
-    func sync() -> Bool { fsync(fd) == 0 }
 
     func closeFile() {
         if fd >= 0 { close(fd) }

@@ -29,8 +29,6 @@ final class Transfer {
     var resumeOffset: Int64 = 0
     /// Response headers of the current block, lower-case names.
     private(set) var headers: [String: String] = [:]
-    /// The status line's code of the current header block.
-    private(set) var headerStatus = 0
     /// Whether `bodyStarts` has been asked.
     var bodyDecided = false
     /// While true the write callback keeps pausing.
@@ -75,15 +73,7 @@ final class Transfer {
         var end = line.count
         while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
         if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // "HTTP/"
-            headers = [:]
-            headerStatus = 0
-            var index = 5
-            while index < end, line[index] != 0x20 { index += 1 }
-            index += 1
-            while index < end, (0x30...0x39).contains(line[index]) {
-                headerStatus = headerStatus * 10 + Int(line[index] - 0x30)
-                index += 1
-            }
+            headers = [:]  // a new block: a redirect or 1xx came before
             return
         }
         guard let colon = line[0..<end].firstIndex(of: 0x3A) else { return }

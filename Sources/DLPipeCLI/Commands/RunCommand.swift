@@ -32,6 +32,7 @@ enum CheckCommand {
         let positionals = try args.positionals()
         guard positionals.count == 1 else { throw UsageError("check wants one job file", command: "check") }
         options.scripts.jobPath = positionals[0]
+        options.scripts.readOnlyStore = true
         guard let session = RunDriver.loadScripts(options.scripts) else { return ExitCode.usage }
         let handlers = session.counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }
             .map { "\($0.key) \($0.value)" }.joined(separator: ", ")

@@ -94,6 +94,7 @@ enum RunDriver {
                 Terminal.error("dlpipe: \(holder) is running in \(configuration.directory) (lock \(path)); use --wait-lock to wait for it")
             case .io(let message):
                 Terminal.error("dlpipe: \(message)")
+                return ExitCode.failed
             }
             return ExitCode.locked
         }
@@ -115,7 +116,8 @@ enum RunDriver {
         if stopper.stopping { await stopper.waitForever() }
         reporter.finish(summary)
         engine.shutdown()
-        if let hookCode { return Int32(clamping: hookCode) }
+        // An exit status is one byte: a done handler's code is kept within 0...255.
+        if let hookCode { return Int32(min(255, max(0, hookCode))) }
         return summary.failed > 0 ? ExitCode.failed : ExitCode.ok
     }
 

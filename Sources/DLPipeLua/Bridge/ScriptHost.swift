@@ -44,6 +44,9 @@ final class ScriptHost: @unchecked Sendable {
     /// output directory (`-d`, else the job's `dl.config{dir}` so far, else ".").
     var statePath: String?
     var stateDirectory: String?
+    /// For `dlpipe check`: writes stay in `overlay`, and no state file is created.
+    var readOnlyStore = false
+    private var overlay: [String: LuaValue] = [:]
     private var store: StateStore?
     private let log: @Sendable (String) -> Void
 
@@ -167,7 +170,9 @@ final class ScriptHost: @unchecked Sendable {
         }
         runtime.register("__dl.store_get") { [unowned self] args in
             guard let key = args.first?.text else { return [.nil_] }
+            if readOnlyStore, let value = overlay[key] { return [value] }
             switch openStore(configDir: args.count > 1 ? args[1].text : nil) {
+            case .failure where readOnlyStore: return [.nil_]  // check: no state yet is an empty store
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             case .success(let store): return [store.value(key).map(StoreCodec.value) ?? .nil_]
             }
@@ -175,6 +180,15 @@ final class ScriptHost: @unchecked Sendable {
         runtime.register("__dl.store_set") { [unowned self] args in
             guard let key = args.first?.text else { return [.nil_, LuaValue("a key is needed")] }
             let value = args.count > 1 ? args[1] : .nil_
+            if readOnlyStore {
+                do throws(StoreCodec.Unstorable) {
+                    _ = try StoreCodec.text(value)  // the same checks as a real write
+                    overlay[key] = value
+                    return [.boolean(true)]
+                } catch {
+                    return [.nil_, LuaValue(error.message)]
+                }
+            }
             switch openStore(configDir: args.count > 2 ? args[2].text : nil) {
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             case .success(let store):
@@ -228,6 +242,9 @@ final class ScriptHost: @unchecked Sendable {
     private func openStore(configDir: String?) -> Result<StateStore, ScriptError> {
         if let store { return .success(store) }
         let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
+        if readOnlyStore && !FileManager.default.fileExists(atPath: path) {
+            return .failure(ScriptError("no state yet"))
+        }
         do throws(StateStore.Failure) {
             let opened = try StateStore(path: path)
             store = opened

@@ -23,6 +23,8 @@ public struct ScriptOptions: Sendable {
     public var statePath: String?
     /// `-d DIR`, for `dl.store` before the run starts.
     public var outputDirectory: String?
+    /// `dlpipe check`: `dl.store.set` changes nothing on disk.
+    public var readOnlyStore = false
 
     public init() {}
 
@@ -88,6 +90,7 @@ public final class ScriptSession: @unchecked Sendable {
                                           budget: budget, vars: options.vars, log: log)
                 host.statePath = options.statePath
                 host.stateDirectory = options.outputDirectory
+                host.readOnlyStore = options.readOnlyStore
                 if let job = options.jobPath {
                     try host.load(path: job, displayName: job, isJob: true)
                 }
