@@ -10,4 +10,8 @@
 static inline int dl_rename_noreplace(const char *from, const char *to) {
     return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */);
 }
+/// syncfs(2): flushes every dirty file of the file system holding `fd`, in one call.
+static inline int dl_syncfs(int fd) {
+    return (int)syscall(SYS_syncfs, fd);
+}
 #endif

@@ -145,4 +145,20 @@ import Testing
         #expect(bytes(at: out + "/u.bin") == Array("USERDATA".utf8))
         #expect(bytes(at: out + "/u.1.bin") == data, "resumed from the kept part file, beside the user's file")
     }
+
+    @Test func aPartFileAtFullLengthStartsOver() async throws {
+        let data = try server.put("w.bin", randomBytes: 300_000)
+        let url = server.url("/files/w.bin?stall=100000&stall_times=1")
+        let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
+        while let line = first.readStdoutLine(), !line.contains("\"progress\"") {}
+        first.signal(SIGKILL)
+        first.waitForExit()
+        // As if killed between the batch sync and the rename: whole, but garbage.
+        try Data(repeating: 0x5A, count: 300_000).write(to: URL(fileURLWithPath: out + "/w.bin.part"))
+        let second = try await DLPipeRun.run(["get", url, "-d", out, "--retries", "0"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(bytes(at: out + "/w.bin") == data)
+        let last = try server.requests(matching: "/files/w.bin").last?["headers"] as? [String: String] ?? [:]
+        #expect(last["range"] == nil, "nothing left to resume: a plain request")
+    }
 }

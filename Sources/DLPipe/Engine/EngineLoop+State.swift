@@ -48,7 +48,10 @@ extension EngineLoop {
             job.target = target
             // A file under the final name is ours only if the state says finished.
             job.ownsTarget = finalSize != nil && record.status == .finished
-            job.partBytes = partSize
+            // A part file already at full length (killed between the batch sync
+            // and the rename) has nothing left to ask for: it starts over.
+            let whole = record.total.map { partSize >= $0 } ?? false
+            job.partBytes = whole ? 0 : partSize
             job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
             reservedPaths.insert(target.relative)
         } else if finalSize == nil || record.status == .finished {

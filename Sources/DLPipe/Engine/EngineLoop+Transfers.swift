@@ -1,4 +1,5 @@
 internal import CCurl
+internal import CPosix
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -86,11 +87,10 @@ extension EngineLoop: TransferOwner {
             return .discard
         }
         if status == 416 && transfer.resumeOffset > 0 {
-            // The part file is not a prefix the server recognises: start over.
-            job.partBytes = 0
-            job.validator = nil
-            transfer.abortError = DownloadError(.network, "the server refused to resume at byte \(transfer.resumeOffset) (HTTP 416); starting over", status: 416)
-            return .abort
+            // The part file is not a prefix the server recognises (or already all
+            // of it): start over at once, in the same attempt.
+            transfer.restartFromZero = true
+            return .discard
         }
         if status >= 400 || status < 200 {
             let retryAfter = headers["retry-after"].flatMap { RetryAfter.seconds($0) }
@@ -228,6 +228,11 @@ extension EngineLoop: TransferOwner {
             case .abort: return attemptFailed(job, transfer.abortError!)
             }
         }
+        if transfer.restartFromZero {
+            job.partBytes = 0
+            job.validator = nil
+            return startTransfer(job)
+        }
         if transfer.redirect { return followRedirect(job, transfer) }
         if transfer.notModified { return keepUnchanged(job) }
         bodyComplete(job, transfer)
@@ -267,6 +272,42 @@ extension EngineLoop: TransferOwner {
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
         transfer.file?.closeFile()
+        if store != nil {
+            // With a state to keep honest, the bytes reach the disk before the
+            // name does: files wait here for one syncfs per batch, then rename.
+            if awaitingDurability.isEmpty { durabilityBatchStarted = EngineLoop.now() }
+            awaitingDurability.append((job, size, digest))
+            // Its transfer is over: the slot goes to the next download now (the
+            // .releaseSlot that transferSucceeded brings later is then a no-op).
+            scheduler.finished(job.id)
+            return
+        }
+        placeFile(job, size: size, digest: digest)
+    }
+
+    /// Makes the files waiting in `awaitingDurability` durable with one syncfs,
+    /// then renames each into place. Runs when the batch is 20 ms old, large,
+    /// or nothing else is transferring.
+    func placeDurableFiles(force: Bool = false) {
+        guard !awaitingDurability.isEmpty else { return }
+        let due = force || transfers.isEmpty || awaitingDurability.count >= 128
+            || EngineLoop.now() - durabilityBatchStarted >= 0.02
+        guard due else { return }
+        _ = dl_syncfs(rootDescriptor)
+        let batch = awaitingDurability
+        awaitingDurability = []
+        for (job, size, digest) in batch {
+            // Paused or cancelled meanwhile: the part file's fate is theirs.
+            guard job.state.phase == .receiving, let target = job.target,
+                FileSystem.exists(partPath(target))
+            else { continue }
+            placeFile(job, size: size, digest: digest)
+        }
+    }
+
+    /// Renames a whole, checked part file to its final name and raises `finished`.
+    private func placeFile(_ job: Job, size: Int64, digest: String?) {
+        guard let target = job.target else { return }
         var final = target
         if job.ownsTarget {
             // The file under this name is ours (the state says so): replace it.

@@ -44,6 +44,11 @@ final class EngineLoop: @unchecked Sendable {
     var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
     /// Relative paths (final names) held by unfinished downloads.
     var reservedPaths: Set<String> = []
+    /// Checked part files waiting for their data to be durable before the rename.
+    var awaitingDurability: [(Job, Int64, String?)] = []
+    var durabilityBatchStarted = 0.0
+    /// The output directory, open, for syncfs.
+    let rootDescriptor: Int32
     /// Directories known to exist (created or checked in this run).
     var createdDirectories: Set<String> = []
     var openJobs = 0
@@ -77,6 +82,7 @@ final class EngineLoop: @unchecked Sendable {
         self.scheduler = Scheduler(
             concurrency: configuration.concurrency, perHost: configuration.perHost)
         self.multi = CurlMulti()
+        self.rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     }
 
     /// Starts the thread.
@@ -115,6 +121,7 @@ final class EngineLoop: @unchecked Sendable {
             startQueued()
             multi.perform()
             let completed = handleCompletions()
+            placeDurableFiles()
             tickProgress()
             checkIdle()
             flushState()
@@ -216,6 +223,7 @@ final class EngineLoop: @unchecked Sendable {
         let now = EngineLoop.now()
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
+        if !awaitingDurability.isEmpty { wait = min(wait, durabilityBatchStarted + 0.02 - now) }
         return max(0, Int((wait * 1000).rounded(.up)))
     }
 
@@ -251,6 +259,7 @@ final class EngineLoop: @unchecked Sendable {
     }
 
     private func shutDownTransfers() {
+        placeDurableFiles(force: true)
         for job in jobs.values where job.transfer != nil {
             perform([.abortTransfer(keepPart: true)], job)
             saveState(job, .partial)

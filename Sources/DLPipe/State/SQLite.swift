@@ -4,6 +4,9 @@ internal import CSQLite
 final class SQLiteDatabase {
     private let handle: OpaquePointer
     let path: String
+    /// Prepared statements by SQL text: the engine runs the same few per file,
+    /// and preparing costs more than running them.
+    private var statements: [String: OpaquePointer] = [:]
 
     /// An error from SQLite, with its message.
     struct Failure: Error, CustomStringConvertible {
@@ -26,7 +29,10 @@ final class SQLiteDatabase {
         sqlite3_busy_timeout(db, 5000)
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
 
     /// Runs statements that return no rows.
     func execute(_ sql: String) throws(Failure) {
@@ -41,11 +47,21 @@ final class SQLiteDatabase {
 
     /// A prepared statement, bound with `values`, stepped through its rows.
     func query(_ sql: String, _ values: [SQLValue] = [], row: (SQLRow) -> Void = { _ in }) throws(Failure) {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw failure()
+        let statement: OpaquePointer
+        if let cached = statements[sql] {
+            statement = cached
+        } else {
+            var prepared: OpaquePointer?
+            guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else {
+                throw failure()
+            }
+            statements[sql] = prepared
+            statement = prepared
         }
-        defer { sqlite3_finalize(statement) }
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
         for (index, value) in values.enumerated() {
             let slot = Int32(index + 1)
             switch value {

@@ -37,6 +37,9 @@ final class Transfer {
     var redirect = false
     /// The server said 304 to a conditional request: the file on disk is current.
     var notModified = false
+    /// The server refused the resume (416): the body is dropped, and the download
+    /// starts again from byte 0.
+    var restartFromZero = false
     /// The open part file, once the body is wanted.
     var file: PartFile?
     var hasher: SHA256Hasher?
@@ -107,7 +110,7 @@ final class Transfer {
             }
         }
         if holding { return dl_writefunc_pause() }
-        if redirect || notModified { return bytes.count }
+        if redirect || notModified || restartFromZero { return bytes.count }
         activity &+= 1
         guard let file else { return 0 }
         guard file.write(bytes) else {
