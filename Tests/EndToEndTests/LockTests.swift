@@ -56,4 +56,17 @@ import Testing
         let after = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", out])
         #expect(after.status == 0, "after kill -9 the lock is free: \(after.stderr)")
     }
+
+    @Test func aSharedStateFileIsLockedToo() async throws {
+        let shared = try TempDir.make("shared") + "/jobs.db"
+        let first = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--state", shared, "--json"])
+        while let line = first.readStdoutLine(), !line.contains("\"progress\"") {}
+        let other = try TempDir.make("other")
+        let second = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", other, "--state", shared])
+        #expect(second.status == 3, "\(second.stderr)")
+        first.signal(SIGTERM)
+        #expect(first.waitForExit() == 130)
+        #expect(FileManager.default.fileExists(atPath: shared), "the state went to --state FILE")
+        #expect(!FileManager.default.fileExists(atPath: out + "/.dlpipe/state.db"))
+    }
 }

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// One run at a time per output directory: an exclusive flock(2) on
 /// `DIR/.dlpipe/lock`, which holds the holder's PID for the message others see.
@@ -19,13 +17,18 @@ public final class RunLock: @unchecked Sendable {
         case io(String)
     }
 
-    /// Takes the lock of `directory` (created when missing), or waits for it.
-    public init(directory: String, wait: Bool) throws(Failure) {
-        let folder = directory + "/.dlpipe"
-        if let code = FileSystem.makeDirectories(folder) {
+    /// Takes the lock of an output directory (`DIR/.dlpipe/lock`), or waits for it.
+    public convenience init(directory: String, wait: Bool) throws(Failure) {
+        try self.init(path: directory + "/.dlpipe/lock", wait: wait)
+    }
+
+    /// Takes the lock at `path` (for `--state FILE`: `FILE.lock`), or waits for it.
+    public init(path: String, wait: Bool) throws(Failure) {
+        let folder = (path as NSString).deletingLastPathComponent
+        if !folder.isEmpty, let code = FileSystem.makeDirectories(folder) {
             throw .io("cannot create \(folder): \(String(cString: strerror(code)))")
         }
-        path = folder + "/lock"
+        self.path = path
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .io("cannot open \(path): \(String(cString: strerror(errno)))") }
         while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {

@@ -85,8 +85,11 @@ enum RunDriver {
     static func run(options: RunOptions, session: ScriptSession?, requests: [DownloadRequest]) async -> Int32 {
         let configuration = options.configuration(job: session?.settings)
         let lock: RunLock
-        do {
-            lock = try RunLock(directory: configuration.directory, wait: options.waitLock)
+        do throws(RunLock.Failure) {
+            // One run at a time per output directory, or per state file when the
+            // state lives elsewhere (two directories may share one).
+            let path = options.state.map { $0 + ".lock" } ?? configuration.directory + "/.dlpipe/lock"
+            lock = try RunLock(path: path, wait: options.waitLock)
         } catch {
             switch error {
             case .held(let pid, let path):
