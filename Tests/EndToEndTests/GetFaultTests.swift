@@ -167,4 +167,17 @@ import Testing
         let sent = try server.requests(matching: "/files/none.bin").first?["headers"] as? [String: String]
         #expect(sent?["authorization"]?.hasPrefix("Basic ") == true, "the credentials are still used")
     }
+
+    @Test func aHeaderBlockThatNeverEndsTimesOut() async throws {
+        let run = try await get("/endless-headers", ["--timeout", "1", "--retries", "0"])
+        #expect(run.status == 1)
+        #expect(run.events("failed").first?["kind"] as? String == "timeout", "\(run.stdout)")
+        #expect(listing(out).isEmpty)
+    }
+
+    @Test func hugeHeadersAndAZeroByteBodyAreFine() async throws {
+        let huge = try await get("/huge-headers")
+        #expect(huge.status == 0, "\(huge.stderr)")
+        #expect(bytes(at: out + "/huge-headers") == Array("ok".utf8))
+    }
 }

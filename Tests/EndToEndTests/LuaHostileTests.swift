@@ -18,9 +18,9 @@ import Testing
 
     /// Runs a job whose response handler does `body` for victim.txt only, and
     /// checks the victim fails with kind hook and the bystander finishes.
-    private func expectHookFailure(_ body: String, event: String = "response", message: String, extra: [String] = [], fileKept: Bool = false, budget: Double = 0.5) async throws {
+    private func expectHookFailure(_ body: String, event: String = "response", message: String, extra: [String] = [], fileKept: Bool = false, budget: Double = 0.5, config: String = "") async throws {
         try job.write("job.lua", """
-            dl.config{ budget = \(budget) }
+            dl.config{ budget = \(budget)\(config.isEmpty ? "" : ", " + config) }
             dl.add(dl.var.base .. "/victim.txt")
             dl.add(dl.var.base .. "/bystander.txt")
             dl.on("\(event)", function(d, arg)
@@ -118,5 +118,14 @@ import Testing
 
     @Test func apiCalledWhereItIsNotAllowedSaysSo() async throws {
         try await expectHookFailure("return dl.retry(1)", message: "dl.retry may not be called in a response handler")
+    }
+
+    @Test func aHandlerThatAddsWithoutEndIsStopped() async throws {
+        try job.write("limit.lua", "")
+        try await expectHookFailure(
+            "for i = 1, 1e9 do dl.add{ url = dl.var.base .. '/bystander.txt', name = 'copy' .. i } end",
+            message: "the most it may queue", extra: [], budget: 10, config: "max_downloads = 50")
+        // The job added 2, the handler 48 more (50 in all); the 51st raised the error.
+        #expect(listing(out).filter { $0.hasPrefix("copy") }.count == 48, "the 48 added before the limit ran")
     }
 }

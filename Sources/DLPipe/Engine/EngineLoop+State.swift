@@ -11,7 +11,8 @@ extension EngineLoop {
     func applyState(_ job: Job) -> Bool {
         guard let store, let record = store.record(key: job.request.deduplicationKey),
             let relative = record.target,
-            let target = try? TargetPath.resolve(root: root, directory: nil, name: relative)
+            let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
+            !reservedPaths.contains(target.relative)  // another download of this run has it
         else { return false }
         job.earlierAttempts = record.attempts
         let final = finalPath(target)

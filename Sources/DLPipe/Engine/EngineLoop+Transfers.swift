@@ -298,9 +298,12 @@ extension EngineLoop: TransferOwner {
         awaitingDurability = []
         for (job, size, digest) in batch {
             // Paused or cancelled meanwhile: the part file's fate is theirs.
-            guard job.state.phase == .receiving, let target = job.target,
-                FileSystem.exists(partPath(target))
-            else { continue }
+            guard job.state.phase == .receiving, let target = job.target else { continue }
+            guard FileSystem.exists(partPath(target)) else {
+                // Never drop a job silently: it must still reach a terminal event.
+                attemptFailed(job, DownloadError(.io, "the part file \(target.relative).part vanished before it could be renamed"))
+                continue
+            }
             placeFile(job, size: size, digest: digest)
         }
     }

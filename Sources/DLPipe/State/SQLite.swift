@@ -69,7 +69,14 @@ final class SQLiteDatabase {
             case .int(let n): sqlite3_bind_int64(statement, slot, n)
             case .real(let d): sqlite3_bind_double(statement, slot, d)
             case .text(let s):
-                _ = s.withCString { dl_sqlite_bind_text(statement, slot, $0, -1) }
+                // The byte count, not -1: keys hold NUL separators, and SQLite
+                // would stop at the first one.
+                var copy = s
+                _ = copy.withUTF8 { bytes in
+                    bytes.withMemoryRebound(to: CChar.self) {
+                        dl_sqlite_bind_text(statement, slot, $0.baseAddress, Int32($0.count))
+                    }
+                }
             }
         }
         while true {
@@ -110,6 +117,7 @@ struct SQLRow {
 
     func text(_ column: Int32) -> String? {
         guard let pointer = sqlite3_column_text(statement, column) else { return nil }
-        return String(cString: pointer)
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
     }
 }

@@ -45,6 +45,11 @@ final class Transfer {
     var hasher: SHA256Hasher?
     /// Body bytes written in this attempt.
     private(set) var received: Int64 = 0
+    /// Header bytes of this attempt (all blocks); past `maxHeaderBytes` it stops.
+    private var headerBytes = 0
+    /// A response head larger than this is refused: a header block that never
+    /// ends would otherwise keep the stall check happy forever.
+    static let maxHeaderBytes = 256 * 1024
     /// Counts callbacks; the engine's stall check watches it move.
     private(set) var activity = 0
     /// The engine's record of `activity` and when it last changed.
@@ -71,15 +76,27 @@ final class Transfer {
 
     /// One header line; a status line starts a new block (redirects, 1xx).
     /// Parsed on bytes: names are ASCII, and only values become Strings.
-    fileprivate func header(_ line: UnsafeRawBufferPointer) {
-        activity &+= 1
+    /// Returns false to stop the transfer (the head is too large).
+    fileprivate func header(_ line: UnsafeRawBufferPointer) -> Bool {
+        headerBytes += line.count
+        if headerBytes > Transfer.maxHeaderBytes {
+            abortError = DownloadError(.http, "the response headers exceed \(Transfer.maxHeaderBytes / 1024) KiB")
+            return false
+        }
         var end = line.count
         while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
+        // Progress is a status line or a complete head, not each header line: a
+        // head that trickles in forever must still meet the stall timeout.
+        if end == 0 {
+            activity &+= 1
+            return true
+        }
         if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // "HTTP/"
             headers = [:]  // a new block: a redirect or 1xx came before
-            return
+            activity &+= 1
+            return true
         }
-        guard let colon = line[0..<end].firstIndex(of: 0x3A) else { return }
+        guard let colon = line[0..<end].firstIndex(of: 0x3A) else { return true }
         var nameBytes = [UInt8](line[0..<colon])
         for i in nameBytes.indices where (0x41...0x5A).contains(nameBytes[i]) { nameBytes[i] |= 0x20 }
         var start = colon + 1
@@ -96,6 +113,7 @@ final class Transfer {
         } else {
             headers[name] = value
         }
+        return true
     }
 
     /// Body bytes: to the part file (and the hasher), or a pause, or a stop.
@@ -145,6 +163,6 @@ private func transferHeader(
     _ context: UnsafeMutableRawPointer?
 ) -> Int {
     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-    transfer.header(UnsafeRawBufferPointer(start: data, count: size * count))
-    return size * count
+    // Any count but size * count makes curl stop the transfer.
+    return transfer.header(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
 }

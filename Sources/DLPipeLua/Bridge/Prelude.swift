@@ -10,7 +10,7 @@ enum Prelude {
     local EVENTS = { response = true, progress = true, finished = true, failed = true, done = true }
     local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number",
       retries = "number", timeout = "number", rate = "any", refresh = "string",
-      budget = "number" }
+      budget = "number", max_downloads = "number" }
     local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
       meta = true, priority = true }
 
@@ -82,8 +82,9 @@ enum Prelude {
         for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
       end
       local parent = current and current.fields.id or nil
-      local id, err = raw.add(spec.url, spec.name, spec.dir, headers, spec.sha256,
+      local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
         math.tointeger(spec.priority) or 0, parent)
+      if not ok then error(script_position() .. "dl.add: " .. tostring(id), 0) end
       if not id then error("dl.add: " .. err, 2) end
       if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
       return id

@@ -47,6 +47,10 @@ final class ScriptHost: @unchecked Sendable {
     /// For `dlpipe check`: writes stay in `overlay`, and no state file is created.
     var readOnlyStore = false
     private var overlay: [String: LuaValue] = [:]
+    /// Calls of dl.add in this run, and their bound: a handler that adds without
+    /// end fails with a clear error instead of exhausting memory.
+    private var addedCount = 0
+    var maxDownloads = 250_000
     private var store: StateStore?
     private let log: @Sendable (String) -> Void
 
@@ -263,6 +267,10 @@ final class ScriptHost: @unchecked Sendable {
         var headers: [String: String] = [:]
         if args.count > 3, case .table(let table) = args[3] {
             for (key, value) in table { if let k = key.text, let v = value.text { headers[k] = v } }
+        }
+        addedCount += 1
+        guard addedCount <= maxDownloads else {
+            throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")
         }
         let request = DownloadRequest(
             url: url, name: text(1), directory: text(2), headers: headers, sha256: text(4),

@@ -61,6 +61,7 @@ public struct JobSettings: Sendable {
     public var rate: Int?
     public var refresh: String?
     public var budget: Double?
+    public var maxDownloads: Int?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -96,6 +97,7 @@ public final class ScriptSession: @unchecked Sendable {
                 }
                 let settings = try JobSettings(host.config())
                 if options.budget == nil, let jobBudget = settings.budget { host.budget = jobBudget }
+                if let limit = settings.maxDownloads { host.maxDownloads = limit }
                 for script in hookScripts {
                     try host.load(path: script, displayName: script, isJob: false)
                 }
@@ -157,6 +159,7 @@ extension JobSettings {
         retries = try whole("retries", 0...100)
         timeout = try seconds("timeout")
         budget = try seconds("budget")
+        maxDownloads = try whole("max_downloads", 1...10_000_000)
         if let value = table["rate"] {
             guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), rate > 0 else {
                 throw ScriptError("dl.config: rate wants bytes per second like 500000, \"500K\" or \"2M\"")
