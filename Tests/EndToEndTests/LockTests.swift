@@ -16,7 +16,7 @@ import Testing
     /// A run that holds the lock: it is stalled mid-body until signalled.
     private func holder() throws -> Subprocess {
         let process = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--json"])
-        while let line = process.readStdoutLine(), !line.contains("\"progress\"") {}
+        process.waitForLine(containing: "\"progress\"")
         return process
     }
 
@@ -60,7 +60,7 @@ import Testing
     @Test func aSharedStateFileIsLockedToo() async throws {
         let shared = try TempDir.make("shared") + "/jobs.db"
         let first = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--state", shared, "--json"])
-        while let line = first.readStdoutLine(), !line.contains("\"progress\"") {}
+        first.waitForLine(containing: "\"progress\"")
         let other = try TempDir.make("other")
         let second = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", other, "--state", shared])
         #expect(second.status == 3, "\(second.stderr)")

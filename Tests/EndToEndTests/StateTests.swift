@@ -68,7 +68,7 @@ import Testing
         let data = try server.put("big.bin", randomBytes: 600_000)
         let url = server.url("/files/big.bin?stall=200000&stall_times=1")
         let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        while let line = first.readStdoutLine(), !line.contains("\"progress\"") {}
+        first.waitForLine(containing: "\"progress\"")
         first.signal(SIGKILL)
         #expect(first.waitForExit() == 128 + SIGKILL)
         #expect(listing(out) == ["big.bin.part"])
@@ -103,7 +103,7 @@ import Testing
     @Test func statusOfABusyDirectoryNamesTheRun() async throws {
         try server.put("big.bin", randomBytes: 300_000)
         let running = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--json"])
-        while let line = running.readStdoutLine(), !line.contains("\"progress\"") {}
+        running.waitForLine(containing: "\"progress\"")
         let status = try await DLPipeRun.run(["status", out])
         #expect(status.status == 0, "\(status.stderr)")
         #expect(status.stdout.contains("running: process \(running.pid)"))
@@ -150,7 +150,7 @@ import Testing
         let data = try server.put("w.bin", randomBytes: 300_000)
         let url = server.url("/files/w.bin?stall=100000&stall_times=1")
         let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        while let line = first.readStdoutLine(), !line.contains("\"progress\"") {}
+        first.waitForLine(containing: "\"progress\"")
         first.signal(SIGKILL)
         first.waitForExit()
         // As if killed between the batch sync and the rename: whole, but garbage.

@@ -19,7 +19,7 @@ import Testing
         let process = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--json"])
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                while let line = process.readStdoutLine(), !line.contains("\"progress\"") {}
+                process.waitForLine(containing: "\"progress\"")
                 process.signal(signal)
                 if twice { process.signal(SIGINT) }
                 continuation.resume(returning: process.finish().status)

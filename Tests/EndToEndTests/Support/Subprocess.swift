@@ -80,6 +80,16 @@ final class Subprocess: @unchecked Sendable {
         return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Reads stdout until a line contains `text` (an event of a --json run);
+    /// false at EOF.
+    @discardableResult
+    func waitForLine(containing text: String) -> Bool {
+        while let line = readStdoutLine() {
+            if line.contains(text) { return true }
+        }
+        return false
+    }
+
     /// Sends a signal.
     func signal(_ number: Int32) { kill(pid, number) }
 
