@@ -134,16 +134,47 @@ extension EngineLoop: TransferOwner {
             }
         }
         // The record of the target and its validators is committed before the part
-        // file exists, so every part file on disk has a record naming it.
+        // file exists, so every part file on disk has a record naming it. The
+        // commit is shared: transfers whose heads arrived in this loop turn wait
+        // (paused) for one commit at its end (`openCommittedParts`).
         saveState(job, .partial)
-        flushState()
         let actions = job.state.handle(.responseArrived(askHook: interests.contains(.response)))
         emit(.response(job.info(root: root), response))
         if actions.contains(.askResponseHook) {
+            // The verdict arrives in a later turn, after this turn's commit.
             perform(actions, job)
             return .pause
         }
+        if store != nil {
+            if !transfer.bodyDecided || transfers[transfer.easy.handle] !== transfer {
+                // An empty body (the transfer is over): commit now, alone.
+                flushState()
+                return openPartFile(job, transfer) ? .write : .abort
+            }
+            awaitingCommit.append(transfer)
+            return .pause
+        }
         return openPartFile(job, transfer) ? .write : .abort
+    }
+
+    /// Commits the records of this turn's new responses, then opens their part
+    /// files and lets their bytes flow.
+    func openCommittedParts() {
+        guard !awaitingCommit.isEmpty else { return }
+        flushState()
+        let waiting = awaitingCommit
+        awaitingCommit = []
+        for transfer in waiting {
+            guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase == .receiving,
+                transfers[transfer.easy.handle] === transfer
+            else { continue }
+            guard openPartFile(job, transfer) else {
+                attemptFailed(job, transfer.abortError!)
+                continue
+            }
+            transfer.holding = false
+            transfer.easy.unpause()
+        }
     }
 
     /// Picks the target for a first response: the caller's name or the server's,

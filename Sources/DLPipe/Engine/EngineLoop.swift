@@ -44,6 +44,8 @@ final class EngineLoop: @unchecked Sendable {
     var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
     /// Relative paths (final names) held by unfinished downloads.
     var reservedPaths: Set<String> = []
+    /// Transfers paused until this turn's state commit names their part files.
+    var awaitingCommit: [Transfer] = []
     /// Checked part files waiting for their data to be durable before the rename.
     var awaitingDurability: [(Job, Int64, String?)] = []
     var durabilityBatchStarted = 0.0
@@ -120,6 +122,7 @@ final class EngineLoop: @unchecked Sendable {
             fireDueTimers()
             startQueued()
             multi.perform()
+            openCommittedParts()
             let completed = handleCompletions()
             placeDurableFiles()
             tickProgress()
