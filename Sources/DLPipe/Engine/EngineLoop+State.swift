@@ -15,6 +15,7 @@ extension EngineLoop {
             !reservedPaths.contains(target.relative)  // another download of this run has it
         else { return false }
         job.earlierAttempts = record.attempts
+        job.knownSHA256 = record.sha256
         let final = finalPath(target)
         let part = partPath(target)
         let finalSize = FileSystem.size(final)

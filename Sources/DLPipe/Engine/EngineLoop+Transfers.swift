@@ -363,7 +363,6 @@ extension EngineLoop: TransferOwner {
         job.result = FinishedInfo(
             path: finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false)
-        saveState(job, .finished)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 
@@ -372,10 +371,9 @@ extension EngineLoop: TransferOwner {
         guard let target = job.target else { return }
         let path = finalPath(target)
         job.result = FinishedInfo(
-            path: path, bytes: FileSystem.size(path) ?? 0, sha256: store?.record(key: job.request.deduplicationKey)?.sha256,
+            path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256,
             type: MediaType.essence(job.response?.headers["content-type"]),
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true)
-        saveState(job, .finished)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

@@ -29,6 +29,8 @@ final class Job {
     var retryGeneration = 0
     /// Body bytes received in this run, across attempts.
     var receivedThisRun: Int64 = 0
+    /// The SHA-256 the state recorded for the file on disk (reported on a 304).
+    var knownSHA256: String?
     /// The state's count of attempts before this run.
     var earlierAttempts = 0
     var outcome: DownloadOutcome?

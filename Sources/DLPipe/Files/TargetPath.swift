@@ -44,6 +44,9 @@ public struct TargetPath: Equatable, Sendable {
         return target
     }
 
+    /// The canonical absolute path (symlinks resolved) of an existing path.
+    public static func canonical(_ path: String) -> String? { FileSystem.realPath(path) }
+
     /// Fails when an existing ancestor (or the file itself) resolves outside `root`.
     public func checkSymlinks(root: String) throws(DownloadError) {
         var path = root

@@ -292,7 +292,7 @@ final class ScriptHost: @unchecked Sendable {
     private func resolveInsideRoot(_ path: String) -> Result<String, ScriptError> {
         guard let root else { return .failure(ScriptError("no output directory yet")) }
         let full = path.hasPrefix("/") ? path : root + "/" + path
-        guard let real = realpathString(full) else { return .failure(ScriptError("no such file: \(path)")) }
+        guard let real = TargetPath.canonical(full) else { return .failure(ScriptError("no such file: \(path)")) }
         guard real == root || real.hasPrefix(root + "/") else {
             return .failure(ScriptError("\(path) is outside the output directory"))
         }
@@ -309,11 +309,4 @@ final class ScriptHost: @unchecked Sendable {
             return .success([UInt8](data))
         }
     }
-}
-
-/// realpath(3) as a String.
-func realpathString(_ path: String) -> String? {
-    guard let resolved = realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(cString: resolved)
 }
