@@ -30,7 +30,7 @@ let package = Package(
         // answers the engine's hooks with a job's handlers.
         .target(name: "DLPipeLua", dependencies: ["DLPipe", "CLua"]),
         // The command-line tool.
-        .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua"]),
+        .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "CPosix"]),
         // A small program that uses the library the way an app would.
         .executableTarget(name: "DLPipeExample", dependencies: ["DLPipe"]),
         .testTarget(name: "DLPipeTests", dependencies: ["DLPipe"]),

@@ -2,6 +2,7 @@
 #ifndef DL_POSIX_H
 #define DL_POSIX_H
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,4 +15,8 @@ static inline int dl_rename_noreplace(const char *from, const char *to) {
 static inline int dl_syncfs(int fd) {
     return (int)syscall(SYS_syncfs, fd);
 }
+/// glibc's mallopt is declared in malloc.h, which the Glibc module leaves out.
+static inline int dl_mallopt(int option, int value) { return mallopt(option, value); }
+static inline int dl_malloc_mmap_threshold(void) { return M_MMAP_THRESHOLD; }
+static inline int dl_malloc_trim_threshold(void) { return M_TRIM_THRESHOLD; }
 #endif

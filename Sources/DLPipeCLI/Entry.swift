@@ -5,6 +5,7 @@ import Foundation
 @main
 struct Entry {
     static func main() async {
+        MemoryTuning.apply()
         var arguments = Array(CommandLine.arguments.dropFirst())
         let code: Int32
         do {
