@@ -6,7 +6,7 @@ import Glibc
 extension EngineLoop {
     /// Feeds an input to a job's state machine and performs the resulting actions.
     func feed(_ id: DownloadID, _ input: JobState.Input) {
-        guard let job = jobs[id] else { return }
+        guard let job = job(id) else { return }
         feed(job, input)
     }
 
@@ -110,6 +110,10 @@ extension EngineLoop {
             emit(.cancelled(info))
         }
         for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(outcome) }
+        // Only the outcome stays: an ended job's response, paths and request are
+        // most of the memory of a long run.
+        jobs[job.id] = nil
+        if configuration.keepsOutcomes { outcomes[job.id] = outcome }
     }
 
     /// The response hook answered: rename if asked, then let the bytes flow.

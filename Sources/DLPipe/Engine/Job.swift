@@ -54,6 +54,13 @@ final class Job {
         return transfer.resumeOffset + transfer.received
     }
 
+    /// A download as observers see it when it is queued: no target yet.
+    static func queuedInfo(id: DownloadID, request: DownloadRequest) -> DownloadInfo {
+        DownloadInfo(
+            id: id, url: request.url, name: request.name, directory: request.directory ?? "",
+            path: nil, parent: request.parent, attempt: 1, meta: request.meta)
+    }
+
     /// The job as hooks and observers see it, rooted at `root`.
     func info(root: String) -> DownloadInfo {
         DownloadInfo(

@@ -86,7 +86,8 @@ public final class DownloadEngine: Sendable {
     /// Ends a download for good, removing its part file.
     public func cancel(_ id: DownloadID) { loop.post(.cancel(id)) }
 
-    /// Waits for one download's outcome (nil if the id is unknown or the engine stopped).
+    /// Waits for one download's outcome (nil if the id is unknown or the engine
+    /// stopped, or the download ended earlier and `keepsOutcomes` is off).
     public func outcome(of id: DownloadID) async -> DownloadOutcome? {
         await withCheckedContinuation { continuation in
             loop.post(.waitOutcome(id, { continuation.resume(returning: $0) }))

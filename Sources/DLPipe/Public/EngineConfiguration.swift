@@ -31,6 +31,11 @@ public struct EngineConfiguration: Sendable {
     /// hooks have run), fail those with kind `cancelled` so the run can end (the
     /// command line's choice). Off, paused downloads wait for `resume` forever.
     public var endPausedWhenDrained = false
+    /// Whether `outcome(of:)` still answers for a download that ended before it
+    /// was asked. Off, an ended download's outcome reaches only the events (and
+    /// waiters already there), and memory does not grow with every download of
+    /// a long queue: the command line turns it off.
+    public var keepsOutcomes = true
     /// How often progress events are emitted per transfer, in seconds.
     public var progressInterval: Double = 0.25
 

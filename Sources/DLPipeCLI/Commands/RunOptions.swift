@@ -71,6 +71,7 @@ struct RunOptions {
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        config.keepsOutcomes = false  // output comes from events; a long queue stays small
         config.statePath = state ?? config.directory + "/.dlpipe/state.db"
         config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         return config
@@ -82,7 +83,7 @@ struct RunOptions {
 
 /// Runs an engine to the end with the options' output, and returns the exit status.
 enum RunDriver {
-    static func run(options: RunOptions, session: ScriptSession?, requests: [DownloadRequest]) async -> Int32 {
+    static func run(options: RunOptions, session: ScriptSession?, requests: consuming [DownloadRequest]) async -> Int32 {
         let configuration = options.configuration(job: session?.settings)
         let lock: RunLock
         do throws(RunLock.Failure) {
@@ -114,7 +115,7 @@ enum RunDriver {
         engine.observe { reporter.handle($0) }
         let stopper = StopSignals.install(engine: engine, reporter: reporter)
         session?.start(with: engine)
-        for request in requests { engine.add(request) }
+        add(consume requests, to: engine)
         let (summary, hookCode) = await engine.waitUntilDrained()
         if stopper.stopping { await stopper.waitForever() }
         reporter.finish(summary)
@@ -122,6 +123,12 @@ enum RunDriver {
         // An exit status is one byte: a done handler's code is kept within 0...255.
         if let hookCode { return Int32(min(255, max(0, hookCode))) }
         return summary.failed > 0 ? ExitCode.failed : ExitCode.ok
+    }
+
+    /// Queues the requests; the list is consumed, so the engine's copy of each
+    /// request is the only one left while the run goes on.
+    private static func add(_ requests: consuming [DownloadRequest], to engine: DownloadEngine) {
+        for request in requests { engine.add(request) }
     }
 
     /// Loads the scripts, or prints why they cannot load (exit 2 follows).
