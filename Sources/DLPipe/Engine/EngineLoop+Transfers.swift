@@ -274,8 +274,8 @@ extension EngineLoop: TransferOwner {
         guard let next = transfer.easy.string(CURLINFO_REDIRECT_URL) else {
             return attemptFailed(job, DownloadError(.http, "a redirect from \(RedactedURL.text(job.currentURL)) without a usable Location"))
         }
-        guard let parts = URLParts(next), parts.isHTTP else {
-            return attemptFailed(job, DownloadError(.http, "refused a redirect to \(quoted(RedactedURL.text(next))): only http and https are followed"))
+        if let refusal = RedirectRule.refusal(from: job.currentURL, to: next) {
+            return attemptFailed(job, DownloadError(.http, refusal))
         }
         job.hops += 1
         guard job.hops <= configuration.maxRedirects else {
