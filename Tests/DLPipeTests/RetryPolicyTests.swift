@@ -46,4 +46,13 @@ import Testing
         #expect(RetryAfter.seconds("Sun, 09 Sep 2001 01:00:00 GMT", now: now) == 0, "a past date is now")
         #expect(RetryAfter.seconds("soon", now: now) == nil)
     }
+
+    /// A server cannot dodge the cap with more digits than an Int holds.
+    @Test func retryAfterBeyondAnIntIsStillCapped() {
+        let now = Date(timeIntervalSince1970: 1_000_000_000)
+        #expect(RetryAfter.seconds("99999999999999999999999", now: now) == .infinity)
+        #expect((RetryAfter.seconds("Fri, 01 Jan 2100 00:00:00 GMT", now: now) ?? 0) > 3e9)
+        let endless = DownloadError(.http, "", status: 503, retryAfter: .infinity)
+        #expect(policy.delay(after: endless, attempt: 1, unit: 0) == 60)
+    }
 }

@@ -11,17 +11,20 @@ import Testing
         let seed = UInt64(ProcessInfo.processInfo.environment["DLPIPE_CRASH_SEED"] ?? "") ?? UInt64.random(in: 1...1_000_000)
         var random = SplitMix(seed: seed)
         var files: [String: [UInt8]] = [:]
-        for index in 1...4 {
+        // Eight downloads at once (one host, so --per-host 8 as well), killed twelve times.
+        for index in 1...8 {
             files["f\(index).bin"] = try server.put("f\(index).bin", randomBytes: 3_000_000, seed: UInt64(index))
         }
         // Throttled so that a run lasts long enough to be killed in the middle.
         let urls = files.keys.sorted().map { server.url("/files/\($0)?throttle=6000000") }
         var kills = 0
-        for _ in 1...8 {
-            let process = try Subprocess(Paths.binary, ["get"] + urls + ["-d", out, "--json", "-j", "4"])
+        let parallel = ["-j", "8", "--per-host", "8"]
+        for _ in 1...12 {
+            let process = try Subprocess(Paths.binary, ["get"] + urls + ["-d", out, "--json"] + parallel)
             // Kill after a random number of progress events: a random point of the
-            // transfers, found by events rather than by sleeping.
-            let target = Int(random.next() % 12) + 1
+            // transfers, found by events rather than by sleeping (eight transfers
+            // report eight times as often).
+            let target = Int(random.next() % 24) + 1
             var seen = 0
             while seen < target, let line = process.readStdoutLine() {
                 if line.contains("\"progress\"") { seen += 1 }
@@ -29,7 +32,7 @@ import Testing
             process.signal(SIGKILL)
             if process.waitForExit() == 128 + SIGKILL { kills += 1 }
         }
-        let final = try await DLPipeRun.run(["get"] + urls + ["-d", out, "--json", "-j", "4"])
+        let final = try await DLPipeRun.run(["get"] + urls + ["-d", out, "--json"] + parallel)
         #expect(final.status == 0, "seed \(seed): \(final.stderr)")
         for (name, data) in files {
             #expect(bytes(at: out + "/" + name) == data, "seed \(seed): \(name) differs")

@@ -5,7 +5,8 @@ Usage: python3 fault_server.py --root DIR [--log FILE]
 
 Binds 127.0.0.1 on an ephemeral port and prints "PORT <n>" on stdout.
 Standard library only. See the route table in Handler._dispatch and the fault
-parameters in Handler._files.
+parameters in Handler._files. Any path with ?serve=NAME serves /files/NAME
+(so that tests can put hostile names in the URL path).
 """
 
 import argparse
@@ -219,11 +220,15 @@ class Handler(BaseHTTPRequestHandler):
         self._log_request(path, qs)
         suffix = "?" + qs if qs else ""
         try:
-            if path.startswith("/files/"):
-                q = {}
-                # latin-1 so that %xx escapes map 1:1 back to raw bytes.
-                for k, v in parse_qsl(qs, keep_blank_values=True, encoding="latin-1"):
-                    q.setdefault(k, v)
+            q = {}
+            # latin-1 so that %xx escapes map 1:1 back to raw bytes.
+            for k, v in parse_qsl(qs, keep_blank_values=True, encoding="latin-1"):
+                q.setdefault(k, v)
+            if "serve" in q:
+                # Any path at all (hostile names in the URL's last segment):
+                # serves the file named by serve= with the /files/ faults.
+                self._files(q["serve"], q)
+            elif path.startswith("/files/"):
                 self._files(path[len("/files/"):], q)
             elif path.startswith("/redirect/"):
                 n, _, rest = path[len("/redirect/"):].partition("/")

@@ -94,9 +94,15 @@ extension EngineLoop: TransferOwner {
         }
         if status >= 400 || status < 200 {
             let retryAfter = headers["retry-after"].flatMap { RetryAfter.seconds($0) }
+            let cap = configuration.backoffCap
+            var message = "HTTP \(status) from \(RedactedURL.text(job.currentURL))"
+            if let retryAfter, retryAfter > cap {
+                // Say so: a user who sees "retrying in 5m" must know the server asked for more.
+                let asked = retryAfter.isFinite ? String(format: "%.0fs", retryAfter) : "more than any delay"
+                message += " (Retry-After asked for \(asked); capped at \(cap.formatted)s)"
+            }
             transfer.abortError = DownloadError(
-                .http, "HTTP \(status) from \(RedactedURL.text(job.currentURL))", status: status,
-                retryAfter: retryAfter.map { min($0, configuration.backoffCap) })
+                .http, message, status: status, retryAfter: retryAfter.map { min($0, cap) })
             return .abort
         }
         var length = transfer.easy.offset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
@@ -274,8 +280,8 @@ extension EngineLoop: TransferOwner {
         guard let next = transfer.easy.string(CURLINFO_REDIRECT_URL) else {
             return attemptFailed(job, DownloadError(.http, "a redirect from \(RedactedURL.text(job.currentURL)) without a usable Location"))
         }
-        guard let parts = URLParts(next), parts.isHTTP else {
-            return attemptFailed(job, DownloadError(.http, "refused a redirect to \(quoted(RedactedURL.text(next))): only http and https are followed"))
+        if let refusal = RedirectRule.refusal(from: job.currentURL, to: next) {
+            return attemptFailed(job, DownloadError(.http, refusal))
         }
         job.hops += 1
         guard job.hops <= configuration.maxRedirects else {

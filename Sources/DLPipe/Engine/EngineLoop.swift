@@ -87,10 +87,13 @@ final class EngineLoop: @unchecked Sendable {
         self.policy = RetryPolicy(
             retries: configuration.retries, base: configuration.backoffBase,
             cap: configuration.backoffCap)
-        self.scheduler = Scheduler(
-            concurrency: configuration.concurrency, perHost: configuration.perHost)
         self.multi = CurlMulti()
         self.rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        // No more transfers at once than the descriptor limit has room for, so
+        // that a low `ulimit -n` slows the run down instead of failing it.
+        self.scheduler = Scheduler(
+            concurrency: min(configuration.concurrency, max(1, DescriptorBudget.transfers())),
+            perHost: configuration.perHost)
     }
 
     /// Starts the thread.
@@ -136,6 +139,7 @@ final class EngineLoop: @unchecked Sendable {
             if stopped { break }
             fireDueTimers()
             startQueued()
+            let activeAfterStart = scheduler.active
             multi.perform()
             openCommittedParts()
             let completed = handleCompletions()
@@ -144,7 +148,11 @@ final class EngineLoop: @unchecked Sendable {
             checkIdle()
             flushState()
             if stopped { break }
-            if completed > 0 && scheduler.queued > 0 { continue }
+            // A slot freed in this turn (a transfer ended, or an attempt failed
+            // before its body, e.g. a part file that cannot be created) goes to
+            // the next download now, not after the poll's timeout of up to 1 s.
+            let slotFreed = completed > 0 || scheduler.active < activeAfterStart
+            if slotFreed && scheduler.queued > 0 { continue }
             multi.poll(milliseconds: pollTimeout())
         }
         shutDownTransfers()

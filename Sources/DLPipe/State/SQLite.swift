@@ -1,4 +1,7 @@
 internal import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A small typed wrapper over one SQLite connection. Used by one thread at a time.
 final class SQLiteDatabase {
@@ -20,7 +23,7 @@ final class SQLiteDatabase {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let message = db.map { String(cString: sqlite3_errmsg($0)) + SQLiteDatabase.systemError($0) } ?? "out of memory"
             sqlite3_close(db)
             throw Failure(code: rc, message: "cannot open \(path): \(message)")
         }
@@ -88,7 +91,14 @@ final class SQLiteDatabase {
     }
 
     private func failure() -> Failure {
-        Failure(code: sqlite3_errcode(handle), message: "\(path): \(String(cString: sqlite3_errmsg(handle)))")
+        Failure(code: sqlite3_errcode(handle), message: "\(path): \(String(cString: sqlite3_errmsg(handle)))" + SQLiteDatabase.systemError(handle))
+    }
+
+    /// " (the OS error)" behind SQLite's message when there was one: "unable to
+    /// open database file" alone hides causes like "Too many open files".
+    private static func systemError(_ db: OpaquePointer) -> String {
+        let code = sqlite3_system_errno(db)
+        return code == 0 ? "" : " (\(String(cString: strerror(code))))"
     }
 }
 

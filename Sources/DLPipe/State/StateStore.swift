@@ -62,6 +62,11 @@ public final class StateStore: @unchecked Sendable {
             try migrate()
             try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         } catch let error as SQLiteDatabase.Failure {
+            // SQLite reports a descriptor shortage as "unable to open database
+            // file", and the advice below would send the user after the wrong cause.
+            if DescriptorBudget.exhausted() {
+                throw Failure(message: "the state file \(path) cannot be opened: too many open files (the limit is \(DescriptorBudget.limit()); raise it with ulimit -n)")
+            }
             throw Failure(message: "the state file \(path) cannot be used: \(error.message) (nothing was changed; move it away or use --state FILE)")
         } catch let error as Failure {
             throw error

@@ -13,6 +13,9 @@ enum CurlErrors {
             return DownloadError(.http, "cannot fetch \(quoted(url)): \(text)")
         case CURLE_TOO_MANY_REDIRECTS:
             return DownloadError(.http, "too many redirects from \(url)")
+        case CURLE_COULDNT_CONNECT where DescriptorBudget.exhausted():
+            // curl says "Couldn't connect" when socket() fails with EMFILE: name the real cause.
+            return DownloadError(.io, "cannot open a connection to \(url): too many open files (the limit is \(DescriptorBudget.limit()); raise it with ulimit -n)")
         case CURLE_WRITE_ERROR:
             return DownloadError(.io, "cannot write the body of \(url)")
         default:

@@ -23,6 +23,9 @@ final class Subprocess: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
         for fd in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, fd) }
+        // Nothing else of the test process leaks in (other tests' pipes, opened
+        // without O_CLOEXEC): a child under `ulimit -n` must see only its own.
+        _ = spawnActionsCloseFrom(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -135,3 +138,8 @@ final class Subprocess: @unchecked Sendable {
 
     private final class Box: @unchecked Sendable { var data: [UInt8] = [] }
 }
+
+/// glibc's posix_spawn_file_actions_addclosefrom_np (2.34+), which the Glibc
+/// module does not import (it needs _GNU_SOURCE).
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func spawnActionsCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
