@@ -40,7 +40,9 @@ final class EngineLoop: @unchecked Sendable {
     var jobs: [DownloadID: Job] = [:]
     /// Downloads added and not yet touched: only their request. A `Job` is several
     /// hundred bytes, so 100,000 queued URLs are kept as requests until they start.
-    var waiting: [DownloadID: DownloadRequest] = [:]
+    /// Boxed: a table slot is then 8 bytes, not a whole request, and a table sized
+    /// for 100,000 entries holds 262,144 slots.
+    var waiting: [DownloadID: WaitingRequest] = [:]
     /// How each ended download ended; its `Job` is gone.
     var outcomes: [DownloadID: DownloadOutcome] = [:]
     var scheduler: Scheduler
@@ -216,7 +218,7 @@ final class EngineLoop: @unchecked Sendable {
             finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
             return
         }
-        waiting[id] = request
+        waiting[id] = WaitingRequest(request)
         scheduler.enqueue(id, host: parts.hostPort, priority: request.priority)
     }
 
@@ -226,7 +228,7 @@ final class EngineLoop: @unchecked Sendable {
     /// has its outcome.
     func job(_ id: DownloadID) -> Job? {
         if let job = jobs[id] { return job }
-        guard let request = waiting.removeValue(forKey: id) else { return nil }
+        guard let request = waiting.removeValue(forKey: id)?.request else { return nil }
         let job = Job(id: id, request: request, host: URLParts(request.url)?.hostPort ?? "")
         jobs[id] = job
         if applyState(job) { scheduler.withdraw(id) }

@@ -1,3 +1,9 @@
+/// A queued download's request, until the download starts and becomes a `Job`.
+final class WaitingRequest {
+    let request: DownloadRequest
+    init(_ request: DownloadRequest) { self.request = request }
+}
+
 /// Everything the engine loop knows about one download. Lives on the loop thread.
 final class Job {
     let id: DownloadID

@@ -43,7 +43,7 @@ enum GetCommand {
         }
         return await RunDriver.run(
             options: options, session: session,
-            requests: urls.map { DownloadRequest(url: $0, name: output, headers: headers, sha256: sha256) })
+            requests: urls.lazy.map { DownloadRequest(url: $0, name: output, headers: headers, sha256: sha256) })
     }
 }
 

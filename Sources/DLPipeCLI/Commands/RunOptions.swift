@@ -83,7 +83,9 @@ struct RunOptions {
 
 /// Runs an engine to the end with the options' output, and returns the exit status.
 enum RunDriver {
-    static func run(options: RunOptions, session: ScriptSession?, requests: consuming [DownloadRequest]) async -> Int32 {
+    /// `requests` is read once, as the downloads are queued: a lazy sequence
+    /// keeps 100,000 requests from existing twice (here and in the engine).
+    static func run(options: RunOptions, session: ScriptSession?, requests: some Sequence<DownloadRequest>) async -> Int32 {
         let configuration = options.configuration(job: session?.settings)
         let lock: RunLock
         do throws(RunLock.Failure) {
@@ -115,7 +117,7 @@ enum RunDriver {
         engine.observe { reporter.handle($0) }
         let stopper = StopSignals.install(engine: engine, reporter: reporter)
         session?.start(with: engine)
-        add(consume requests, to: engine)
+        for request in requests { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()
         if stopper.stopping { await stopper.waitForever() }
         reporter.finish(summary)
@@ -123,12 +125,6 @@ enum RunDriver {
         // An exit status is one byte: a done handler's code is kept within 0...255.
         if let hookCode { return Int32(min(255, max(0, hookCode))) }
         return summary.failed > 0 ? ExitCode.failed : ExitCode.ok
-    }
-
-    /// Queues the requests; the list is consumed, so the engine's copy of each
-    /// request is the only one left while the run goes on.
-    private static func add(_ requests: consuming [DownloadRequest], to engine: DownloadEngine) {
-        for request in requests { engine.add(request) }
     }
 
     /// Loads the scripts, or prints why they cannot load (exit 2 follows).
