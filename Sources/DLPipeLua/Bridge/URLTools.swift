@@ -1,7 +1,21 @@
 import Foundation
 
-/// `dl.url.resolve` and `dl.url.parse` (RFC 3986).
+/// The URL logic behind `dl.url.resolve` and `dl.url.parse` (RFC 3986).
+///
+/// Plain Swift values only, no Lua types: the fuzz target (Fuzz/URLResolveFuzz.swift) compiles
+/// this file on its own. `URLTools+Lua.swift` turns `Parts` into the Lua table.
 enum URLTools {
+    /// The parts of a URL that scripts see; the password is left out on purpose.
+    struct Parts: Equatable {
+        var scheme: String?
+        var host: String?
+        var port: Int?
+        var path: String
+        var query: String?
+        var fragment: String?
+        var user: String?
+    }
+
     /// `ref` resolved against `base`; nil when either does not parse.
     static func resolve(base: String, reference: String) -> String? {
         guard let baseURL = URL(string: base),
@@ -10,21 +24,10 @@ enum URLTools {
         return resolved.absoluteURL.absoluteString
     }
 
-    /// A table of the URL's parts (scheme, host, port, path, query, fragment, user);
-    /// nil when it does not parse. The password is never exposed.
-    static func parse(_ text: String) -> LuaValue {
-        guard let parts = URLComponents(string: text) else { return .nil_ }
-        var table: [LuaValue: LuaValue] = [:]
-        func set(_ key: String, _ value: String?) {
-            if let value { table[LuaValue(key)] = LuaValue(value) }
-        }
-        set("scheme", parts.scheme)
-        set("host", parts.host)
-        set("path", parts.path)
-        set("query", parts.query)
-        set("fragment", parts.fragment)
-        set("user", parts.user)
-        if let port = parts.port { table[LuaValue("port")] = .integer(Int64(port)) }
-        return .table(table)
+    /// The URL's parts (percent-decoded where Foundation decodes them), or nil when it does not parse.
+    static func parts(of text: String) -> Parts? {
+        guard let parts = URLComponents(string: text) else { return nil }
+        return Parts(scheme: parts.scheme, host: parts.host, port: parts.port, path: parts.path,
+                     query: parts.query, fragment: parts.fragment, user: parts.user)
     }
 }
