@@ -20,18 +20,22 @@ public func urlResolveFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     _ = URLTools.parts(of: text)
     let resolved = URLTools.resolve(base: base, reference: reference)
     require(resolved == URLTools.resolve(base: base, reference: reference), "not deterministic: \(context)")
-    guard let resolved else { return 0 }
-    require(URL(string: resolved) != nil && URLTools.parts(of: resolved) != nil,
-            "result \(resolved.debugDescription) does not parse again: \(context)")
+    let baseIsAbsolute = !(URL(string: base)?.scheme ?? "").isEmpty
+    require(resolved == nil || baseIsAbsolute, "resolved against a relative base: \(context)")
 
-    // An absolute http(s) reference stands alone (RFC 3986 §5.2.2): the base cannot change
-    // where it points.
+    // An absolute http(s) reference stands alone (RFC 3986 §5.2.2): any absolute base
+    // resolves it, and cannot change where it points.
     let trimmed = reference.trimmingCharacters(in: .whitespaces)
-    if let absolute = URLTools.parts(of: trimmed), let host = absolute.host, !host.isEmpty,
+    if baseIsAbsolute, let absolute = URLTools.parts(of: trimmed), let host = absolute.host, !host.isEmpty,
        let scheme = absolute.scheme?.lowercased(), scheme == "http" || scheme == "https" {
-        let result = URLTools.parts(of: resolved)
+        let result = resolved.flatMap { URLTools.parts(of: $0) }
         require(result?.scheme?.lowercased() == scheme && result?.host == host,
-                "absolute reference changed to \(resolved.debugDescription) (\(result.debugDescription)): \(context)")
+                "absolute reference gave \(resolved.debugDescription) (\(result.debugDescription)): \(context)")
     }
+
+    guard let resolved else { return 0 }
+    let again = URLTools.parts(of: resolved)
+    require(URL(string: resolved) != nil && again != nil, "result \(resolved.debugDescription) does not parse again: \(context)")
+    require(!(again?.scheme ?? "").isEmpty, "result \(resolved.debugDescription) has no scheme: \(context)")
     return 0
 }

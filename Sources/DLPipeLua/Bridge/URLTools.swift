@@ -16,12 +16,25 @@ enum URLTools {
         var user: String?
     }
 
-    /// `ref` resolved against `base`; nil when either does not parse.
+    /// `ref` resolved against `base`: an absolute URL, or nil when either does not parse or
+    /// `base` is not absolute.
     static func resolve(base: String, reference: String) -> String? {
-        guard let baseURL = URL(string: base),
-            let resolved = URL(string: reference.trimmingCharacters(in: .whitespaces), relativeTo: baseURL)
+        // RFC 3986 §5.1 needs an absolute base. Foundation also accepts a relative one and then
+        // gives relative or even empty results ("+" and "." resolved to ""), which no caller
+        // can fetch or parse again.
+        guard let baseURL = URL(string: base), hasScheme(baseURL),
+            let resolved = URL(string: reference.trimmingCharacters(in: .whitespaces), relativeTo: baseURL),
+            // Foundation reads ":x" as an absolute URL with an empty scheme and returns it as it
+            // is; RFC 3986 allows neither an empty scheme nor a ':' in a relative reference's
+            // first segment, so such a reference does not parse.
+            hasScheme(resolved)
         else { return nil }
         return resolved.absoluteURL.absoluteString
+    }
+
+    /// True when the URL has a non-empty scheme (Foundation reports "" for ":x").
+    private static func hasScheme(_ url: URL) -> Bool {
+        !(url.scheme ?? "").isEmpty
     }
 
     /// The URL's parts (percent-decoded where Foundation decodes them), or nil when it does not parse.
