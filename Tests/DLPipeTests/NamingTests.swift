@@ -11,7 +11,9 @@ private func problem(_ name: String?, _ make: () -> String?) -> String? {
     if utf8(make()) != utf8(name) { return "not deterministic: \(name.debugDescription)" }
     let scalars = name.unicodeScalars
     if scalars.contains(where: { $0 == "/" || $0 == "\\" }) { return "separator in \(name.debugDescription)" }
-    if scalars.contains(where: { $0.properties.generalCategory == .control || SafeName.isRemoved($0) }) {
+    // Checked by Unicode property too, not only through isRemoved, so a gap in that list shows.
+    let invisible = { (c: Unicode.Scalar) in c.properties.generalCategory == .format && c.properties.isDefaultIgnorableCodePoint }
+    if scalars.contains(where: { $0.properties.generalCategory == .control || SafeName.isRemoved($0) || invisible($0) }) {
         return "control or format char in \(name.debugDescription)"
     }
     if name.isEmpty || name == "." || name == ".." || scalars.first == "." { return "dot name \(name.debugDescription)" }
@@ -57,6 +59,8 @@ private let headerTable: [(String, String?)] = [
     ("attachment; filename=\"  spaced.txt. . \"", "spaced.txt"),
     ("attachment; filename=\"\u{202E}gpj.exe\"", "gpj.exe"),
     ("attachment; filename=\"inv\u{200B}oice\u{FEFF}\u{2066}.pdf\u{2069}\"", "invoice.pdf"),
+    ("attachment; filename=\"re\u{AD}port.pdf\"", "report.pdf"),  // soft hyphen (found by fuzzing)
+    ("attachment; filename=\"a\u{2064}b\u{E0041}\u{E007F}.txt\"", "ab.txt"),  // invisible plus, tag characters
     ("attachment; filename=\"cafe\u{301}.txt\"", "caf\u{E9}.txt"),
     ("attachment; filename*=UTF-8''cafe%CC%81.txt", "caf\u{E9}.txt"),
     ("attachment; filename=\".\"", nil), ("attachment; filename=\"..\"", nil),
@@ -78,6 +82,7 @@ private let urlTable: [(String, String?)] = [
     ("http://h\\a\\b.txt", "b.txt"), ("not a url", nil), ("", nil), ("http://", nil), ("://x/y", nil),
     ("http://user@h:8080/p/q.tar.gz?x#y", "q.tar.gz"), ("http://h/%E2%80%AEgpj.exe", "gpj.exe"),
     ("http://h/cafe%CC%81.txt", "caf\u{E9}.txt"), ("ftp://h/pub/f.iso", "f.iso"), ("http://h/%", "%"),
+    ("http://h/re%ADport.pdf", "report.pdf"), ("http://h/re%C2%ADport.pdf", "report.pdf"),  // soft hyphen
 ]
 
 /// SplitMix64: tiny seedable PRNG, so a failing run can be replayed from the printed seed.
@@ -98,7 +103,7 @@ private struct SplitMix64: RandomNumberGenerator {
 private let pieces = ["a", "Z", ".", "..", "/", "\\", ";", "=", "\"", "'", "%", "%2F", "%2e", "%C3%A9", "%FF", "%0",
                       " ", "\t", "filename=", "filename*=", "FILENAME*=UTF-8''", "iso-8859-1''", "\u{0}", "\u{1B}[31m",
                       "\u{7F}", "\u{85}", "\u{202E}", "\u{200B}", "\u{FEFF}", "e\u{301}", "\u{E9}",
-                      "\u{1F468}\u{200D}\u{1F469}", "\u{301}", "\u{2028}", "\u{3000}", ".tar.gz",
+                      "\u{1F468}\u{200D}\u{1F469}", "\u{301}", "\u{2028}", "\u{3000}", "\u{AD}", "\u{E0041}", ".tar.gz",
                       String(repeating: "\u{E9}", count: 90), "a" + String(repeating: "\u{301}", count: 150)]
 
 /// A random string of up to 30 fragments or scalars (mostly low code points, sometimes any).
@@ -133,6 +138,9 @@ struct NamingTests {
         #expect(ContentDisposition.filename(fromBytes: Array("attachment; filename=\"\u{E9}.txt\"".utf8)) == "\u{E9}.txt")
         #expect(ContentDisposition.filename(fromBytes: Array("attachment; filename=\"".utf8) + [0xE9, 0x22]) == "\u{E9}")
         #expect(ContentDisposition.filename(fromBytes: []) == nil)
+        // Byte 0xAD of a Latin-1 header is a soft hyphen, which must not reach the disk (found by fuzzing).
+        let latin1 = ContentDisposition.filename(fromBytes: Array("attachment; filename=\"re".utf8) + [0xAD] + Array("port.pdf\"".utf8))
+        #expect(latin1 == "re\u{AD}port.pdf" && latin1.flatMap(SafeName.sanitize) == "report.pdf")
     }
 
     /// NFD and NFC spellings of a name end up as the same bytes on disk.

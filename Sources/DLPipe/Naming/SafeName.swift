@@ -34,10 +34,12 @@ enum SafeName {
     static func isRemoved(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F: true                    // C0, DEL, C1 (ESC, NEL, CSI...)
-        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true  // bidi controls
-        case 0x200B...0x200D, 0x2060, 0xFEFF: true              // zero-width / invisible
         case 0x2028, 0x2029: true                               // line/paragraph separators break log lines
-        default: false
+        // Format characters that render as nothing: bidi controls (U+202E...), zero-width ones
+        // (U+200B...U+200D, U+2060), the BOM, and also the soft hyphen, invisible operators and
+        // tag characters. A hand-written list missed U+00AD (byte 0xAD of a Latin-1 header,
+        // found by fuzzing), so ask Unicode: general category Cf and Default_Ignorable.
+        default: scalar.properties.generalCategory == .format && scalar.properties.isDefaultIgnorableCodePoint
         }
     }
 

@@ -1,30 +1,46 @@
 import Foundation
 
-/// `dl.url.resolve` and `dl.url.parse` (RFC 3986).
+/// The URL logic behind `dl.url.resolve` and `dl.url.parse` (RFC 3986).
+///
+/// Plain Swift values only, no Lua types: the fuzz target (Fuzz/URLResolveFuzz.swift) compiles
+/// this file on its own. `URLTools+Lua.swift` turns `Parts` into the Lua table.
 enum URLTools {
-    /// `ref` resolved against `base`; nil when either does not parse.
+    /// The parts of a URL that scripts see; the password is left out on purpose.
+    struct Parts: Equatable {
+        var scheme: String?
+        var host: String?
+        var port: Int?
+        var path: String
+        var query: String?
+        var fragment: String?
+        var user: String?
+    }
+
+    /// `ref` resolved against `base`: an absolute URL, or nil when either does not parse or
+    /// `base` is not absolute.
     static func resolve(base: String, reference: String) -> String? {
-        guard let baseURL = URL(string: base),
-            let resolved = URL(string: reference.trimmingCharacters(in: .whitespaces), relativeTo: baseURL)
+        // RFC 3986 §5.1 needs an absolute base. Foundation also accepts a relative one and then
+        // gives relative or even empty results ("+" and "." resolved to ""), which no caller
+        // can fetch or parse again.
+        guard let baseURL = URL(string: base), hasScheme(baseURL),
+            let resolved = URL(string: reference.trimmingCharacters(in: .whitespaces), relativeTo: baseURL),
+            // Foundation reads ":x" as an absolute URL with an empty scheme and returns it as it
+            // is; RFC 3986 allows neither an empty scheme nor a ':' in a relative reference's
+            // first segment, so such a reference does not parse.
+            hasScheme(resolved)
         else { return nil }
         return resolved.absoluteURL.absoluteString
     }
 
-    /// A table of the URL's parts (scheme, host, port, path, query, fragment, user);
-    /// nil when it does not parse. The password is never exposed.
-    static func parse(_ text: String) -> LuaValue {
-        guard let parts = URLComponents(string: text) else { return .nil_ }
-        var table: [LuaValue: LuaValue] = [:]
-        func set(_ key: String, _ value: String?) {
-            if let value { table[LuaValue(key)] = LuaValue(value) }
-        }
-        set("scheme", parts.scheme)
-        set("host", parts.host)
-        set("path", parts.path)
-        set("query", parts.query)
-        set("fragment", parts.fragment)
-        set("user", parts.user)
-        if let port = parts.port { table[LuaValue("port")] = .integer(Int64(port)) }
-        return .table(table)
+    /// True when the URL has a non-empty scheme (Foundation reports "" for ":x").
+    private static func hasScheme(_ url: URL) -> Bool {
+        !(url.scheme ?? "").isEmpty
+    }
+
+    /// The URL's parts (percent-decoded where Foundation decodes them), or nil when it does not parse.
+    static func parts(of text: String) -> Parts? {
+        guard let parts = URLComponents(string: text) else { return nil }
+        return Parts(scheme: parts.scheme, host: parts.host, port: parts.port, path: parts.path,
+                     query: parts.query, fragment: parts.fragment, user: parts.user)
     }
 }
