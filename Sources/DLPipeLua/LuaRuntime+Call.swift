@@ -5,6 +5,17 @@ extension LuaRuntime {
     /// coroutine it starts (an infinite budget means none). The memory cap is enforced while
     /// it runs. After a memory error the runtime runs a full collection, so it stays usable.
     public func call(_ function: LuaFunctionRef, _ arguments: [LuaValue], budget: Double) throws(LuaError) -> [LuaValue] {
+        try call(function, budget: budget, argumentCount: arguments.count) { L in
+            for argument in arguments { push(argument, on: L) }
+        }
+    }
+
+    /// `call` with arguments that `pushArguments` puts on the stack itself (exactly
+    /// `argumentCount` values): event arguments go straight to Lua tables, without
+    /// `LuaValue` dictionaries to build, hash and free on every event.
+    func call(
+        _ function: LuaFunctionRef, budget: Double, argumentCount: Int, pushArguments: (OpaquePointer) -> Void
+    ) throws(LuaError) -> [LuaValue] {
         guard function.pool === pool else {
             throw LuaError(kind: .runtime, message: "the function belongs to another Lua runtime")
         }
@@ -12,17 +23,18 @@ extension LuaRuntime {
         releaseDeadRefs(L)
         let base = lua_gettop(L)
         defer { lua_settop(L, base) }
-        guard arguments.count < 1_000_000, lua_checkstack(L, Int32(arguments.count) + 3) != 0 else {
+        guard argumentCount < 1_000_000, lua_checkstack(L, Int32(argumentCount) + 3) != 0 else {
             throw LuaError(kind: .runtime, message: "too many arguments for a Lua call")
         }
         dl_push_msgh(L)
         lua_rawgeti(L, dl_registryindex(), lua_Integer(function.ref))
-        for argument in arguments { push(argument, on: L) }
+        pushArguments(L)
+        precondition(lua_gettop(L) == base + 2 + Int32(argumentCount), "pushArguments pushed the wrong count")
 
         let saved = ctl.pointee
         begin(budget: budget, on: L, functionIndex: base + 2)
         callDepth += 1
-        let status = dl_pcall(L, Int32(arguments.count), dl_multret(), base + 1)
+        let status = dl_pcall(L, Int32(argumentCount), dl_multret(), base + 1)
         callDepth -= 1
         ctl.pointee.enforce = saved.enforce
         let failure = self.failure(status: status, on: L, budget: budget, refusalsBefore: saved.refusals)

@@ -16,9 +16,15 @@ final class LuaThread: Sendable {
     }
 
     /// Runs `work` on the Lua thread after everything queued before it.
+    ///
+    /// Only work that finds the queue empty signals: the thread takes the whole
+    /// queue per wake-up, so a burst of events costs one wake-up, not one each.
     func async(_ work: @escaping @Sendable () -> Void) {
-        queue.withLock { $0.append(work) }
-        signal.signal()
+        let wasEmpty = queue.withLock { queue in
+            queue.append(work)
+            return queue.count == 1
+        }
+        if wasEmpty { signal.signal() }
     }
 
     /// Runs `work` on the Lua thread and waits for its result.
@@ -37,8 +43,12 @@ final class LuaThread: Sendable {
     private func loop() {
         while true {
             signal.wait()
-            guard let work = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
-            work()
+            let batch = queue.withLock { queue in
+                let taken = queue
+                queue = []
+                return taken
+            }
+            for work in batch { work() }
         }
     }
 }

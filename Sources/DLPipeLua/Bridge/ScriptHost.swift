@@ -33,6 +33,7 @@ final class ScriptHost: @unchecked Sendable {
     let runtime: LuaRuntime
     var budget: Double
     private var hostFunctions: [String: LuaFunctionRef] = [:]
+    private var handlerCountCache: [String: Int]?
     /// The engine, once the job is loaded and the run starts.
     var engine: DownloadEngine?
     /// Downloads added at the top level, before the engine exists.
@@ -110,10 +111,17 @@ final class ScriptHost: @unchecked Sendable {
 
     /// Runs every handler of `event` in order, each with its own time budget;
     /// stops at the first verdict (the first skip wins) or the first failure.
-    func dispatch(_ event: String, download: LuaValue?, argument: LuaValue) -> DispatchOutcome {
+    func dispatch(_ event: String, download: DownloadInfo?, argument: EventArgument) -> DispatchOutcome {
+        if handlerCount(event) == 1, let once = hostFunctions["once"] {
+            return dispatchOnce(once, event, download: download, argument: argument)
+        }
         var outcome = DispatchOutcome()
         do {
-            let count = try callHost("begin", [LuaValue(event), download ?? .nil_, argument]).first?.int ?? 0
+            let count = try callHost("begin", argumentCount: 3) { L in
+                LuaFieldWriter.pushString(event, on: L)
+                EventArgument.push(download, on: L)
+                argument.push(on: L)
+            }.first?.int ?? 0
             if count > 0, let run = hostFunctions["run"] {
                 for index in 1...count {
                     let result: [LuaValue]
@@ -141,10 +149,55 @@ final class ScriptHost: @unchecked Sendable {
         return outcome
     }
 
+    /// `dispatch` for an event with exactly one handler: one Lua call, under the
+    /// handler's budget, that begins, runs the handler and finishes.
+    private func dispatchOnce(_ once: LuaFunctionRef, _ event: String, download: DownloadInfo?, argument: EventArgument)
+        -> DispatchOutcome
+    {
+        var outcome = DispatchOutcome()
+        let result: [LuaValue]
+        do {
+            result = try runtime.call(once, budget: budget, argumentCount: 3) { L in
+                LuaFieldWriter.pushString(event, on: L)
+                EventArgument.push(download, on: L)
+                argument.push(on: L)
+            }
+        } catch {
+            outcome.error = ScriptError(error)
+            _ = try? callHost("finish", [])  // the handler failed before finish ran
+            return outcome
+        }
+        if let verdict = result.first?.text {
+            outcome.verdict = verdict
+            outcome.extra = result.count > 1 ? result[1] : .nil_
+        }
+        if result.count > 2, case .table(let renamed) = result[2] {
+            outcome.renamed = true
+            outcome.name = renamed[LuaValue("name")]?.text
+            outcome.directory = renamed[LuaValue("dir")]?.text
+        }
+        return outcome
+    }
+
+    /// Handlers per event, learnt once: `dl.on` is allowed at the top level only,
+    /// so the counts are fixed once every script has loaded and events flow.
+    private func handlerCount(_ event: String) -> Int {
+        if handlerCountCache == nil { handlerCountCache = (try? handlerCounts()) ?? [:] }
+        return handlerCountCache?[event] ?? 0
+    }
+
     private func callHost(_ name: String, _ arguments: [LuaValue]) throws(ScriptError) -> [LuaValue] {
+        try callHost(name, argumentCount: arguments.count) { L in
+            for argument in arguments { runtime.push(argument, on: L) }
+        }
+    }
+
+    private func callHost(
+        _ name: String, argumentCount: Int, pushArguments: (OpaquePointer) -> Void
+    ) throws(ScriptError) -> [LuaValue] {
         guard let function = hostFunctions[name] else { throw ScriptError("internal error: no host function \(name)") }
         do {
-            return try runtime.call(function, arguments, budget: 5)
+            return try runtime.call(function, budget: 5, argumentCount: argumentCount, pushArguments: pushArguments)
         } catch {
             throw ScriptError(error)
         }

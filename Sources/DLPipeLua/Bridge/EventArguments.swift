@@ -1,0 +1,128 @@
+internal import CLua
+import DLPipe
+
+/// An event's second handler argument (SPEC 1.2), pushed straight onto the Lua
+/// stack as a table: no `LuaValue` dictionaries are built and hashed per event.
+enum EventArgument {
+    case response(ResponseInfo)
+    case progress(ProgressInfo)
+    case finished(FinishedInfo)
+    case failure(DownloadError, attempt: Int, retrying: Bool)
+    case summary(RunSummary)
+
+    func push(on L: OpaquePointer) {
+        switch self {
+        case .response(let r):
+            let t = LuaFieldWriter(L, fields: 6)
+            t.set("status", r.status)
+            t.set("headers", strings: r.headers)
+            t.set("type", r.type)
+            t.set("length", r.length)
+            t.set("filename", r.filename)
+            t.set("url", r.url)
+        case .progress(let p):
+            let t = LuaFieldWriter(L, fields: 5)
+            t.set("bytes", p.bytes)
+            t.set("total", p.total)
+            t.set("fraction", p.fraction)
+            t.set("rate", p.rate)
+            t.set("eta", p.eta)
+        case .finished(let f):
+            let t = LuaFieldWriter(L, fields: 6)
+            t.set("path", f.path)
+            t.set("bytes", f.bytes)
+            t.set("sha256", f.sha256)
+            t.set("type", f.type)
+            t.set("seconds", f.seconds)
+            t.set("unchanged", f.unchanged)
+        case .failure(let e, let attempt, let retrying):
+            let t = LuaFieldWriter(L, fields: 6)
+            t.set("kind", e.kind.rawValue)
+            t.set("message", e.message)
+            t.set("status", e.status)
+            t.set("attempt", attempt)
+            t.set("retrying", retrying)
+            t.set("retry_after", e.retryAfter)
+        case .summary(let s):
+            let t = LuaFieldWriter(L, fields: 7)
+            t.set("finished", s.finished)
+            t.set("failed", s.failed)
+            t.set("skipped", s.skipped)
+            t.set("unchanged", s.unchanged)
+            t.set("cancelled", s.cancelled)
+            t.set("bytes", s.bytes)
+            t.set("seconds", s.seconds)
+        }
+    }
+
+    /// The download's fields as the prelude's `d` proxy reads them; nil for `done`.
+    static func push(_ d: DownloadInfo?, on L: OpaquePointer) {
+        guard let d else { return lua_pushnil(L) }
+        let t = LuaFieldWriter(L, fields: 7)
+        t.set("id", d.id.rawValue)
+        t.set("url", d.url)
+        t.set("name", d.name)
+        t.set("dir", d.directory)
+        t.set("path", d.path)
+        t.set("parent", d.parent?.rawValue)
+        t.set("attempt", d.attempt)
+    }
+}
+
+/// Creates a table on top of the stack and sets its fields; nil values are left out.
+/// Called from Swift with the memory cap off, on a fresh table without metatable.
+struct LuaFieldWriter {
+    private let L: OpaquePointer
+
+    init(_ L: OpaquePointer, fields: Int) {
+        self.L = L
+        lua_createtable(L, 0, Int32(fields))
+    }
+
+    func set(_ key: StaticString, _ value: String?) {
+        guard let value else { return }
+        LuaFieldWriter.pushString(value, on: L)
+        setField(key)
+    }
+
+    func set<T: BinaryInteger>(_ key: StaticString, _ value: T?) {
+        guard let value else { return }
+        lua_pushinteger(L, lua_Integer(clamping: value))
+        setField(key)
+    }
+
+    func set(_ key: StaticString, _ value: Double?) {
+        guard let value else { return }
+        lua_pushnumber(L, value)
+        setField(key)
+    }
+
+    func set(_ key: StaticString, _ value: Bool) {
+        lua_pushboolean(L, value ? 1 : 0)
+        setField(key)
+    }
+
+    func set(_ key: StaticString, strings: [String: String]) {
+        lua_createtable(L, 0, Int32(clamping: strings.count))
+        for (name, value) in strings {
+            LuaFieldWriter.pushString(name, on: L)
+            LuaFieldWriter.pushString(value, on: L)
+            lua_rawset(L, -3)
+        }
+        setField(key)
+    }
+
+    private func setField(_ key: StaticString) {
+        UnsafeRawPointer(key.utf8Start).withMemoryRebound(to: CChar.self, capacity: key.utf8CodeUnitCount + 1) {
+            lua_setfield(L, -2, $0)
+        }
+    }
+
+    /// Pushes the string's bytes, NULs included.
+    static func pushString(_ text: String, on L: OpaquePointer) {
+        var text = text
+        text.withUTF8 { bytes in
+            _ = lua_pushlstring(L, UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
+    }
+}
