@@ -43,6 +43,7 @@ class Bench:
         self.root = os.path.join(self.work, "www")
         os.makedirs(self.root)
         os.chmod(self.root, 0o755)
+        self.runner = measure.build_runner(self.work)
         self.markdown = []
         self.failures = []
         self.runs = 0
@@ -73,7 +74,7 @@ class Bench:
         log = os.path.join(self.work, "last-run.log")
         if os.path.exists(log):
             os.remove(log)
-        sample = measure.run(argv(job, out), cwd=self.work, log=log)
+        sample = measure.run(self.runner, argv(job, out), cwd=self.work, log=log)
         self.runs += 1
         problem = "exit status %d" % sample.status if sample.status != 0 else verify.check(out, expected)
         shutil.rmtree(out, ignore_errors=True)
