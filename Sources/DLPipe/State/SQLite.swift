@@ -48,6 +48,9 @@ final class SQLiteDatabase {
         }
     }
 
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
     /// A prepared statement, bound with `values`, stepped through its rows.
     func query(_ sql: String, _ values: [SQLValue] = [], row: (SQLRow) -> Void = { _ in }) throws(Failure) {
         let statement: OpaquePointer

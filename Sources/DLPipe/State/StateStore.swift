@@ -116,7 +116,9 @@ public final class StateStore: @unchecked Sendable {
 
     private func begin() throws {
         if !inTransaction {
-            try db.execute("BEGIN IMMEDIATE")
+            // Prepared once like every other statement: sqlite3_exec would parse
+            // BEGIN and COMMIT again on every loop turn.
+            try db.query("BEGIN IMMEDIATE")
             inTransaction = true
         }
     }
@@ -126,7 +128,7 @@ public final class StateStore: @unchecked Sendable {
         guard inTransaction else { return }
         inTransaction = false
         do {
-            try db.execute("COMMIT")
+            try db.query("COMMIT")
         } catch {
             // A failed commit (a full disk) must not leave the connection inside a
             // transaction that every later write would trip over.
@@ -137,13 +139,29 @@ public final class StateStore: @unchecked Sendable {
     /// Writes (inserts or replaces) a download's record into the batch.
     public func save(_ r: DownloadRecord) {
         try? begin()
-        try? db.query("""
-            INSERT OR REPLACE INTO downloads
-            (key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(r.key), .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
-                  SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
-                  .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970)])
+        let values: [SQLValue] = [
+            .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
+            SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
+            .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970), .text(r.key),
+        ]
+        // An UPDATE in place when the record exists (every download's second
+        // write): INSERT OR REPLACE would delete and re-insert the row and both
+        // of its index entries.
+        // A failed write (a full disk) is not fatal here: the commit fails too,
+        // and the next run sees the state as it was.
+        do throws(SQLiteDatabase.Failure) {
+            try db.query("""
+                UPDATE downloads SET url = ?, target = ?, status = ?, bytes = ?, total = ?, etag = ?,
+                last_modified = ?, sha256 = ?, attempts = ?, last_error = ?, updated_at = ? WHERE key = ?
+                """, values)
+            if db.changes == 0 {
+                try db.query("""
+                    INSERT INTO downloads
+                    (url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, values)
+            }
+        } catch {}
     }
 
     /// Starts a run record; returns its id.
