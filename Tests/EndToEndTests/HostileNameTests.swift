@@ -123,10 +123,11 @@ private let cases: [(HostileSource, String?)] = [
     /// names that look the same.
     @Test func normalisationTwinsDoNotShareADirectoryUnnoticed() async throws {
         let server = try Self.server.get()
-        try server.put("x.bin", bytes: Array("x".utf8))
+        // Its own file: the table's cases share this server and read x.bin meanwhile.
+        try server.put("twin.bin", bytes: Array("x".utf8))
         let out = try TempDir.make("twins")
-        let nfd = server.url("/files/x.bin?cd=attachment%3B%20filename%2A%3DUTF-8%27%27cafe%25CC%2581.txt")
-        let nfc = server.url("/files/x.bin?cd=attachment%3B%20filename%2A%3DUTF-8%27%27caf%25C3%25A9.txt&v=2")
+        let nfd = server.url("/files/twin.bin?cd=attachment%3B%20filename%2A%3DUTF-8%27%27cafe%25CC%2581.txt")
+        let nfc = server.url("/files/twin.bin?cd=attachment%3B%20filename%2A%3DUTF-8%27%27caf%25C3%25A9.txt&v=2")
         let run = try await DLPipeRun.run(["get", nfd, nfc, "-d", out, "-j", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(NameChecks.rawEntries(out).filter { $0 != Array(".dlpipe".utf8) }.sorted { $0.lexicographicallyPrecedes($1) }

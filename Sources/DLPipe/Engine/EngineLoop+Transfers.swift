@@ -158,13 +158,15 @@ extension EngineLoop: TransferOwner {
                 return openPartFile(job, transfer) ? .write : .abort
             }
             awaitingCommit.append(transfer)
-            return .pause
+            return .buffer
         }
         return openPartFile(job, transfer) ? .write : .abort
     }
 
     /// Commits the records of this turn's new responses, then opens their part
-    /// files and lets their bytes flow.
+    /// files, writes what they buffered meanwhile, and lets their bytes flow.
+    /// Runs between `perform` and `handleCompletions`, so a transfer that
+    /// completed in curl while buffering has its file whole when it is read.
     func openCommittedParts() {
         guard !awaitingCommit.isEmpty else { return }
         flushState()
@@ -174,12 +176,14 @@ extension EngineLoop: TransferOwner {
             guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase == .receiving,
                 transfers[transfer.easy.handle] === transfer
             else { continue }
-            guard openPartFile(job, transfer) else {
+            guard openPartFile(job, transfer), transfer.flushBuffer() else {
                 attemptFailed(job, transfer.abortError!)
                 continue
             }
-            transfer.holding = false
-            transfer.easy.unpause()
+            if transfer.holding {  // the buffer filled up and curl was paused
+                transfer.holding = false
+                transfer.easy.unpause()
+            }
         }
     }
 
@@ -256,7 +260,9 @@ extension EngineLoop: TransferOwner {
             // An empty body: the write callback never ran, so judge the head now.
             transfer.bodyDecided = true
             switch readResponse(job, transfer) {
-            case .write, .discard: break
+            // Never .buffer: for a transfer that has ended, readResponse commits and
+            // opens the part file at once.
+            case .write, .discard, .buffer: break
             case .pause:
                 // The hook decides after the transfer ended; keep it for bodyComplete.
                 job.completedWhileHolding = true

@@ -6,6 +6,11 @@ enum BodyDecision {
     case write
     /// Hold it: a hook is deciding (back-pressure through CURL_WRITEFUNC_PAUSE).
     case pause
+    /// Keep it in memory until the state commit at the end of this loop turn
+    /// (`Transfer.flushBuffer`); past `maxBufferedBytes`, pause as for `.pause`.
+    /// A small file then completes in the turn its bytes arrive, without a pause
+    /// and unpause in curl and a second turn to finish it.
+    case buffer
     /// Stop the transfer; the engine recorded why.
     case abort
     /// Read and drop it (the body of a redirect).
@@ -33,6 +38,9 @@ final class Transfer {
     var bodyDecided = false
     /// While true the write callback keeps pausing.
     var holding = false
+    /// Body bytes kept in memory while the part file waits for the state commit.
+    private(set) var buffered: [UInt8]?
+    static let maxBufferedBytes = 256 * 1024
     /// The response is a redirect: its body is dropped and the engine follows it.
     var redirect = false
     /// The server said 304 to a conditional request: the file on disk is current.
@@ -116,6 +124,14 @@ final class Transfer {
         return true
     }
 
+    /// Writes the bytes kept in memory to the part file, now open; false (with
+    /// `abortError`) when the write fails.
+    func flushBuffer() -> Bool {
+        guard let pending = buffered else { return true }
+        buffered = nil
+        return pending.withUnsafeBytes { store($0) }
+    }
+
     /// Body bytes: to the part file (and the hasher), or a pause, or a stop.
     fileprivate func write(_ bytes: UnsafeRawBufferPointer) -> Int {
         if !bodyDecided {
@@ -123,21 +139,36 @@ final class Transfer {
             switch owner.bodyStarts(self) {
             case .write: break
             case .pause: holding = true
+            case .buffer: buffered = []
             case .abort: return 0
             case .discard: break
             }
         }
         if holding { return dl_writefunc_pause() }
+        if buffered != nil {
+            if buffered!.count + bytes.count > Transfer.maxBufferedBytes {
+                holding = true
+                return dl_writefunc_pause()
+            }
+            buffered!.append(contentsOf: bytes)
+            activity &+= 1
+            return bytes.count
+        }
         if redirect || notModified || restartFromZero { return bytes.count }
         activity &+= 1
-        guard let file else { return 0 }
+        return store(bytes) ? bytes.count : 0
+    }
+
+    /// To the part file and the hasher.
+    private func store(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let file else { return false }
         guard file.write(bytes) else {
             abortError = FileErrors.io("cannot write", file.path)
-            return 0
+            return false
         }
         hasher?.update(bytes)
         received += Int64(bytes.count)
-        return bytes.count
+        return true
     }
 }
 
