@@ -166,13 +166,18 @@ extension EngineLoop {
         guard let transfer = job.transfer else {
             return
         }
-        if !openPartFile(job, transfer) {
+        if !openPartFile(job, transfer) || !transfer.flushBuffer() {
             return attemptFailed(job, transfer.abortError!)
         }
         transfer.holding = false
         if job.completedWhileHolding {
+            // Ended in curl meanwhile (an empty body, or one that fit the buffer):
+            // its bytes are on disk now, so account for them and finish.
             job.completedWhileHolding = false
             job.transfer = nil
+            job.partBytes = transfer.resumeOffset + transfer.received
+            job.receivedThisRun += transfer.received
+            transfer.file?.closeFile()
             return bodyComplete(job, transfer)
         }
         transfer.easy.unpause()

@@ -147,9 +147,10 @@ extension EngineLoop: TransferOwner {
         let actions = job.state.handle(.responseArrived(askHook: interests.contains(.response)))
         emit(.response(job.info(root: root), response))
         if actions.contains(.askResponseHook) {
-            // The verdict arrives in a later turn, after this turn's commit.
+            // The verdict arrives in a later turn, after this turn's commit. Until
+            // then a live transfer keeps its first bytes in memory.
             perform(actions, job)
-            return .pause
+            return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
         }
         if store != nil {
             if !transfer.bodyDecided || transfers[transfer.easy.handle] !== transfer {
@@ -242,6 +243,14 @@ extension EngineLoop: TransferOwner {
             idleHandles.append(transfer.easy)
             transfer.file?.closeFile()
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
+            if job.state.phase == .awaitingVerdict, transfer.isBuffering, transfer.abortError == nil,
+                completion.code == Int(CURLE_OK.rawValue)
+            {
+                // The whole body came while the response hook decides: it stays in
+                // memory and the download ends with the verdict (continueTransfer).
+                job.completedWhileHolding = true
+                continue
+            }
             job.transfer = nil
             job.partBytes = transfer.resumeOffset + transfer.received
             job.receivedThisRun += transfer.received

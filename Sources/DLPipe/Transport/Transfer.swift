@@ -6,10 +6,11 @@ enum BodyDecision {
     case write
     /// Hold it: a hook is deciding (back-pressure through CURL_WRITEFUNC_PAUSE).
     case pause
-    /// Keep it in memory until the state commit at the end of this loop turn
+    /// Keep it in memory until the part file opens: after the state commit at
+    /// the end of this loop turn, or after the response hook's verdict
     /// (`Transfer.flushBuffer`); past `maxBufferedBytes`, pause as for `.pause`.
-    /// A small file then completes in the turn its bytes arrive, without a pause
-    /// and unpause in curl and a second turn to finish it.
+    /// A small file then completes in curl at once, without a pause and unpause
+    /// and another loop turn to finish it.
     case buffer
     /// Stop the transfer; the engine recorded why.
     case abort
@@ -41,6 +42,8 @@ final class Transfer {
     /// Body bytes kept in memory while the part file waits for the state commit.
     private(set) var buffered: [UInt8]?
     static let maxBufferedBytes = 256 * 1024
+    /// Whether body bytes are being kept in memory (see `BodyDecision.buffer`).
+    var isBuffering: Bool { buffered != nil }
     /// The response is a redirect: its body is dropped and the engine follows it.
     var redirect = false
     /// The server said 304 to a conditional request: the file on disk is current.
