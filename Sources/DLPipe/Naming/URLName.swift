@@ -42,9 +42,9 @@ enum URLName {
 
     /// RFC 3986 scheme: a letter followed by letters, digits, `+`, `-` or `.`.
     private static func isScheme(_ scalars: ArraySlice<Unicode.Scalar>) -> Bool {
-        guard let first = scalars.first, first.isASCII, first.properties.isAlphabetic else { return false }
-        let extra = "0123456789+-.".unicodeScalars
-        return scalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || extra.contains($0)) }
+        func isLetter(_ c: Unicode.Scalar) -> Bool { ("a"..."z").contains(c) || ("A"..."Z").contains(c) }
+        guard let first = scalars.first, isLetter(first) else { return false }
+        return scalars.allSatisfy { isLetter($0) || ("0"..."9").contains($0) || $0 == "+" || $0 == "-" || $0 == "." }
     }
 
     /// Decodes `%XX` leniently (malformed escapes stay literal, as in browsers); bytes that are
@@ -59,7 +59,7 @@ enum URLName {
                 bytes.append(hi << 4 | lo)
                 i += 3
             } else {
-                bytes.append(contentsOf: String(scalars[i]).utf8)
+                UTF8.encode(scalars[i]) { bytes.append($0) }  // no String per character
                 i += 1
             }
         }
