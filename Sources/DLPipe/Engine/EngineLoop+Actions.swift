@@ -81,7 +81,6 @@ extension EngineLoop {
 
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
-        job.outcome = outcome
         openJobs -= 1
         pausedJobs.remove(job.id)
         if let target = job.target { reservedPaths.remove(target.relative) }

@@ -39,7 +39,6 @@ final class Job {
     var knownSHA256: String?
     /// The state's count of attempts before this run.
     var earlierAttempts = 0
-    var outcome: DownloadOutcome?
     /// Monotonic seconds when the first attempt started.
     var startedAt: Double?
     /// Progress bookkeeping: the bytes and time of the last report, and the rate.

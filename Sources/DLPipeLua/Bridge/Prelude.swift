@@ -194,17 +194,16 @@ enum Prelude {
 
     -- Called by Swift around each event: begin, one call per handler, finish.
     local host = {}
+    -- Hashing costs nothing until a handler reads f.sha256 (one shared metatable).
+    local LAZY_SHA256 = { __index = function(t, k)
+      if k ~= "sha256" then return nil end
+      local digest = raw.sha256(t.path)
+      rawset(t, "sha256", digest)
+      return digest
+    end }
     function host.begin(event, fields, arg)
       context = event
-      if event == "finished" and arg.sha256 == nil then
-        -- Hashing costs nothing until a handler reads f.sha256.
-        setmetatable(arg, { __index = function(t, k)
-          if k ~= "sha256" then return nil end
-          local digest = raw.sha256(t.path)
-          rawset(t, "sha256", digest)
-          return digest
-        end })
-      end
+      if event == "finished" and arg.sha256 == nil then setmetatable(arg, LAZY_SHA256) end
       current = fields and make_download(fields) or nil
       current_arg = arg
       return #handlers[event]
