@@ -237,7 +237,8 @@ def header(binary, quick, rounds):
     return [
         "# Benchmarks",
         "",
-        "Written by `scripts/bench%s` on %s. Do not edit by hand; run the script again." % (
+        "Written by `scripts/bench%s` on %s. Do not edit by hand; run the script again. "
+        "What the numbers mean, and what bounds the targets not met: [performance.md](performance.md)." % (
             " --quick" if quick else "", datetime.datetime.now().strftime("%Y-%m-%d %H:%M")),
         "",
         "- Machine: " + machine(),
