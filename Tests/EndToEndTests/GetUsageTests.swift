@@ -24,6 +24,7 @@ import Testing
         ["get", "--progress", "sideways", "http://127.0.0.1:1/x"],
         ["get", "-o", "x", "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"],
         ["get", "-i", "/nonexistent/list"],
+        ["get", "--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:1/x"],
         ["frobnicate"],
     ])
     func usageErrorsExitTwoWithAHint(_ args: [String]) async throws {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Loopback HTTP/1.1 test server with fault injection for dlpipe's tests.
 
-Usage: python3 fault_server.py --root DIR [--log FILE]
+Usage: python3 fault_server.py --root DIR [--log FILE] [--tls-cert PEM --tls-key PEM]
 
 Binds 127.0.0.1 on an ephemeral port and prints "PORT <n>" on stdout.
 Standard library only. See the route table in Handler._dispatch and the fault
@@ -21,6 +21,7 @@ import select
 import signal
 import socket
 import socketserver
+import ssl
 import struct
 import sys
 import threading
@@ -125,6 +126,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):       # silence per-request stderr logging
         pass
+
+    def setup(self):
+        if isinstance(self.request, ssl.SSLSocket):
+            try:
+                self.request.do_handshake()  # a client that rejects us ends here
+            except (ssl.SSLError, OSError):
+                self.request.close()
+                raise
+        super().setup()
 
     # ---- plumbing -------------------------------------------------------
 
@@ -422,9 +432,16 @@ def main():
     ap.add_argument("--log", help="append one JSON line per request to FILE")
     ap.add_argument("--exit-with-parent", action="store_true",
                     help="exit when the process that started us goes away")
+    ap.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="the certificate's private key (PEM)")
     args = ap.parse_args()
 
     server = FaultServer(("127.0.0.1", 0), args.root, args.log)
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        # The handshake runs in each request's thread, not in the accepting loop.
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     if args.exit_with_parent:
         # A test process that crashes cannot stop us by PID; notice it is gone.
         parent = os.getppid()

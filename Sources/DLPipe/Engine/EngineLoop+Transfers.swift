@@ -21,6 +21,7 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.timeout * 1000))
+        if let caFile = configuration.caFile { easy.set(CURLOPT_CAINFO, caFile) }
         // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
         // fewer write(2) calls per megabyte on fast links.
         easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)

@@ -25,6 +25,9 @@ public struct EngineConfiguration: Sendable {
     /// The SQLite state file (SPEC 4); nil runs without state. The command line
     /// uses `DIR/.dlpipe/state.db`.
     public var statePath: String? = nil
+    /// A PEM file of certificate authorities to trust for https instead of the
+    /// system's (curl's `--cacert`): a private CA, or a test server's own.
+    public var caFile: String? = nil
     /// What a re-run does with downloads the state knows as finished.
     public var refresh: RefreshPolicy = .conditional
     /// When the queue drains with only paused downloads left (and `drained`

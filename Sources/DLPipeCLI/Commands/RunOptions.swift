@@ -1,5 +1,6 @@
 import DLPipe
 import DLPipeLua
+import Foundation
 
 /// The options `run` and `get` share (SPEC 2). Values are nil when not given, so
 /// a job's `dl.config` fills them and the command line wins.
@@ -15,6 +16,7 @@ struct RunOptions {
     var progress = ProgressMode.auto
     var waitLock = false
     var state: String?
+    var caFile: String?
     var scripts = ScriptOptions()
 
     /// Takes the shared options out of `args`.
@@ -40,6 +42,13 @@ struct RunOptions {
         options.json = args.flag("--json")
         options.waitLock = args.flag("--wait-lock")
         options.state = try args.value("--state")
+        if let caFile = try args.value("--cacert") {
+            // Checked now: curl would only say so per transfer, once per download.
+            guard FileManager.default.isReadableFile(atPath: caFile) else {
+                throw UsageError("--cacert: cannot read \(caFile.debugDescription)", command: command)
+            }
+            options.caFile = caFile
+        }
         options.scripts.statePath = options.state
         options.scripts.outputDirectory = options.dir
         options.quiet = args.flag("-q", "--quiet")
@@ -71,6 +80,7 @@ struct RunOptions {
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        config.caFile = caFile
         config.keepsOutcomes = false  // output comes from events; a long queue stays small
         config.statePath = state ?? config.directory + "/.dlpipe/state.db"
         config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional

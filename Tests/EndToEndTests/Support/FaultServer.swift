@@ -8,14 +8,17 @@ final class FaultServer: @unchecked Sendable {
     let port: Int
     let root: String
     let logPath: String
+    let scheme: String
 
-    /// Serves `root` (a fresh empty directory when nil).
-    init(root: String? = nil) throws {
+    /// Serves `root` (a fresh empty directory when nil), over https with `tls`.
+    init(root: String? = nil, tls: TestCertificate? = nil) throws {
         self.root = try root ?? TempDir.make("server-root")
         logPath = try TempDir.make("server-log") + "/requests.jsonl"
+        scheme = tls == nil ? "http" : "https"
         let script = Paths.repository + "/Tests/Support/fault_server.py"
+        let tlsArguments = tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []
         process = try Subprocess(
-            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"])
+            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"] + tlsArguments)
         guard let line = process.readStdoutLine(), line.hasPrefix("PORT "),
             let port = Int(line.dropFirst(5))
         else { throw TestFailure("the fault server did not report its port") }
@@ -28,7 +31,7 @@ final class FaultServer: @unchecked Sendable {
     }
 
     /// The URL of a path on this server ("/files/a.bin?truncate=10").
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    func url(_ path: String) -> String { "\(scheme)://127.0.0.1:\(port)\(path)" }
 
     /// Writes a file under the served root and returns its bytes.
     @discardableResult
