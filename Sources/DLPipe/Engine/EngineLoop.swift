@@ -149,6 +149,7 @@ final class EngineLoop: @unchecked Sendable {
             tickProgress()
             checkIdle()
             flushState()
+            hooks?.endOfTurn()
             if stopped { break }
             // A slot freed in this turn (a transfer ended, or an attempt failed
             // before its body, e.g. a part file that cannot be created) goes to
@@ -303,6 +304,7 @@ final class EngineLoop: @unchecked Sendable {
 
     private func shutDownTransfers() {
         placeDurableFiles(force: true)
+        hooks?.endOfTurn()
         for job in jobs.values where job.transfer != nil {
             perform([.abortTransfer(keepPart: true)], job)
             saveState(job, .partial)

@@ -61,6 +61,10 @@ public protocol DownloadHooks: AnyObject, Sendable {
     /// When the queue drains; the reply may carry an exit code. Downloads added
     /// before replying keep the run going.
     func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void)
+    /// The engine has made every call of one loop turn. An implementation that
+    /// hands calls to another thread may queue them until now and hand them over
+    /// as one batch (one wake-up per turn instead of one per call).
+    func endOfTurn()
 }
 
 extension DownloadHooks {
@@ -69,6 +73,7 @@ extension DownloadHooks {
         reply: @escaping @Sendable (ResponseVerdict) -> Void
     ) { reply(.proceed()) }
     public func progress(_ download: DownloadInfo, _ progress: ProgressInfo) {}
+    public func endOfTurn() {}
     public func finished(
         _ download: DownloadInfo, _ result: FinishedInfo,
         reply: @escaping @Sendable (FinishedVerdict) -> Void

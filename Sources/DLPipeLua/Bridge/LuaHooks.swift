@@ -10,6 +10,9 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     private let thread: LuaThread
     /// Latest progress per download not yet handed to Lua (coalescing).
     private let pendingProgress = Mutex<[DownloadID: (DownloadInfo, ProgressInfo)]>([:])
+    /// Calls of the engine's current loop turn, handed to the Lua thread together
+    /// at `endOfTurn`: one wake-up of that thread per turn, not one per event.
+    private let turn = Mutex<[@Sendable () -> Void]>([])
     /// Where hook errors that cannot fail a download (done handlers) are reported.
     private let report: @Sendable (String) -> Void
 
@@ -26,8 +29,22 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         self.interests = interests
     }
 
+    private func enqueue(_ work: @escaping @Sendable () -> Void) {
+        turn.withLock { $0.append(work) }
+    }
+
+    func endOfTurn() {
+        let batch = turn.withLock { calls -> [@Sendable () -> Void] in
+            let taken = calls
+            calls = []
+            return taken
+        }
+        guard !batch.isEmpty else { return }
+        thread.async { for work in batch { work() } }
+    }
+
     func response(_ download: DownloadInfo, _ response: ResponseInfo, reply: @escaping @Sendable (ResponseVerdict) -> Void) {
-        thread.async { [self] in
+        enqueue { [self] in
             let outcome = host.dispatch("response", download: download, argument: .response(response))
             if let error = outcome.error { return reply(.fail(DownloadError(.hook, error.message))) }
             if outcome.verdict == "skip" { return reply(.skip(reason: outcome.extra.text ?? "skipped by a hook")) }
@@ -41,7 +58,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
             return pending[download.id] == nil
         }
         guard first else { return }  // a call is queued already; it will take the latest values
-        thread.async { [self] in
+        enqueue { [self] in
             guard let (download, progress) = pendingProgress.withLock({ $0.removeValue(forKey: download.id) }) else { return }
             let outcome = host.dispatch("progress", download: download, argument: .progress(progress))
             if let error = outcome.error { host.engine?.fail(download.id, DownloadError(.hook, error.message)) }
@@ -49,7 +66,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func finished(_ download: DownloadInfo, _ result: FinishedInfo, reply: @escaping @Sendable (FinishedVerdict) -> Void) {
-        thread.async { [self] in
+        enqueue { [self] in
             let outcome = host.dispatch("finished", download: download, argument: .finished(result))
             if let error = outcome.error { return reply(.fail(DownloadError(.hook, error.message))) }
             reply(outcome.renamed ? .keep(name: outcome.name, directory: outcome.directory ?? "") : .keep())
@@ -57,7 +74,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func failed(_ download: DownloadInfo, _ error: DownloadError, retrying: Bool, reply: @escaping @Sendable (FailureVerdict) -> Void) {
-        thread.async { [self] in
+        enqueue { [self] in
             let outcome = host.dispatch("failed", download: download, argument: .failure(error, attempt: download.attempt, retrying: retrying))
             if let failure = outcome.error {
                 report("failed handler for download \(download.id): \(failure.message)")
@@ -72,7 +89,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void) {
-        thread.async { [self] in
+        enqueue { [self] in
             let outcome = host.dispatch("done", download: nil, argument: .summary(summary))
             if let error = outcome.error {
                 report("done handler: \(error.message)")
