@@ -179,5 +179,14 @@ import Testing
         let huge = try await get("/huge-headers")
         #expect(huge.status == 0, "\(huge.stderr)")
         #expect(bytes(at: out + "/huge-headers") == Array("ok".utf8))
+        try server.put("empty.bin", bytes: [])
+        for (path, name) in [("/files/empty.bin", "empty.bin"), ("/files/empty.bin?chunked=1", "empty.1.bin")] {
+            let empty = try await get(path)
+            #expect(empty.status == 0, "\(path): \(empty.stderr)")
+            #expect(empty.events("finished").first?["bytes"] as? Int == 0)
+            var info = stat()
+            #expect(lstat(out + "/" + name, &info) == 0 && info.st_size == 0, "\(path): an empty file under its name")
+        }
+        #expect(!listing(out).contains { $0.hasSuffix(".part") })
     }
 }
