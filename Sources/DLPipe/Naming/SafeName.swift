@@ -33,6 +33,7 @@ enum SafeName {
     /// True for characters that are never allowed: controls, bidi overrides, invisible format chars.
     static func isRemoved(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
+        case 0x20...0x7E: false                                 // printable ASCII: no property lookup
         case 0x00...0x1F, 0x7F...0x9F: true                    // C0, DEL, C1 (ESC, NEL, CSI...)
         case 0x2028, 0x2029: true                               // line/paragraph separators break log lines
         // Format characters that render as nothing: bidi controls (U+202E...), zero-width ones
