@@ -33,8 +33,10 @@ let package = Package(
         .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "CPosix"]),
         // A small program that uses the library the way an app would.
         .executableTarget(name: "DLPipeExample", dependencies: ["DLPipe"]),
-        .testTarget(name: "DLPipeTests", dependencies: ["DLPipe"]),
-        .testTarget(name: "DLPipeLuaTests", dependencies: ["DLPipeLua"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["DLPipe"]),
+        // What the test targets share (a seedable generator).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "DLPipeTests", dependencies: ["DLPipe", "TestSupport"]),
+        .testTarget(name: "DLPipeLuaTests", dependencies: ["DLPipeLua", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DLPipe", "TestSupport"]),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import DLPipe
 
 /// UTF-8 bytes, because Swift's `==` on String ignores normalisation differences we must see.
@@ -84,20 +85,6 @@ private let urlTable: [(String, String?)] = [
     ("http://h/cafe%CC%81.txt", "caf\u{E9}.txt"), ("ftp://h/pub/f.iso", "f.iso"), ("http://h/%", "%"),
     ("http://h/re%ADport.pdf", "report.pdf"), ("http://h/re%C2%ADport.pdf", "report.pdf"),  // soft hyphen
 ]
-
-/// SplitMix64: tiny seedable PRNG, so a failing run can be replayed from the printed seed.
-private struct SplitMix64: RandomNumberGenerator {
-    /// Current state; advanced by the golden-ratio increment on every draw.
-    var state: UInt64
-    /// Next 64 random bits.
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Fragments that exercise the parsers' edge cases, mixed with arbitrary scalars.
 private let pieces = ["a", "Z", ".", "..", "/", "\\", ";", "=", "\"", "'", "%", "%2F", "%2e", "%C3%A9", "%FF", "%0",
@@ -220,7 +207,7 @@ struct NamingTests {
     /// 5,000 seeded random inputs through every entry point: no crash, invariants hold.
     @Test func randomInputsKeepInvariants() {
         let seed = ProcessInfo.processInfo.environment["DLPIPE_NAMING_SEED"].flatMap { UInt64($0) } ?? 0x5EED_D1F1
-        var rng = SplitMix64(state: seed)
+        var rng = SplitMix64(seed: seed)
         var failures: [String] = []
         for _ in 0..<5_000 {
             let s = randomString(&rng)

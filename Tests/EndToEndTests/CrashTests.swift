@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// kill -9 at random points, many times in a row, then a run to the end: every
@@ -9,7 +10,7 @@ import Testing
         let server = try FaultServer()
         let out = try TempDir.make("crash")
         let seed = UInt64(ProcessInfo.processInfo.environment["DLPIPE_CRASH_SEED"] ?? "") ?? UInt64.random(in: 1...1_000_000)
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)
         var files: [String: [UInt8]] = [:]
         // Eight downloads at once (one host, so --per-host 8 as well), killed twelve times.
         for index in 1...8 {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// The loopback fault-injecting HTTP server (Tests/Support/fault_server.py), on
 /// 127.0.0.1 with a port of its own choosing, serving `root` under /files/.
@@ -88,7 +89,7 @@ enum TempDir {
 enum TestData {
     /// Deterministic bytes (SplitMix64), so failures can be reproduced.
     static func random(_ count: Int, seed: UInt64) -> [UInt8] {
-        var generator = SplitMix(seed: seed)
+        var generator = SplitMix64(seed: seed)
         var bytes = [UInt8]()
         bytes.reserveCapacity(count + 8)
         while bytes.count < count {
@@ -98,18 +99,6 @@ enum TestData {
     }
 }
 
-/// A seeded generator, so a failing run can be repeated.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 struct TestFailure: Error, CustomStringConvertible {
     let description: String

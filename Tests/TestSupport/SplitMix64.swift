@@ -1,0 +1,17 @@
+/// SplitMix64: a tiny seedable generator, so that a failing random test can be
+/// replayed from the seed it prints. Shared by every test target.
+public struct SplitMix64: RandomNumberGenerator {
+    /// The current state; every draw advances it by the golden-ratio increment.
+    public var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
