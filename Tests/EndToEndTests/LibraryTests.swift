@@ -67,6 +67,44 @@ import Testing
         engine.shutdown()
     }
 
+    /// Downloads still waiting in the queue (kept as bare requests until they
+    /// start) can be cancelled, paused and resumed like running ones, and their
+    /// outcomes are kept for `outcome(of:)`.
+    @Test func queuedDownloadsAreControlledBeforeTheyStart() async throws {
+        let blocker = try server.put("first.bin", randomBytes: 100_000, seed: 1)
+        let later = try server.put("later.bin", randomBytes: 1000, seed: 2)
+        try server.put("dropped.bin", randomBytes: 1000, seed: 3)
+        var configuration = EngineConfiguration()
+        configuration.directory = out
+        configuration.concurrency = 1
+        let engine = try DownloadEngine(configuration: configuration)
+        let events = engine.events()
+        // One at a time, and the first takes about half a second: the other two
+        // are still queued when they are controlled.
+        let first = engine.add(server.url("/files/first.bin?throttle=200000"))
+        let dropped = engine.add(server.url("/files/dropped.bin"))
+        let paused = engine.add(server.url("/files/later.bin"))
+        engine.cancel(dropped)
+        engine.pause(paused)
+        var seen: [DownloadID: [String]] = [:]
+        for await event in events {
+            guard let id = event.download?.id else { continue }
+            seen[id, default: []].append("\(event)".components(separatedBy: "(").first ?? "")
+            if case .paused = event, id == paused { engine.resume(paused) }
+            if case .finished = event, id == paused { break }
+        }
+        #expect(await engine.outcome(of: dropped) == .cancelled)
+        if case .finished(let info)? = await engine.outcome(of: first) { #expect(info.bytes == 100_000) } else {
+            Issue.record("the first download did not finish")
+        }
+        #expect(bytes(at: out + "/first.bin") == blocker)
+        #expect(bytes(at: out + "/later.bin") == later)
+        #expect(!FileManager.default.fileExists(atPath: out + "/dropped.bin"))
+        #expect(try server.requests(matching: "/files/dropped.bin").isEmpty, "a cancelled queued download asks nothing")
+        #expect(seen[dropped]?.filter { $0 == "cancelled" }.count == 1, "\(seen[dropped] ?? [])")
+        engine.shutdown()
+    }
+
     @Test func theExampleProgramQueuesPausesResumesAndCancels() async throws {
         try server.put("one.bin", randomBytes: 300_000, seed: 1)
         try server.put("two.bin", randomBytes: 300_000, seed: 2)

@@ -56,6 +56,27 @@ import Testing
         #expect(try server.requests(matching: "/files/a.txt").count == 1)
     }
 
+    /// While the response hook decides, the first 256 KiB of a body wait in
+    /// memory and the rest waits in curl: small and large bodies, renamed or
+    /// skipped, arrive whole or not at all.
+    @Test func bodiesHeldForTheResponseHookArriveWhole() async throws {
+        let small = try server.put("small.bin", randomBytes: 5_000, seed: 1)
+        let large = try server.put("large.bin", randomBytes: 3_000_000, seed: 2)
+        try server.put("skip.bin", randomBytes: 2_000_000, seed: 3)
+        try job.write("held.lua", """
+            for _, name in ipairs({ "small.bin", "large.bin", "skip.bin" }) do dl.add(dl.var.base .. "/" .. name) end
+            dl.on("response", function(d, r)
+              if d.name == "skip.bin" then return dl.skip("not wanted") end
+              d.name = "kept-" .. r.filename
+            end)
+            """)
+        let run = try await job.run("held.lua", out: out, ["--var", "base=\(server.url("/files"))", "-j", "3"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(bytes(at: out + "/kept-small.bin") == small)
+        #expect(bytes(at: out + "/kept-large.bin") == large)
+        #expect(listing(out) == ["kept-large.bin", "kept-small.bin"], "nothing of the skipped body is written")
+    }
+
     @Test func responseRenamesAndFirstSkipWinsAcrossScripts() async throws {
         try job.write("job.lua", """
             dl.add(dl.var.base .. "/a.txt")
