@@ -339,16 +339,36 @@ extension EngineLoop: TransferOwner {
     }
 
     /// Makes the files waiting in `awaitingDurability` durable with one syncfs,
-    /// then renames each into place. Runs when the batch is 20 ms old, large,
-    /// or nothing else is transferring.
+    /// then renames each into place. A batch starts when it is 20 ms old, large,
+    /// or nothing else is transferring, and only one syncs at a time; its syncfs
+    /// runs on `syncQueue` and the renames follow on this thread (`.synced`).
+    /// `force` (shutdown) syncs here and places every file still waiting.
     func placeDurableFiles(force: Bool = false) {
-        guard !awaitingDurability.isEmpty else { return }
-        let due = force || transfers.isEmpty || awaitingDurability.count >= 128
+        if force {
+            guard syncInFlight || !awaitingDurability.isEmpty else { return }
+            _ = dl_syncfs(rootDescriptor)
+            let batch = syncingBatch + awaitingDurability
+            syncingBatch = []
+            awaitingDurability = []
+            syncInFlight = false  // the background sync's `.synced` finds nothing left
+            return place(batch)
+        }
+        guard !syncInFlight, !awaitingDurability.isEmpty else { return }
+        let due = transfers.isEmpty || awaitingDurability.count >= 128
             || EngineLoop.now() - durabilityBatchStarted >= 0.02
         guard due else { return }
-        _ = dl_syncfs(rootDescriptor)
-        let batch = awaitingDurability
+        syncingBatch = awaitingDurability
         awaitingDurability = []
+        syncInFlight = true
+        let directory = rootDescriptor
+        syncQueue.async { [self] in
+            _ = dl_syncfs(directory)
+            post(.synced)
+        }
+    }
+
+    /// Renames each file of a synced batch into place.
+    func place(_ batch: [(Job, Int64, String?)]) {
         for (job, size, digest) in batch {
             // Paused or cancelled meanwhile: the part file's fate is theirs.
             guard job.state.phase == .receiving, let target = job.target else { continue }

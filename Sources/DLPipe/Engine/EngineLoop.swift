@@ -16,6 +16,8 @@ final class EngineLoop: @unchecked Sendable {
         case finishedVerdict(DownloadID, FinishedVerdict)
         case failureVerdict(DownloadID, FailureVerdict)
         case drainedVerdict(Int?)
+        /// The syncfs of the batch in `syncingBatch` returned.
+        case synced
         case waitIdle(@Sendable (RunSummary, Int?) -> Void)
         case waitOutcome(DownloadID, @Sendable (DownloadOutcome?) -> Void)
         /// Stop every transfer (part files stay) and end the thread; then `done`.
@@ -57,6 +59,12 @@ final class EngineLoop: @unchecked Sendable {
     /// Checked part files waiting for their data to be durable before the rename.
     var awaitingDurability: [(Job, Int64, String?)] = []
     var durabilityBatchStarted = 0.0
+    /// The batch whose syncfs runs now on `syncQueue`, not on this thread: syncfs
+    /// flushes every dirty page of the file system, other programs' too, and can
+    /// take seconds on a busy disk. Transfers go on meanwhile.
+    var syncingBatch: [(Job, Int64, String?)] = []
+    var syncInFlight = false
+    let syncQueue = DispatchQueue(label: "dlpipe-syncfs")
     /// The output directory, open, for syncfs.
     let rootDescriptor: Int32
     /// Directories known to exist (created or checked in this run).
@@ -186,6 +194,11 @@ final class EngineLoop: @unchecked Sendable {
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
             if let code { exitCode = code }
+        case .synced:
+            syncInFlight = false
+            let batch = syncingBatch
+            syncingBatch = []
+            place(batch)
         case .waitIdle(let reply):
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.
@@ -267,7 +280,7 @@ final class EngineLoop: @unchecked Sendable {
         let now = EngineLoop.now()
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
-        if !awaitingDurability.isEmpty { wait = min(wait, durabilityBatchStarted + 0.02 - now) }
+        if !awaitingDurability.isEmpty && !syncInFlight { wait = min(wait, durabilityBatchStarted + 0.02 - now) }
         return max(0, Int((wait * 1000).rounded(.up)))
     }
 
