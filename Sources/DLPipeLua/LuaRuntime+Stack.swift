@@ -110,9 +110,12 @@ extension LuaRuntime {
         bytes(at: index, on: L).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// Pushes a Swift string as a Lua string.
-    func pushString(_ s: String, on L: OpaquePointer) {
-        push(LuaValue(s), on: L)
+    /// Pushes a Swift string as a Lua string, its bytes as they are (NULs included).
+    static func pushString(_ text: String, on L: OpaquePointer) {
+        var text = text
+        text.withUTF8 { bytes in
+            _ = lua_pushlstring(L, UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
     }
 
     /// Runs the Swift function a trampoline stands for: converts the arguments, calls it with
@@ -120,7 +123,7 @@ extension LuaRuntime {
     func dispatch(_ L: OpaquePointer) -> Int32 {
         let id = Int(dl_tointeger(L, dl_upvalueindex(2)))
         guard functions.indices.contains(id) else {
-            pushString("unknown Swift function", on: L)
+            Self.pushString("unknown Swift function", on: L)
             return -1
         }
         let function = functions[id]
@@ -131,11 +134,11 @@ extension LuaRuntime {
         activeThreads.removeLast()
         switch outcome {
         case .failure(let error):
-            pushString(error.message, on: L)
+            Self.pushString(error.message, on: L)
             return -1
         case .success(let results):
             guard results.count < 1_000_000, lua_checkstack(L, Int32(results.count) + 1) != 0 else {
-                pushString("too many results from a Swift function", on: L)
+                Self.pushString("too many results from a Swift function", on: L)
                 return -1
             }
             for result in results { push(result, on: L) }

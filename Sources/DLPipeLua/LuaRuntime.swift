@@ -149,7 +149,7 @@ public final class LuaRuntime {
         dl_pushglobaltable(L)
         for part in parts {
             guard lua_type(L, -1) == LUA_TTABLE else { return .nil_ }
-            pushString(part, on: L)
+            Self.pushString(part, on: L)
             lua_rawget(L, -2)
             dl_remove(L, -2)
         }
@@ -165,17 +165,17 @@ public final class LuaRuntime {
         releaseDeadRefs(L)
         dl_pushglobaltable(L)
         for part in parts.dropLast() {
-            pushString(part, on: L)
+            Self.pushString(part, on: L)
             if lua_rawget(L, -2) != LUA_TTABLE {
                 dl_pop(L, 1)
                 dl_newtable(L)
-                pushString(part, on: L)
+                Self.pushString(part, on: L)
                 lua_pushvalue(L, -2)
                 lua_rawset(L, -4)
             }
             dl_remove(L, -2)
         }
-        pushString(last, on: L)
+        Self.pushString(last, on: L)
         pushValue()
         lua_rawset(L, -3)
     }

@@ -232,7 +232,7 @@ final class EngineLoop: @unchecked Sendable {
             finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
             return
         }
-        waiting[id] = WaitingRequest(request)
+        waiting[id] = WaitingRequest(request, host: parts.hostPort)
         scheduler.enqueue(id, host: parts.hostPort, priority: request.priority)
     }
 
@@ -242,8 +242,8 @@ final class EngineLoop: @unchecked Sendable {
     /// has its outcome.
     func job(_ id: DownloadID) -> Job? {
         if let job = jobs[id] { return job }
-        guard let request = waiting.removeValue(forKey: id)?.request else { return nil }
-        let job = Job(id: id, request: request, host: URLParts(request.url)?.hostPort ?? "")
+        guard let queued = waiting.removeValue(forKey: id) else { return nil }
+        let job = Job(id: id, request: queued.request, host: queued.host)
         jobs[id] = job
         if applyState(job) { scheduler.withdraw(id) }
         return job

@@ -1,7 +1,12 @@
 /// A queued download's request, until the download starts and becomes a `Job`.
 final class WaitingRequest {
     let request: DownloadRequest
-    init(_ request: DownloadRequest) { self.request = request }
+    /// The host of its URL, parsed once when it was added.
+    let host: String
+    init(_ request: DownloadRequest, host: String) {
+        self.request = request
+        self.host = host
+    }
 }
 
 /// Everything the engine loop knows about one download. Lives on the loop thread.

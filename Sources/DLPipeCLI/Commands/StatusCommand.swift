@@ -96,7 +96,6 @@ enum StatusReport {
         object.add("partial", count(.partial))
         object.add("cancelled", count(.cancelled))
         object.add("running_pid", holder)
-        var text = object.text
         let downloads = records.map { r -> String in
             var o = JSONObject()
             o.add("url", RedactedURL.text(r.url))
@@ -109,7 +108,7 @@ enum StatusReport {
             o.add("sha256", r.sha256)
             o.add("attempts", r.attempts)
             o.add("last_error", r.lastError)
-            return o.text + "}"
+            return o.json
         }
         let runList = runs.map { run -> String in
             var o = JSONObject()
@@ -120,9 +119,10 @@ enum StatusReport {
             o.add("finished", run.finished)
             o.add("failed", run.failed)
             o.add("unchanged", run.unchanged)
-            return o.text + "}"
+            return o.json
         }
-        text += ",\"downloads\":[" + downloads.joined(separator: ",") + "],\"runs\":[" + runList.joined(separator: ",") + "]}"
-        return text
+        object.add("downloads", json: "[" + downloads.joined(separator: ",") + "]")
+        object.add("runs", json: "[" + runList.joined(separator: ",") + "]")
+        return object.json
     }
 }

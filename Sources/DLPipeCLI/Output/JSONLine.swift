@@ -51,7 +51,7 @@ enum JSONLine {
             object.add("bytes", s.bytes)
             object.add("seconds", s.seconds)
         }
-        return object.text + "}"
+        return object.json
     }
 
     private static func add(_ d: DownloadInfo, to object: inout JSONObject) {
@@ -72,8 +72,17 @@ enum JSONLine {
 
 /// Builds one JSON object's text key by key (keys are ours, values escaped).
 struct JSONObject {
-    private(set) var text = "{"
+    private var text = "{"
     private var empty = true
+
+    /// The object, closed.
+    var json: String { text + "}" }
+
+    /// A value that is JSON already (an array of objects, say).
+    mutating func add(_ name: String, json value: String) {
+        key(name)
+        text += value
+    }
 
     private mutating func key(_ name: String) {
         if !empty { text += "," }

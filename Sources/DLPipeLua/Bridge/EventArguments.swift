@@ -55,6 +55,14 @@ enum EventArgument {
         }
     }
 
+    /// What `host.begin` and `host.once` take: the event's name, the download
+    /// (nil for `done`) and the event's argument.
+    static func push(_ event: String, _ download: DownloadInfo?, _ argument: EventArgument, on L: OpaquePointer) {
+        LuaRuntime.pushString(event, on: L)
+        push(download, on: L)
+        argument.push(on: L)
+    }
+
     /// The download's fields as the prelude's `d` proxy reads them; nil for `done`.
     static func push(_ d: DownloadInfo?, on L: OpaquePointer) {
         guard let d else { return lua_pushnil(L) }
@@ -81,7 +89,7 @@ struct LuaFieldWriter {
 
     func set(_ key: StaticString, _ value: String?) {
         guard let value else { return }
-        LuaFieldWriter.pushString(value, on: L)
+        LuaRuntime.pushString(value, on: L)
         setField(key)
     }
 
@@ -105,8 +113,8 @@ struct LuaFieldWriter {
     func set(_ key: StaticString, strings: [String: String]) {
         lua_createtable(L, 0, Int32(clamping: strings.count))
         for (name, value) in strings {
-            LuaFieldWriter.pushString(name, on: L)
-            LuaFieldWriter.pushString(value, on: L)
+            LuaRuntime.pushString(name, on: L)
+            LuaRuntime.pushString(value, on: L)
             lua_rawset(L, -3)
         }
         setField(key)
@@ -115,14 +123,6 @@ struct LuaFieldWriter {
     private func setField(_ key: StaticString) {
         UnsafeRawPointer(key.utf8Start).withMemoryRebound(to: CChar.self, capacity: key.utf8CodeUnitCount + 1) {
             lua_setfield(L, -2, $0)
-        }
-    }
-
-    /// Pushes the string's bytes, NULs included.
-    static func pushString(_ text: String, on L: OpaquePointer) {
-        var text = text
-        text.withUTF8 { bytes in
-            _ = lua_pushlstring(L, UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count)
         }
     }
 }

@@ -23,6 +23,21 @@ struct DispatchOutcome {
     var renamed = false
     /// A handler failed (error, time budget, memory): the download fails with kind `hook`.
     var error: ScriptError?
+
+    /// Takes a handler's verdict and its extra value from what `host.run` returned.
+    mutating func take(verdict result: ArraySlice<LuaValue>) {
+        guard let verdict = result.first?.text else { return }
+        self.verdict = verdict
+        extra = result.dropFirst().first ?? .nil_
+    }
+
+    /// Takes the name and directory `host.finish` returned, when a handler set them.
+    mutating func take(rename value: LuaValue?) {
+        guard case .table(let renamed)? = value else { return }
+        self.renamed = true
+        name = renamed[LuaValue("name")]?.text
+        directory = renamed[LuaValue("dir")]?.text
+    }
 }
 
 /// Owns the Lua state of a run: loads the job and the drop-in hooks, gives the
@@ -118,9 +133,7 @@ final class ScriptHost: @unchecked Sendable {
         var outcome = DispatchOutcome()
         do {
             let count = try callHost("begin", argumentCount: 3) { L in
-                LuaFieldWriter.pushString(event, on: L)
-                EventArgument.push(download, on: L)
-                argument.push(on: L)
+                EventArgument.push(event, download, argument, on: L)
             }.first?.int ?? 0
             if count > 0, let run = hostFunctions["run"] {
                 for index in 1...count {
@@ -131,18 +144,11 @@ final class ScriptHost: @unchecked Sendable {
                         outcome.error = ScriptError(error)
                         break
                     }
-                    if let verdict = result.first?.text {
-                        outcome.verdict = verdict
-                        outcome.extra = result.count > 1 ? result[1] : .nil_
-                        break
-                    }
+                    outcome.take(verdict: result[...])
+                    if outcome.verdict != nil { break }
                 }
             }
-            if case .table(let renamed)? = try callHost("finish", []).first {
-                outcome.renamed = true
-                outcome.name = renamed[LuaValue("name")]?.text
-                outcome.directory = renamed[LuaValue("dir")]?.text
-            }
+            outcome.take(rename: try callHost("finish", []).first)
         } catch {
             outcome.error = error
         }
@@ -158,24 +164,16 @@ final class ScriptHost: @unchecked Sendable {
         let result: [LuaValue]
         do {
             result = try runtime.call(once, budget: budget, argumentCount: 3) { L in
-                LuaFieldWriter.pushString(event, on: L)
-                EventArgument.push(download, on: L)
-                argument.push(on: L)
+                EventArgument.push(event, download, argument, on: L)
             }
         } catch {
             outcome.error = ScriptError(error)
             _ = try? callHost("finish", [])  // the handler failed before finish ran
             return outcome
         }
-        if let verdict = result.first?.text {
-            outcome.verdict = verdict
-            outcome.extra = result.count > 1 ? result[1] : .nil_
-        }
-        if result.count > 2, case .table(let renamed) = result[2] {
-            outcome.renamed = true
-            outcome.name = renamed[LuaValue("name")]?.text
-            outcome.directory = renamed[LuaValue("dir")]?.text
-        }
+        // host.once returns the verdict, its extra value, then finish's rename.
+        outcome.take(verdict: result.prefix(2))
+        outcome.take(rename: result.count > 2 ? result[2] : nil)
         return outcome
     }
 
