@@ -127,9 +127,7 @@ extension EngineLoop {
             // The same name again (`d.name = r.filename` on a retry): nothing moves.
             guard renamed != old else { return feed(job, .responseVerdict(.proceed())) }
             renamed.name = CollisionName.firstFree(for: renamed.name, in: renamed.directory) { candidate in
-                let relative = renamed.directory.isEmpty ? candidate : renamed.directory + "/" + candidate
-                return reservedPaths.contains(relative) || FileSystem.exists(root + "/" + relative)
-                    || FileSystem.exists(root + "/" + relative + ".part")
+                isTaken(renamed.directory.isEmpty ? candidate : renamed.directory + "/" + candidate)
             }
             if let old {
                 reservedPaths.remove(old.relative)
@@ -199,7 +197,7 @@ extension EngineLoop {
                 }
                 try moved.checkSymlinks(root: root)
                 moved.name = CollisionName.firstFree(for: moved.name, in: moved.directory) {
-                    FileSystem.exists(root + "/" + (moved.directory.isEmpty ? $0 : moved.directory + "/" + $0))
+                    output.exists(moved.directory.isEmpty ? $0 : moved.directory + "/" + $0)
                 }
                 if let code = FileSystem.moveNoClobber(finalPath(old), finalPath(moved)) {
                     throw FileErrors.io("cannot move \(old.relative) to", finalPath(moved), errno: code)

@@ -193,14 +193,21 @@ extension EngineLoop: TransferOwner {
     /// checked, and moved aside (`name.1.ext`) from files dlpipe did not write.
     func chooseTarget(_ job: Job, suggested: String) throws(DownloadError) -> TargetPath {
         let name = job.request.name ?? suggested
-        var target = try TargetPath.resolve(root: root, directory: job.request.directory, name: name)
+        // The file itself is not checked for a symlink: any existing file under
+        // the name is moved aside from below.
+        var target = try TargetPath.resolve(
+            root: root, directory: job.request.directory, name: name, checkingLeaf: false)
         target.name = CollisionName.firstFree(for: target.name, in: target.directory) { candidate in
-            let relative = target.directory.isEmpty ? candidate : target.directory + "/" + candidate
-            return reservedPaths.contains(relative) || FileSystem.exists(root + "/" + relative)
-                || FileSystem.exists(root + "/" + relative + ".part")
+            isTaken(target.directory.isEmpty ? candidate : target.directory + "/" + candidate)
         }
         reservedPaths.insert(target.relative)
         return target
+    }
+
+    /// Whether a name is held by another download of this run, or by a file or a
+    /// part file on disk.
+    func isTaken(_ relative: String) -> Bool {
+        reservedPaths.contains(relative) || output.exists(relative) || output.exists(relative + ".part")
     }
 
     /// Opens the part file (and the hasher) for the transfer; false on failure.
@@ -217,7 +224,7 @@ extension EngineLoop: TransferOwner {
         }
         let path = partPath(target)
         do {
-            transfer.file = try PartFile(path: path, keeping: transfer.resumeOffset)
+            transfer.file = try output.openPart(partName(target), keeping: transfer.resumeOffset)
         } catch {
             transfer.abortError = error
             return false
@@ -232,7 +239,8 @@ extension EngineLoop: TransferOwner {
         return true
     }
 
-    func partPath(_ target: TargetPath) -> String { root + "/" + target.relative + ".part" }
+    func partPath(_ target: TargetPath) -> String { root + "/" + partName(target) }
+    func partName(_ target: TargetPath) -> String { target.relative + ".part" }
     func finalPath(_ target: TargetPath) -> String { root + "/" + target.relative }
 
     /// Reads every transfer that ended; returns how many.
@@ -346,7 +354,7 @@ extension EngineLoop: TransferOwner {
     func placeDurableFiles(force: Bool = false) {
         if force {
             guard syncInFlight || !awaitingDurability.isEmpty else { return }
-            _ = dl_syncfs(rootDescriptor)
+            output.sync()
             let batch = syncingBatch + awaitingDurability
             syncingBatch = []
             awaitingDurability = []
@@ -360,9 +368,8 @@ extension EngineLoop: TransferOwner {
         syncingBatch = awaitingDurability
         awaitingDurability = []
         syncInFlight = true
-        let directory = rootDescriptor
         syncQueue.async { [self] in
-            _ = dl_syncfs(directory)
+            output.sync()
             post(.synced)
         }
     }
@@ -371,12 +378,7 @@ extension EngineLoop: TransferOwner {
     func place(_ batch: [(Job, Int64, String?)]) {
         for (job, size, digest) in batch {
             // Paused or cancelled meanwhile: the part file's fate is theirs.
-            guard job.state.phase == .receiving, let target = job.target else { continue }
-            guard FileSystem.exists(partPath(target)) else {
-                // Never drop a job silently: it must still reach a terminal event.
-                attemptFailed(job, DownloadError(.io, "the part file \(target.relative).part vanished before it could be renamed"))
-                continue
-            }
+            guard job.state.phase == .receiving else { continue }
             placeFile(job, size: size, digest: digest)
         }
     }
@@ -385,19 +387,22 @@ extension EngineLoop: TransferOwner {
     private func placeFile(_ job: Job, size: Int64, digest: String?) {
         guard let target = job.target else { return }
         var final = target
-        if job.ownsTarget {
-            // The file under this name is ours (the state says so): replace it.
-            if rename(partPath(target), finalPath(final)) != 0 {
-                return attemptFailed(job, FileErrors.io("cannot rename into place", finalPath(final)))
+        // The file under this name is ours (the state says so): replace it.
+        // Otherwise never clobber: someone else may have created the name
+        // meanwhile, and then the next free one is taken.
+        while let code = job.ownsTarget
+            ? output.replace(partName(target), final.relative)
+            : output.moveNoClobber(partName(target), final.relative)
+        {
+            if code == ENOENT, !output.exists(partName(target)) {
+                // Never drop a job silently: it must still reach a terminal event.
+                return attemptFailed(job, DownloadError(.io, "the part file \(target.relative).part vanished before it could be renamed"))
             }
-        }
-        while !job.ownsTarget, let code = FileSystem.moveNoClobber(partPath(target), finalPath(final)) {
-            guard code == EEXIST else {
+            guard code == EEXIST, !job.ownsTarget else {
                 return attemptFailed(job, FileErrors.io("cannot rename into place", finalPath(final), errno: code))
             }
-            // Someone else created the name meanwhile: never clobber, take the next one.
             final.name = CollisionName.firstFree(for: target.name, in: target.directory) {
-                FileSystem.exists(root + "/" + (target.directory.isEmpty ? $0 : target.directory + "/" + $0))
+                output.exists(target.directory.isEmpty ? $0 : target.directory + "/" + $0)
             }
         }
         job.target = final

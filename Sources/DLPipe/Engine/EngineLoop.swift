@@ -65,8 +65,8 @@ final class EngineLoop: @unchecked Sendable {
     var syncingBatch: [(Job, Int64, String?)] = []
     var syncInFlight = false
     let syncQueue = DispatchQueue(label: "dlpipe-syncfs")
-    /// The output directory, open, for syncfs.
-    let rootDescriptor: Int32
+    /// The output directory, open: file calls relative to it, and syncfs.
+    let output: OutputDirectory
     /// Directories known to exist (created or checked in this run).
     var createdDirectories: Set<String> = []
     var openJobs = 0
@@ -98,7 +98,7 @@ final class EngineLoop: @unchecked Sendable {
             retries: configuration.retries, base: configuration.backoffBase,
             cap: configuration.backoffCap)
         self.multi = CurlMulti()
-        self.rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        self.output = OutputDirectory(root: root)
         // No more transfers at once than the descriptor limit has room for, so
         // that a low `ulimit -n` slows the run down instead of failing it.
         self.scheduler = Scheduler(

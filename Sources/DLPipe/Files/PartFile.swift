@@ -9,13 +9,10 @@ final class PartFile {
     let path: String
     private var fd: Int32
 
-    /// Opens (creating) the part file, keeping the first `offset` bytes for a resume
+    /// Takes the descriptor of a part file just opened (or -1 with errno set; see
+    /// `OutputDirectory.openPart`), keeping the first `offset` bytes for a resume
     /// and dropping anything after them.
-    init(path: String, keeping offset: Int64) throws(DownloadError) {
-        // A fresh start truncates in open(2); a resume keeps exactly `offset` bytes.
-        // O_NOFOLLOW: a NAME.part planted as a symlink is never written through.
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (offset == 0 ? O_TRUNC : 0)
-        let fd = open(path, flags, 0o644)
+    init(descriptor fd: Int32, path: String, keeping offset: Int64) throws(DownloadError) {
         guard fd >= 0 else { throw FileErrors.io("cannot create", path) }
         guard offset == 0 || (ftruncate(fd, off_t(offset)) == 0 && lseek(fd, off_t(offset), SEEK_SET) >= 0) else {
             let error = FileErrors.io("cannot prepare", path)

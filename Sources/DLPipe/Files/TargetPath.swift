@@ -13,8 +13,10 @@ public struct TargetPath: Equatable, Sendable {
 
     /// Validates `directory` + `name` (either may hold `/`), lexically and against
     /// symlinks under `root` (an absolute, canonical path). Throws a `hook` error.
-    public static func resolve(root: String, directory: String?, name: String) throws(DownloadError)
-        -> TargetPath
+    /// `checkingLeaf: false` leaves the file itself unchecked, for callers that
+    /// move aside from any existing file anyway (one `lstat` fewer per download).
+    public static func resolve(root: String, directory: String?, name: String, checkingLeaf: Bool = true)
+        throws(DownloadError) -> TargetPath
     {
         let prefix = directory.flatMap { $0.isEmpty ? nil : $0 + "/" } ?? ""
         let joined = prefix + name
@@ -40,17 +42,19 @@ public struct TargetPath: Equatable, Sendable {
             throw DownloadError(.hook, "path \(quoted(joined)) names no file")
         }
         let target = TargetPath(directory: parts.joined(separator: "/"), name: String(base))
-        try target.checkSymlinks(root: root)
+        try target.checkSymlinks(root: root, checkingLeaf: checkingLeaf)
         return target
     }
 
     /// The canonical absolute path (symlinks resolved) of an existing path.
     public static func canonical(_ path: String) -> String? { FileSystem.realPath(path) }
 
-    /// Fails when an existing ancestor (or the file itself) resolves outside `root`.
-    public func checkSymlinks(root: String) throws(DownloadError) {
+    /// Fails when an existing ancestor (or the file itself, unless `checkingLeaf`
+    /// is false) resolves outside `root`.
+    public func checkSymlinks(root: String, checkingLeaf: Bool = true) throws(DownloadError) {
         var path = root
-        for part in relative.split(separator: "/") {
+        let parts = relative.split(separator: "/")
+        for part in checkingLeaf ? parts[...] : parts.dropLast() {
             path += "/" + part
             guard FileSystem.exists(path) else { return }
             guard let real = FileSystem.realPath(path) else { return }

@@ -40,6 +40,11 @@ public final class StateStore: @unchecked Sendable {
     // @unchecked: used by one thread at a time (the engine loop, or a command).
     private let db: SQLiteDatabase
     private var inTransaction = false
+    /// False when the file held no download records when it was opened (a first
+    /// run): lookups then need no query, only `keysWritten`.
+    private var hadRecords = true
+    /// The keys this process wrote, while `hadRecords` is false.
+    private var keysWritten: Set<String> = []
     public let path: String
     static let schemaVersion = 1
 
@@ -61,6 +66,9 @@ public final class StateStore: @unchecked Sendable {
             // Checked before anything is written, so a foreign file stays as it was.
             try migrate()
             try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            var any = false
+            try db.query("SELECT 1 FROM downloads LIMIT 1") { _ in any = true }
+            hadRecords = any
         } catch let error as SQLiteDatabase.Failure {
             // SQLite reports a descriptor shortage as "unable to open database
             // file", and the advice below would send the user after the wrong cause.
@@ -81,6 +89,11 @@ public final class StateStore: @unchecked Sendable {
         var tables: [String] = []
         try db.query("SELECT name FROM sqlite_master WHERE type = 'table'") { tables.append($0.text(0) ?? "") }
         if tables.isEmpty {
+            // downloads is keyed by its text key alone (WITHOUT ROWID: one b-tree
+            // per write, not a table and its key index), and has no index on
+            // status: `dlpipe status` reads every row anyway, and each index is
+            // another b-tree written twice per download. Files made before this
+            // have both; they are read and written the same.
             try db.execute("""
                 BEGIN;
                 CREATE TABLE dlpipe_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -89,8 +102,7 @@ public final class StateStore: @unchecked Sendable {
                   key TEXT PRIMARY KEY, url TEXT NOT NULL, target TEXT, status TEXT NOT NULL,
                   bytes INTEGER NOT NULL DEFAULT 0, total INTEGER, etag TEXT, last_modified TEXT,
                   sha256 TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
-                  updated_at REAL NOT NULL);
-                CREATE INDEX downloads_status ON downloads(status);
+                  updated_at REAL NOT NULL) WITHOUT ROWID;
                 CREATE TABLE runs(
                   id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, pid INTEGER NOT NULL,
                   finished INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
@@ -139,6 +151,7 @@ public final class StateStore: @unchecked Sendable {
     /// Writes (inserts or replaces) a download's record into the batch.
     public func save(_ r: DownloadRecord) {
         try? begin()
+        if !hadRecords { keysWritten.insert(r.key) }
         let values: [SQLValue] = [
             .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
             SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
@@ -187,6 +200,7 @@ public final class StateStore: @unchecked Sendable {
 
     /// The record of a request, if any.
     public func record(key: String) -> DownloadRecord? {
+        if !hadRecords && !keysWritten.contains(key) { return nil }
         var found: DownloadRecord?
         try? db.query("SELECT \(Self.columns) FROM downloads WHERE key = ?", [.text(key)]) { found = Self.record($0) }
         return found
