@@ -1,7 +1,12 @@
 // Linux calls that Glibc's Swift overlay does not expose.
 #ifndef DL_POSIX_H
 #define DL_POSIX_H
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // O_TMPFILE, AT_EMPTY_PATH
+#endif
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <malloc.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -30,6 +35,26 @@ static inline int dl_syncfs_path(const char *path) {
     int result = dl_syncfs(fd);
     close(fd);
     return result;
+}
+/// An unnamed regular file in the directory `dir`/`path` (O_TMPFILE): it gets a
+/// name only through dl_link_descriptor, and vanishes if the process dies first.
+/// -1 with errno EOPNOTSUPP (or EISDIR on old kernels) where unsupported.
+static inline int dl_open_unnamed(int dir, const char *path, mode_t mode) {
+    return openat(dir, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+}
+/// Gives the unnamed file `fd` the name `dir`/`name`; fails with EEXIST rather
+/// than replace anything. Through /proc/self/fd, which needs no privilege
+/// (AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH), with AT_EMPTY_PATH as the fallback.
+static inline int dl_link_descriptor(int fd, int dir, const char *name) {
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW) == 0) return 0;
+    int code = errno;
+    if (code != ENOENT || access("/proc/self/fd", F_OK) == 0) {
+        errno = code;
+        return -1;
+    }
+    return linkat(fd, "", dir, name, AT_EMPTY_PATH);
 }
 /// glibc's mallopt is declared in malloc.h, which the Glibc module leaves out.
 static inline int dl_mallopt(int option, int value) { return mallopt(option, value); }

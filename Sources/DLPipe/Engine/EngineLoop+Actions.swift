@@ -11,6 +11,17 @@ extension EngineLoop {
     }
 
     func feed(_ job: Job, _ input: JobState.Input) {
+        if let held = job.held {
+            switch input {
+            case .pause, .cancel, .fail:
+                // A held body already linked under its name is on disk: the
+                // download finishes when its batch is settled, and this comes
+                // too late. Otherwise it is taken back, and the input applies.
+                guard held.withdraw() else { return }
+                job.held = nil
+            default: break
+            }
+        }
         perform(job.state.handle(input), job)
     }
 
@@ -162,6 +173,14 @@ extension EngineLoop {
     func continueTransfer(_ job: Job) {
         guard let transfer = job.transfer else {
             return
+        }
+        if job.completedWhileHolding, transfer.isBuffering, canHold(job, transfer) {
+            // The whole body came while the hook decided: no part file for it.
+            job.completedWhileHolding = false
+            job.transfer = nil
+            transfer.keepWholeBody()
+            job.receivedThisRun += transfer.received
+            return bodyComplete(job, transfer)
         }
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
             return attemptFailed(job, transfer.abortError!)

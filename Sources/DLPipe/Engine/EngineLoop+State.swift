@@ -9,7 +9,7 @@ extension EngineLoop {
     /// Applies what the state knows of a newly added download. Returns true when
     /// the download ended at once (a finished file under refresh "never").
     func applyState(_ job: Job) -> Bool {
-        guard let store, let record = store.record(key: job.request.deduplicationKey),
+        guard let store, let record = store.record(key: job.key),
             let relative = record.target,
             let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
             !reservedPaths.contains(target.relative)  // another download of this run has it
@@ -48,6 +48,7 @@ extension EngineLoop {
         if let partSize, partSize > 0 {
             // A part file an earlier run left: resume it (If-Range guards it).
             job.target = target
+            job.partFileMayExist = true
             // A file under the final name is ours only if the state says finished.
             job.ownsTarget = finalSize != nil && record.status == .finished
             // A part file already at full length (killed between the batch sync
@@ -68,13 +69,14 @@ extension EngineLoop {
     }
 
     /// Records a download's current facts (batched; `flushState` commits).
-    func saveState(_ job: Job, _ status: DownloadRecord.Status, error: DownloadError? = nil) {
+    /// `total` stands in for an unknown Content-Length (a held body's size).
+    func saveState(_ job: Job, _ status: DownloadRecord.Status, error: DownloadError? = nil, total: Int64? = nil) {
         guard let store else { return }
         let headers = job.response?.headers ?? [:]
         store.save(DownloadRecord(
-            key: job.request.deduplicationKey, url: job.request.url, target: job.target?.relative, status: status,
+            key: job.key, url: job.request.url, target: job.target?.relative, status: status,
             bytes: status == .finished ? (job.result?.bytes ?? 0) : job.bytes,
-            total: job.response?.length ?? job.result?.bytes,
+            total: job.response?.length ?? job.result?.bytes ?? total,
             etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,
             sha256: job.result?.sha256, attempts: job.earlierAttempts + job.state.attempt,
             lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0))

@@ -142,20 +142,22 @@ extension EngineLoop: TransferOwner {
         }
         // The record of the target and its validators is committed before the part
         // file exists, so every part file on disk has a record naming it. The
-        // commit is shared: transfers whose heads arrived in this loop turn wait
-        // (paused) for one commit at its end (`openCommittedParts`).
-        saveState(job, .partial)
+        // commit is shared: transfers whose heads arrived in this loop turn keep
+        // their bytes in memory until one commit after curl's turn
+        // (`openCommittedParts`), which writes their records.
         let actions = job.state.handle(.responseArrived(askHook: interests.contains(.response)))
         emit(.response(job.info(root: root), response))
         if actions.contains(.askResponseHook) {
             // The verdict arrives in a later turn, after this turn's commit. Until
             // then a live transfer keeps its first bytes in memory.
+            saveState(job, .partial)
             perform(actions, job)
             return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
         }
         if store != nil {
             if !transfer.bodyDecided || transfers[transfer.easy.handle] !== transfer {
                 // An empty body (the transfer is over): commit now, alone.
+                saveState(job, .partial)
                 flushState()
                 return openPartFile(job, transfer) ? .write : .abort
             }
@@ -169,15 +171,30 @@ extension EngineLoop: TransferOwner {
     /// files, writes what they buffered meanwhile, and lets their bytes flow.
     /// Runs between `perform` and `handleCompletions`, so a transfer that
     /// completed in curl while buffering has its file whole when it is read.
-    func openCommittedParts() {
+    /// One that completed with its whole body in memory (`completed`) needs no
+    /// record and no part file: it becomes a `HeldFile` (see bodyComplete).
+    func openCommittedParts(completed: [CurlMulti.Completion]) {
         guard !awaitingCommit.isEmpty else { return }
-        flushState()
         let waiting = awaitingCommit
         awaitingCommit = []
+        let whole = holdsWholeBodies
+            ? Set(completed.lazy.filter { $0.code == Int(CURLE_OK.rawValue) }.map(\.easy)) : []
+        var opening: [(Job, Transfer)] = []
         for transfer in waiting {
             guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase == .receiving,
                 transfers[transfer.easy.handle] === transfer
             else { continue }
+            if whole.contains(transfer.easy.handle), !transfer.holding, canHold(job, transfer) {
+                transfer.keepsWholeBody = true
+                continue
+            }
+            // The record names the part file before the file exists.
+            saveState(job, .partial)
+            opening.append((job, transfer))
+        }
+        guard !opening.isEmpty else { return }
+        flushState()
+        for (job, transfer) in opening {
             guard openPartFile(job, transfer), transfer.flushBuffer() else {
                 attemptFailed(job, transfer.abortError!)
                 continue
@@ -187,6 +204,13 @@ extension EngineLoop: TransferOwner {
                 transfer.easy.unpause()
             }
         }
+    }
+
+    /// Whether a transfer's body, all in memory, may become a `HeldFile`: a
+    /// fresh file (no resume, nothing of ours to replace) within the memory cap.
+    func canHold(_ job: Job, _ transfer: Transfer) -> Bool {
+        holdsWholeBodies && transfer.resumeOffset == 0 && !job.ownsTarget && !job.partFileMayExist
+            && heldBytes + transfer.bufferedCount <= EngineLoop.maxHeldBytes
     }
 
     /// Picks the target for a first response: the caller's name or the server's,
@@ -225,6 +249,7 @@ extension EngineLoop: TransferOwner {
         let path = partPath(target)
         do {
             transfer.file = try output.openPart(partName(target), keeping: transfer.resumeOffset)
+            job.partFileMayExist = true
         } catch {
             transfer.abortError = error
             return false
@@ -244,8 +269,7 @@ extension EngineLoop: TransferOwner {
     func finalPath(_ target: TargetPath) -> String { root + "/" + target.relative }
 
     /// Reads every transfer that ended; returns how many.
-    func handleCompletions() -> Int {
-        let done = multi.completions()
+    func handleCompletions(_ done: [CurlMulti.Completion]) -> Int {
         for completion in done {
             guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
@@ -261,6 +285,7 @@ extension EngineLoop: TransferOwner {
                 continue
             }
             job.transfer = nil
+            if transfer.keepsWholeBody { transfer.keepWholeBody() }
             job.partBytes = transfer.resumeOffset + transfer.received
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
@@ -314,103 +339,6 @@ extension EngineLoop: TransferOwner {
         job.currentURL = next
         job.partBytes = job.target == nil ? 0 : job.partBytes
         startTransfer(job)
-    }
-
-    /// The body is all here: check it, put it under its final name, raise `finished`.
-    func bodyComplete(_ job: Job, _ transfer: Transfer) {
-        guard let target = job.target else { return }
-        let size = transfer.resumeOffset + transfer.received
-        if let expected = job.response?.length, size != expected {
-            return attemptFailed(job, DownloadError(.network, "the body ended after \(size) of \(expected) bytes"))
-        }
-        if transfer.file == nil, !openPartFile(job, transfer) {
-            return attemptFailed(job, transfer.abortError!)
-        }
-        let digest = transfer.hasher?.finalHex()
-        if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
-            FileSystem.remove(partPath(target))
-            job.partBytes = 0
-            return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
-        }
-        transfer.file?.closeFile()
-        if store != nil {
-            // With a state to keep honest, the bytes reach the disk before the
-            // name does: files wait here for one syncfs per batch, then rename.
-            if awaitingDurability.isEmpty { durabilityBatchStarted = EngineLoop.now() }
-            awaitingDurability.append((job, size, digest))
-            // Its transfer is over: the slot goes to the next download now (the
-            // .releaseSlot that transferSucceeded brings later is then a no-op).
-            scheduler.finished(job.id)
-            return
-        }
-        placeFile(job, size: size, digest: digest)
-    }
-
-    /// Makes the files waiting in `awaitingDurability` durable with one syncfs,
-    /// then renames each into place. A batch starts when it is 20 ms old, large,
-    /// or nothing else is transferring, and only one syncs at a time; its syncfs
-    /// runs on `syncQueue` and the renames follow on this thread (`.synced`).
-    /// `force` (shutdown) syncs here and places every file still waiting.
-    func placeDurableFiles(force: Bool = false) {
-        if force {
-            guard syncInFlight || !awaitingDurability.isEmpty else { return }
-            output.sync()
-            let batch = syncingBatch + awaitingDurability
-            syncingBatch = []
-            awaitingDurability = []
-            syncInFlight = false  // the background sync's `.synced` finds nothing left
-            return place(batch)
-        }
-        guard !syncInFlight, !awaitingDurability.isEmpty else { return }
-        let due = transfers.isEmpty || awaitingDurability.count >= 128
-            || EngineLoop.now() - durabilityBatchStarted >= 0.02
-        guard due else { return }
-        syncingBatch = awaitingDurability
-        awaitingDurability = []
-        syncInFlight = true
-        syncQueue.async { [self] in
-            output.sync()
-            post(.synced)
-        }
-    }
-
-    /// Renames each file of a synced batch into place.
-    func place(_ batch: [(Job, Int64, String?)]) {
-        for (job, size, digest) in batch {
-            // Paused or cancelled meanwhile: the part file's fate is theirs.
-            guard job.state.phase == .receiving else { continue }
-            placeFile(job, size: size, digest: digest)
-        }
-    }
-
-    /// Renames a whole, checked part file to its final name and raises `finished`.
-    private func placeFile(_ job: Job, size: Int64, digest: String?) {
-        guard let target = job.target else { return }
-        var final = target
-        // The file under this name is ours (the state says so): replace it.
-        // Otherwise never clobber: someone else may have created the name
-        // meanwhile, and then the next free one is taken.
-        while let code = job.ownsTarget
-            ? output.replace(partName(target), final.relative)
-            : output.moveNoClobber(partName(target), final.relative)
-        {
-            if code == ENOENT, !output.exists(partName(target)) {
-                // Never drop a job silently: it must still reach a terminal event.
-                return attemptFailed(job, DownloadError(.io, "the part file \(target.relative).part vanished before it could be renamed"))
-            }
-            guard code == EEXIST, !job.ownsTarget else {
-                return attemptFailed(job, FileErrors.io("cannot rename into place", finalPath(final), errno: code))
-            }
-            final.name = CollisionName.firstFree(for: target.name, in: target.directory) {
-                output.exists(target.directory.isEmpty ? $0 : target.directory + "/" + $0)
-            }
-        }
-        job.target = final
-        job.partBytes = 0
-        job.result = FinishedInfo(
-            path: finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
-            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false)
-        feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 
     /// The server said the file on disk is current (304): keep it.

@@ -56,14 +56,21 @@ final class EngineLoop: @unchecked Sendable {
     var reservedPaths: Set<String> = []
     /// Transfers paused until this turn's state commit names their part files.
     var awaitingCommit: [Transfer] = []
-    /// Checked part files waiting for their data to be durable before the rename.
-    var awaitingDurability: [(Job, Int64, String?)] = []
+    /// Checked files waiting for their data to be durable before they get their names.
+    var awaitingDurability: [Placement] = []
     var durabilityBatchStarted = 0.0
     /// The batch whose syncfs runs now on `syncQueue`, not on this thread: syncfs
     /// flushes every dirty page of the file system, other programs' too, and can
     /// take seconds on a busy disk. Transfers go on meanwhile.
-    var syncingBatch: [(Job, Int64, String?)] = []
+    var syncingBatch: [Placement] = []
     var syncInFlight = false
+    /// Whether whole bodies in memory may skip the part file (`HeldFile`): the
+    /// file system has unnamed files, and the descriptor limit has room.
+    var holdsWholeBodies: Bool
+    /// Bytes of held bodies not yet on disk; past `maxHeldBytes` bodies take
+    /// the part file path, so memory stays bounded whatever the file sizes.
+    var heldBytes = 0
+    static let maxHeldBytes = 16 << 20
     let syncQueue = DispatchQueue(label: "dlpipe-syncfs")
     /// The output directory, open: file calls relative to it, and syncfs.
     let output: OutputDirectory
@@ -99,6 +106,7 @@ final class EngineLoop: @unchecked Sendable {
             cap: configuration.backoffCap)
         self.multi = CurlMulti()
         self.output = OutputDirectory(root: root)
+        self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
         // No more transfers at once than the descriptor limit has room for, so
         // that a low `ulimit -n` slows the run down instead of failing it.
         self.scheduler = Scheduler(
@@ -151,8 +159,9 @@ final class EngineLoop: @unchecked Sendable {
             startQueued()
             let activeAfterStart = scheduler.active
             multi.perform()
-            openCommittedParts()
-            let completed = handleCompletions()
+            let done = multi.completions()
+            openCommittedParts(completed: done)
+            let completed = handleCompletions(done)
             placeDurableFiles()
             tickProgress()
             checkIdle()
@@ -198,7 +207,7 @@ final class EngineLoop: @unchecked Sendable {
             syncInFlight = false
             let batch = syncingBatch
             syncingBatch = []
-            place(batch)
+            settle(batch)
         case .waitIdle(let reply):
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.

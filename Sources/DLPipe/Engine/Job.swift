@@ -15,6 +15,8 @@ final class Job {
     let request: DownloadRequest
     /// The host used for per-host limits (of the original URL).
     let host: String
+    /// The request's state key, built once: every state write names it.
+    private(set) lazy var key = request.deduplicationKey
     var state = JobState()
     /// Where the file goes, decided at the first response and kept across attempts.
     var target: TargetPath?
@@ -30,6 +32,12 @@ final class Job {
     var transfer: Transfer?
     /// The transfer finished while the response hook was still deciding.
     var completedWhileHolding = false
+    /// The whole body, handed to the syncfs queue to be written and named.
+    var held: HeldFile?
+    /// A part file of this download may be on disk (an earlier run's, or an
+    /// earlier attempt's): its body then goes through it, never held, so that
+    /// no stale part file stays beside the final one.
+    var partFileMayExist = false
     var result: FinishedInfo?
     /// The final file is one this engine (this run or an earlier one, per the
     /// state) wrote: it may be replaced.

@@ -41,9 +41,23 @@ public struct EngineConfiguration: Sendable {
     public var keepsOutcomes = true
     /// How often progress events are emitted per transfer, in seconds.
     public var progressInterval: Double = 0.25
+    /// Whether small bodies may skip the part file (`HeldFile`); internal, so
+    /// that tests reach every path on any file system.
+    var heldBodies = HeldBodies.auto
 
     /// The defaults.
     public init() {}
+}
+
+/// How an engine writes bodies that arrived whole in memory.
+enum HeldBodies: Sendable {
+    /// As unnamed files linked after the batch's syncfs, where supported.
+    case auto
+    /// Through part files, as larger bodies.
+    case off
+    /// As `auto`, but every link is refused as by a file system without them:
+    /// the engine falls back to part files at run time.
+    case linksRefused
 }
 
 /// Re-runs (SPEC 3): ask with validators (`conditional`), keep finished files

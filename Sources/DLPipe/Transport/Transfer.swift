@@ -44,6 +44,13 @@ final class Transfer {
     static let maxBufferedBytes = 256 * 1024
     /// Whether body bytes are being kept in memory (see `BodyDecision.buffer`).
     var isBuffering: Bool { buffered != nil }
+    var bufferedCount: Int { buffered?.count ?? 0 }
+    /// The whole body, when it all arrived in memory and goes to disk as a
+    /// `HeldFile` instead of through a part file (`keepWholeBody`).
+    private(set) var wholeBody: [UInt8]?
+    /// Set when the engine decided that this transfer's body, all in memory,
+    /// becomes a `HeldFile` once curl reports it complete.
+    var keepsWholeBody = false
     /// The response is a redirect: its body is dropped and the engine follows it.
     var redirect = false
     /// The server said 304 to a conditional request: the file on disk is current.
@@ -125,6 +132,14 @@ final class Transfer {
             headers[name] = value
         }
         return true
+    }
+
+    /// The transfer ended with its whole body in memory: that is the body.
+    func keepWholeBody() {
+        let body = buffered ?? []
+        buffered = nil
+        received += Int64(body.count)
+        wholeBody = body
     }
 
     /// Writes the bytes kept in memory to the part file, now open; false (with

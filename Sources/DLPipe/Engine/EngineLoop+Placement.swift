@@ -1,0 +1,215 @@
+import Foundation
+
+/// A checked, whole file waiting for its batch's syncfs before it gets its
+/// name: a part file to rename, or a body held in memory (`held`) that the
+/// syncfs queue writes and links.
+struct Placement {
+    let job: Job
+    let size: Int64
+    let digest: String?
+    let held: HeldFile?
+}
+
+/// The end of a body: checks, durability, the final name. With a state to keep
+/// honest, a file's bytes reach the disk before its name does: files wait for
+/// one syncfs per batch, then get their names (see docs/architecture.md).
+extension EngineLoop {
+    /// The body is all here: check it, put it under its final name, raise `finished`.
+    func bodyComplete(_ job: Job, _ transfer: Transfer) {
+        guard let target = job.target else { return }
+        let size = transfer.resumeOffset + transfer.received
+        if let expected = job.response?.length, size != expected {
+            return attemptFailed(job, DownloadError(.network, "the body ended after \(size) of \(expected) bytes"))
+        }
+        if let body = transfer.wholeBody { return hold(job, target, body) }
+        if transfer.file == nil, !openPartFile(job, transfer) {
+            return attemptFailed(job, transfer.abortError!)
+        }
+        let digest = transfer.hasher?.finalHex()
+        if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
+            FileSystem.remove(partPath(target))
+            job.partBytes = 0
+            return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
+        }
+        transfer.file?.closeFile()
+        if store != nil {
+            waitForDurability(Placement(job: job, size: size, digest: digest, held: nil))
+            return
+        }
+        placeFile(job, size: size, digest: digest)
+    }
+
+    /// A whole body in memory: checked here, then written, synced and linked
+    /// by the syncfs queue with the rest of its batch.
+    private func hold(_ job: Job, _ target: TargetPath, _ body: [UInt8]) {
+        job.partBytes = 0  // nothing of it is on disk to resume from
+        var digest: String?
+        if job.request.sha256 != nil || configuration.alwaysHash {
+            let hasher = SHA256Hasher()
+            body.withUnsafeBytes { hasher.update($0) }
+            digest = hasher.finalHex()
+        }
+        if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
+            return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
+        }
+        if !target.directory.isEmpty {
+            let directory = root + "/" + target.directory
+            if !createdDirectories.contains(directory) {
+                if let code = FileSystem.makeDirectories(directory) {
+                    return attemptFailed(job, FileErrors.io("cannot create directory", directory, errno: code))
+                }
+                createdDirectories.insert(directory)
+            }
+        }
+        let held = HeldFile(directory: target.directory, name: target.name, bytes: body)
+        job.held = held
+        // The record names the file before it appears under its name (committed
+        // when the batch starts), with its size as the total: a run killed
+        // between the link and the finished record then finds it whole.
+        saveState(job, .partial, total: Int64(body.count))
+        heldBytes += body.count
+        waitForDurability(Placement(job: job, size: Int64(body.count), digest: digest, held: held))
+    }
+
+    private func waitForDurability(_ placement: Placement) {
+        if awaitingDurability.isEmpty { durabilityBatchStarted = EngineLoop.now() }
+        awaitingDurability.append(placement)
+        // Its transfer is over: the slot goes to the next download now (the
+        // .releaseSlot that transferSucceeded brings later is then a no-op).
+        scheduler.finished(placement.job.id)
+    }
+
+    /// Makes the files waiting in `awaitingDurability` durable with one syncfs,
+    /// then names each. A batch starts when it is 20 ms old, large, or nothing
+    /// else is transferring, and only one syncs at a time. The syncfs runs on
+    /// `syncQueue` (it waits for every dirty page of the file system, other
+    /// programs' too, and transfers go on meanwhile), which also writes and
+    /// links the held bodies; the part files are renamed on this thread when
+    /// `.synced` arrives. `force` (shutdown) waits for the batch in flight and
+    /// places every file still waiting, here.
+    func placeDurableFiles(force: Bool = false) {
+        if force {
+            guard syncInFlight || !awaitingDurability.isEmpty else { return }
+            syncQueue.sync {}  // the batch in flight has written and linked its files
+            let waiting = awaitingDurability
+            flushState()
+            HeldFile.place(
+                waiting.compactMap(\.held), in: output, syncAnyway: true,
+                refusingLinks: configuration.heldBodies == .linksRefused)
+            let batch = syncingBatch + waiting
+            syncingBatch = []
+            awaitingDurability = []
+            syncInFlight = false  // the background sync's `.synced` finds nothing left
+            return settle(batch)
+        }
+        guard !syncInFlight, !awaitingDurability.isEmpty else { return }
+        let due = transfers.isEmpty || awaitingDurability.count >= 128
+            || EngineLoop.now() - durabilityBatchStarted >= 0.02
+        guard due else { return }
+        syncingBatch = awaitingDurability
+        awaitingDurability = []
+        syncInFlight = true
+        let held = syncingBatch.compactMap(\.held)
+        if !held.isEmpty { flushState() }  // their records, before any of them is linked
+        let refusingLinks = configuration.heldBodies == .linksRefused
+        syncQueue.async { [self] in
+            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks)
+            post(.synced)
+        }
+    }
+
+    /// Names each file of a synced batch.
+    func settle(_ batch: [Placement]) {
+        for placement in batch {
+            if let held = placement.held {
+                settleHeld(placement, held)
+                continue
+            }
+            // Paused or cancelled meanwhile: the part file's fate is theirs.
+            guard placement.job.state.phase == .receiving else { continue }
+            placeFile(placement.job, size: placement.size, digest: placement.digest)
+        }
+    }
+
+    /// Renames a whole, checked part file to its final name and raises `finished`.
+    private func placeFile(_ job: Job, size: Int64, digest: String?) {
+        guard let target = job.target else { return }
+        var final = target
+        // The file under this name is ours (the state says so): replace it.
+        // Otherwise never clobber: someone else may have created the name
+        // meanwhile, and then the next free one is taken.
+        while let code = job.ownsTarget
+            ? output.replace(partName(target), final.relative)
+            : output.moveNoClobber(partName(target), final.relative)
+        {
+            if code == ENOENT, !output.exists(partName(target)) {
+                // Never drop a job silently: it must still reach a terminal event.
+                return attemptFailed(job, DownloadError(.io, "the part file \(target.relative).part vanished before it could be renamed"))
+            }
+            guard code == EEXIST, !job.ownsTarget else {
+                return attemptFailed(job, FileErrors.io("cannot rename into place", finalPath(final), errno: code))
+            }
+            final.name = CollisionName.firstFree(for: target.name, in: target.directory) {
+                output.exists(target.directory.isEmpty ? $0 : target.directory + "/" + $0)
+            }
+        }
+        placed(job, as: final, size: size, digest: digest)
+    }
+
+    /// The file is under its final name: the download succeeded.
+    private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?) {
+        job.target = final
+        job.partBytes = 0
+        job.result = FinishedInfo(
+            path: finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false)
+        feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
+    }
+
+    /// How the syncfs queue ended a held body.
+    private func settleHeld(_ placement: Placement, _ held: HeldFile) {
+        let job = placement.job
+        heldBytes -= held.bytes.count
+        if job.held === held { job.held = nil }
+        guard let target = job.target else { return }
+        switch held.current {
+        case .withdrawn:
+            return  // paused or cancelled before it was linked
+        case .linked(let name):
+            var final = target
+            final.name = name
+            if final != target {
+                reservedPaths.remove(target.relative)
+                reservedPaths.insert(final.relative)
+            }
+            placed(job, as: final, size: placement.size, digest: placement.digest)
+        case .failed(let what, let code):
+            attemptFailed(job, FileErrors.io(what, finalPath(target), errno: code))
+        case .pending:
+            attemptFailed(job, DownloadError(.io, "\(target.relative) was never written"))
+        case .unsupported:
+            // This file system (or directory) cannot link unnamed files: from
+            // now on every body takes the part file path, this one too.
+            holdsWholeBodies = false
+            writeAsPartFile(placement, held, target)
+        }
+    }
+
+    /// A held body written the usual way: a part file (its record was committed
+    /// with its batch), renamed after the next batch's syncfs.
+    private func writeAsPartFile(_ placement: Placement, _ held: HeldFile, _ target: TargetPath) {
+        let job = placement.job
+        do throws(DownloadError) {
+            let file = try output.openPart(partName(target), keeping: 0)
+            job.partFileMayExist = true
+            defer { file.closeFile() }
+            guard held.bytes.withUnsafeBytes({ file.write($0) }) else {
+                throw FileErrors.io("cannot write", file.path)
+            }
+        } catch {
+            return attemptFailed(job, error)
+        }
+        job.partBytes = placement.size
+        waitForDurability(Placement(job: job, size: placement.size, digest: placement.digest, held: nil))
+    }
+}

@@ -1,0 +1,169 @@
+internal import CPosix
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small download whose whole body arrived in memory before its part file
+/// was due. It never gets a part file: the syncfs queue writes it into an
+/// unnamed file (O_TMPFILE), makes it durable with the rest of its batch, and
+/// only then links it under its final name, never replacing a file.
+///
+/// Nothing of it is visible on disk before the link, and an unnamed file
+/// vanishes with a killed process, so it needs no state record before it
+/// exists: one record (finished) instead of two, and the engine thread makes
+/// none of its file system calls.
+final class HeldFile: Sendable {
+    /// The directory relative to the output directory ("" for the top).
+    let directory: String
+    /// The wanted name; a file that appeared under it meanwhile is never
+    /// replaced (the next free name is taken).
+    let name: String
+    let bytes: [UInt8]
+    private let stage = Mutex(Stage.pending)
+
+    enum Stage: Sendable, Equatable {
+        case pending
+        /// The engine took it back (paused, cancelled) before the link.
+        case withdrawn
+        /// Linked under this name (relative to the directory).
+        case linked(String)
+        /// Unnamed files or linking them are not possible here: the engine
+        /// writes it the usual way.
+        case unsupported
+        /// The disk refused: what, and errno.
+        case failed(String, Int32)
+    }
+
+    init(directory: String, name: String, bytes: [UInt8]) {
+        self.directory = directory
+        self.name = name
+        self.bytes = bytes
+    }
+
+    var current: Stage { stage.withLock { $0 } }
+
+    /// Takes the file back before it is linked; false when it already has a name
+    /// (it is on disk under its final name: too late to pause or cancel).
+    func withdraw() -> Bool {
+        stage.withLock { stage in
+            if case .linked = stage { return false }
+            stage = .withdrawn
+            return true
+        }
+    }
+
+    fileprivate func settle(_ outcome: Stage) {
+        stage.withLock { if $0 == .pending { $0 = outcome } }
+    }
+
+    /// The path of a name in this file's directory, relative to the output directory.
+    fileprivate func relative(_ candidate: String) -> String {
+        directory.isEmpty ? candidate : directory + "/" + candidate
+    }
+
+    // MARK: the syncfs queue's side
+
+    /// Whether this output directory can hold unnamed files that are linked
+    /// later, and the descriptor limit leaves room for a batch of them open
+    /// across one syncfs.
+    static func supported(in output: OutputDirectory) -> Bool {
+        // Linking goes through /proc/self/fd; its fallback, AT_EMPTY_PATH, needs a
+        // privilege that most users lack.
+        guard output.descriptor >= 0, DescriptorBudget.limit() >= 1024, access("/proc/self/fd", F_OK) == 0
+        else { return false }
+        let probe = dl_open_unnamed(output.descriptor, ".", 0o600)
+        guard probe >= 0 else { return false }
+        close(probe)
+        return true
+    }
+
+    /// At most this many unnamed files are open at once; a larger batch is
+    /// written, synced and linked in slices of this size.
+    static let sliceSize = 64
+
+    /// Writes, syncs and links a batch (on the syncfs queue); each file's
+    /// stage says how it ended. `syncAnyway` syncs even when no file is held
+    /// (the batch's part files need it too). `refusingLinks` (tests) fails
+    /// every link as a file system without them would.
+    static func place(_ files: [HeldFile], in output: OutputDirectory, syncAnyway: Bool, refusingLinks: Bool = false) {
+        if files.isEmpty {
+            if syncAnyway { output.sync() }
+            return
+        }
+        var start = 0
+        while start < files.count {
+            let slice = files[start..<min(start + sliceSize, files.count)]
+            start += sliceSize
+            var open: [(HeldFile, Int32)] = []
+            for file in slice where file.current == .pending {
+                let descriptor = write(file, in: output)
+                if descriptor >= 0 { open.append((file, descriptor)) }
+            }
+            // The bytes reach the disk before any name does (and the part files
+            // of the batch with them).
+            output.sync()
+            for (file, descriptor) in open {
+                if refusingLinks {
+                    file.settle(.unsupported)
+                } else {
+                    link(file, descriptor, in: output)
+                }
+                close(descriptor)
+            }
+        }
+    }
+
+    /// The file's bytes in a new unnamed file; its descriptor, or -1 with the
+    /// file's stage settled.
+    private static func write(_ file: HeldFile, in output: OutputDirectory) -> Int32 {
+        let descriptor = dl_open_unnamed(output.descriptor, file.directory.isEmpty ? "." : file.directory, 0o644)
+        guard descriptor >= 0 else {
+            let code = errno
+            let unsupported = code == EOPNOTSUPP || code == EISDIR || code == EINVAL
+            file.settle(unsupported ? .unsupported : .failed("cannot create", code))
+            return -1
+        }
+        let written = file.bytes.withUnsafeBytes { bytes -> Bool in
+            var done = 0
+            while done < bytes.count {
+                let n = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                done += n
+            }
+            return true
+        }
+        guard written else {
+            file.settle(.failed("cannot write", errno))
+            close(descriptor)
+            return -1
+        }
+        return descriptor
+    }
+
+    /// Links a written file under its name, or the first free one, unless the
+    /// engine withdrew it meanwhile.
+    private static func link(_ file: HeldFile, _ descriptor: Int32, in output: OutputDirectory) {
+        file.stage.withLock { stage in
+            guard stage == .pending else { return }
+            var name = file.name
+            while dl_link_descriptor(descriptor, output.descriptor, file.relative(name)) != 0 {
+                let code = errno
+                guard code == EEXIST else {
+                    // EPERM or EXDEV: linking is refused here; the engine writes it
+                    // the usual way. Anything else is the disk's answer.
+                    stage = code == EPERM || code == EXDEV || code == EOPNOTSUPP ? .unsupported : .failed("cannot link", code)
+                    return
+                }
+                // Someone else took the name meanwhile: never clobber, take the next.
+                name = CollisionName.firstFree(for: file.name, in: file.directory) {
+                    output.exists(file.relative($0))
+                }
+            }
+            stage = .linked(name)
+        }
+    }
+}
