@@ -162,7 +162,7 @@ extension EngineLoop {
             job.ownsTarget = false
             // The record names the part file before it exists (write ordering).
             saveState(job, .partial)
-            flushState()
+            commitState()
         } catch {
             return feed(job, .responseVerdict(.fail(error)))
         }

@@ -90,9 +90,12 @@ extension EngineLoop {
     func placeDurableFiles(force: Bool = false) {
         if force {
             guard syncInFlight || !awaitingDurability.isEmpty else { return }
-            syncQueue.sync {}  // the batch in flight has written and linked its files
+            // The batch in flight has written and linked its files once the state
+            // thread has handed it on (its commit first) and the sync queue is done.
+            store?.wait()
+            syncQueue.sync {}
             let waiting = awaitingDurability
-            flushState()
+            commitState()
             HeldFile.place(
                 waiting.compactMap(\.held), in: output, syncAnyway: true,
                 refusingLinks: configuration.heldBodies == .linksRefused)
@@ -110,11 +113,16 @@ extension EngineLoop {
         awaitingDurability = []
         syncInFlight = true
         let held = syncingBatch.compactMap(\.held)
-        if !held.isEmpty { flushState() }  // their records, before any of them is linked
         let refusingLinks = configuration.heldBodies == .linksRefused
-        syncQueue.async { [self] in
+        let work: @Sendable () -> Void = { [self] in
             HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks)
             post(.synced)
+        }
+        if let store, !held.isEmpty {
+            // Their records are committed before any of them is linked.
+            store.commit { [syncQueue] in syncQueue.async(execute: work) }
+        } else {
+            syncQueue.async(execute: work)
         }
     }
 

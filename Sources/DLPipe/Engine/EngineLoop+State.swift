@@ -82,6 +82,10 @@ extension EngineLoop {
             lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0))
     }
 
-    /// Commits the batch of state writes.
-    func flushState() { store?.flush() }
+    /// Commits the batch of state writes, on the state thread.
+    func flushState() { store?.commit() }
+
+    /// Commits the batch of state writes and waits: before a part file is
+    /// created, its record must be on disk.
+    func commitState() { store?.commitAndWait() }
 }

@@ -158,7 +158,7 @@ extension EngineLoop: TransferOwner {
             if !transfer.bodyDecided || transfers[transfer.easy.handle] !== transfer {
                 // An empty body (the transfer is over): commit now, alone.
                 saveState(job, .partial)
-                flushState()
+                commitState()
                 return openPartFile(job, transfer) ? .write : .abort
             }
             awaitingCommit.append(transfer)
@@ -193,7 +193,7 @@ extension EngineLoop: TransferOwner {
             opening.append((job, transfer))
         }
         guard !opening.isEmpty else { return }
-        flushState()
+        commitState()
         for (job, transfer) in opening {
             guard openPartFile(job, transfer), transfer.flushBuffer() else {
                 attemptFailed(job, transfer.abortError!)

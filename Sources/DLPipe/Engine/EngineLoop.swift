@@ -31,7 +31,8 @@ final class EngineLoop: @unchecked Sendable {
     let interests: HookInterests
     let events: EventHub
     let policy: RetryPolicy
-    let store: StateStore?
+    /// The state, written on a thread of its own; nil runs without state.
+    let store: StateWriter?
     var runID: Int64 = 0
 
     private let inbox = Mutex<[Command]>([])
@@ -96,7 +97,7 @@ final class EngineLoop: @unchecked Sendable {
     init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub,
          store: StateStore?) {
         self.configuration = configuration
-        self.store = store
+        self.store = store.map(StateWriter.init)
         self.root = root
         self.hooks = hooks
         self.interests = hooks?.interests ?? []

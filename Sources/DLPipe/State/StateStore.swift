@@ -42,7 +42,7 @@ public final class StateStore: @unchecked Sendable {
     private var inTransaction = false
     /// False when the file held no download records when it was opened (a first
     /// run): lookups then need no query, only `keysWritten`.
-    private var hadRecords = true
+    private(set) var hadRecords = true
     /// The keys this process wrote, while `hadRecords` is false.
     private var keysWritten: Set<String> = []
     public let path: String

@@ -1,0 +1,71 @@
+import Dispatch
+
+/// The engine's state store, run on a thread of its own. The engine thread
+/// only collects records; their statements and commits (two records and a
+/// share of a commit per download, several percent of a small file's cost)
+/// run on `queue`, beside the transfers instead of between them.
+///
+/// Write ordering still holds: a part file is created only after
+/// `commitAndWait` returns, and a held body is linked only by work chained
+/// behind its batch's commit (`commit(then:)`).
+final class StateWriter: @unchecked Sendable {
+    // @unchecked: `pending` and `keysWritten` belong to the engine thread; the
+    // store is touched only on `queue`.
+    private let store: StateStore
+    private let queue = DispatchQueue(label: "dlpipe-state")
+    private var pending: [DownloadRecord] = []
+    /// Whether the file held records when it was opened; when not, a key that
+    /// this run never wrote has no record, and asking needs no trip to `queue`.
+    private let hadRecords: Bool
+    private var keysWritten: Set<String> = []
+
+    init(_ store: StateStore) {
+        self.store = store
+        hadRecords = store.hadRecords
+    }
+
+    /// Adds a record to the next commit.
+    func save(_ record: DownloadRecord) {
+        if !hadRecords { keysWritten.insert(record.key) }
+        pending.append(record)
+    }
+
+    /// Hands the records saved so far to the state thread to be written and
+    /// committed; `next` runs there after the commit.
+    func commit(then next: (@Sendable () -> Void)? = nil) {
+        let batch = pending
+        pending = []
+        guard !batch.isEmpty || next != nil else { return }
+        queue.async { [store] in
+            if !batch.isEmpty {
+                for record in batch { store.save(record) }
+                store.flush()
+            }
+            next?()
+        }
+    }
+
+    /// Commits the records saved so far and waits until they are on disk.
+    func commitAndWait() {
+        commit()
+        wait()
+    }
+
+    /// Waits for everything handed to the state thread so far (and for the work
+    /// chained behind it to be handed on).
+    func wait() { queue.sync {} }
+
+    /// The record of a request, with every earlier save applied.
+    func record(key: String) -> DownloadRecord? {
+        if !hadRecords && !keysWritten.contains(key) { return nil }
+        commit()
+        return queue.sync { store.record(key: key) }
+    }
+
+    func startRun() -> Int64 { queue.sync { store.startRun() } }
+
+    func endRun(_ id: Int64, summary: RunSummary) {
+        commit()
+        queue.sync { store.endRun(id, summary: summary) }
+    }
+}
