@@ -28,7 +28,12 @@ static inline void dl_remove(lua_State *L, int i) { lua_remove(L, i); }
 static inline void dl_pushglobaltable(lua_State *L) { lua_pushglobaltable(L); }
 /* lua_gc is variadic: these are the two uses the runtime needs. */
 static inline void dl_gc_collect(lua_State *L) { lua_gc(L, LUA_GCCOLLECT); }
-static inline void dl_gc_restart(lua_State *L) { lua_gc(L, LUA_GCRESTART); }
+/* Restarts a collector that a script stopped. Only then: LUA_GCRESTART also zeroes the
+ * GC debt, which makes the next allocation run a collection step, and a step per handler
+ * call was most of a trivial handler's cost once the heap held a few thousand objects. */
+static inline void dl_gc_restart(lua_State *L) {
+    if (!lua_gc(L, LUA_GCISRUNNING)) lua_gc(L, LUA_GCRESTART);
+}
 
 /* ---- Shared control block: memory cap, time budget, owner ----
  * One per lua_State. The allocator gets it as `ud`; Lua code reaches it through

@@ -36,6 +36,10 @@ final class EngineLoop: @unchecked Sendable {
     var runID: Int64 = 0
 
     private let inbox = Mutex<[Command]>([])
+    /// True while the loop is in (or about to enter) `curl_multi_poll`: only then
+    /// does a command need a wake-up. A loop that is awake takes the inbox at
+    /// the start of its next turn anyway.
+    private let sleeping = Atomic<Bool>(false)
     let multi: CurlMulti
     private var thread: Thread?
 
@@ -127,15 +131,26 @@ final class EngineLoop: @unchecked Sendable {
 
     /// Queues a command for the loop thread and wakes it. Safe from any thread.
     ///
-    /// Only the command that finds the inbox empty wakes the loop: a wake-up sent
-    /// for an earlier command is still pending and the loop takes the whole inbox
-    /// when it comes. Adding 100,000 URLs thus costs one wake-up, not 100,000.
+    /// Only the command that finds the inbox empty wakes the loop, and only when
+    /// the loop sleeps: a wake-up sent for an earlier command is still pending
+    /// and the loop takes the whole inbox when it comes. Adding 100,000 URLs thus
+    /// costs one wake-up, not 100,000, and hook replies that arrive while the
+    /// loop works cost none. (The loop sets `sleeping` before it looks at the
+    /// inbox a last time, and a poster appends before it reads `sleeping`, so
+    /// one of the two always sees the other.)
     func post(_ command: Command) {
         let wasEmpty = inbox.withLock { box in
             box.append(command)
             return box.count == 1
         }
-        if wasEmpty { multi.wakeup() }
+        if wasEmpty && sleeping.load(ordering: .sequentiallyConsistent) { multi.wakeup() }
+    }
+
+    /// Polls curl until a socket, a timeout or a command wakes the loop.
+    private func sleep(milliseconds: Int) {
+        sleeping.store(true, ordering: .sequentiallyConsistent)
+        if inbox.withLock({ $0.isEmpty }) { multi.poll(milliseconds: milliseconds) }
+        sleeping.store(false, ordering: .sequentiallyConsistent)
     }
 
     /// Monotonic seconds.
@@ -174,7 +189,7 @@ final class EngineLoop: @unchecked Sendable {
             // the next download now, not after the poll's timeout of up to 1 s.
             let slotFreed = completed > 0 || scheduler.active < activeAfterStart
             if slotFreed && scheduler.queued > 0 { continue }
-            multi.poll(milliseconds: pollTimeout())
+            sleep(milliseconds: pollTimeout())
         }
         shutDownTransfers()
     }

@@ -12,7 +12,11 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     private let pendingProgress = Mutex<[DownloadID: (DownloadInfo, ProgressInfo)]>([:])
     /// Calls of the engine's current loop turn, handed to the Lua thread together
     /// at `endOfTurn`: one wake-up of that thread per turn, not one per event.
-    private let turn = Mutex<[@Sendable () -> Void]>([])
+    /// Each call leaves its reply in the batch's list instead of sending it, and
+    /// the replies go out together when the batch is done: the engine then wakes
+    /// once per batch, not once per reply.
+    private typealias Call = @Sendable (inout [@Sendable () -> Void]) -> Void
+    private let turn = Mutex<[Call]>([])
     /// Where hook errors that cannot fail a download (done handlers) are reported.
     private let report: @Sendable (String) -> Void
 
@@ -29,26 +33,36 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         self.interests = interests
     }
 
-    private func enqueue(_ work: @escaping @Sendable () -> Void) {
+    private func enqueue(_ work: @escaping Call) {
         turn.withLock { $0.append(work) }
     }
 
     func endOfTurn() {
-        let batch = turn.withLock { calls -> [@Sendable () -> Void] in
+        let batch = turn.withLock { calls -> [Call] in
             let taken = calls
             calls = []
             return taken
         }
         guard !batch.isEmpty else { return }
-        thread.async { for work in batch { work() } }
+        thread.async {
+            var replies: [@Sendable () -> Void] = []
+            for work in batch { work(&replies) }
+            for reply in replies { reply() }
+        }
     }
 
     func response(_ download: DownloadInfo, _ response: ResponseInfo, reply: @escaping @Sendable (ResponseVerdict) -> Void) {
-        enqueue { [self] in
+        enqueue { [self] replies in
             let outcome = host.dispatch("response", download: download, argument: .response(response))
-            if let error = outcome.error { return reply(.fail(DownloadError(.hook, error.message))) }
-            if outcome.verdict == "skip" { return reply(.skip(reason: outcome.extra.text ?? "skipped by a hook")) }
-            reply(outcome.renamed ? .proceed(name: outcome.name, directory: outcome.directory ?? "") : .proceed())
+            let verdict: ResponseVerdict
+            if let error = outcome.error {
+                verdict = .fail(DownloadError(.hook, error.message))
+            } else if outcome.verdict == "skip" {
+                verdict = .skip(reason: outcome.extra.text ?? "skipped by a hook")
+            } else {
+                verdict = outcome.renamed ? .proceed(name: outcome.name, directory: outcome.directory ?? "") : .proceed()
+            }
+            replies.append { reply(verdict) }
         }
     }
 
@@ -58,7 +72,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
             return pending[download.id] == nil
         }
         guard first else { return }  // a call is queued already; it will take the latest values
-        enqueue { [self] in
+        enqueue { [self] _ in
             guard let (download, progress) = pendingProgress.withLock({ $0.removeValue(forKey: download.id) }) else { return }
             let outcome = host.dispatch("progress", download: download, argument: .progress(progress))
             if let error = outcome.error { host.engine?.fail(download.id, DownloadError(.hook, error.message)) }
@@ -66,36 +80,42 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func finished(_ download: DownloadInfo, _ result: FinishedInfo, reply: @escaping @Sendable (FinishedVerdict) -> Void) {
-        enqueue { [self] in
+        enqueue { [self] replies in
             let outcome = host.dispatch("finished", download: download, argument: .finished(result))
-            if let error = outcome.error { return reply(.fail(DownloadError(.hook, error.message))) }
-            reply(outcome.renamed ? .keep(name: outcome.name, directory: outcome.directory ?? "") : .keep())
+            let verdict: FinishedVerdict
+            if let error = outcome.error {
+                verdict = .fail(DownloadError(.hook, error.message))
+            } else {
+                verdict = outcome.renamed ? .keep(name: outcome.name, directory: outcome.directory ?? "") : .keep()
+            }
+            replies.append { reply(verdict) }
         }
     }
 
     func failed(_ download: DownloadInfo, _ error: DownloadError, retrying: Bool, reply: @escaping @Sendable (FailureVerdict) -> Void) {
-        enqueue { [self] in
+        enqueue { [self] replies in
             let outcome = host.dispatch("failed", download: download, argument: .failure(error, attempt: download.attempt, retrying: retrying))
+            let verdict: FailureVerdict
             if let failure = outcome.error {
                 report("failed handler for download \(download.id): \(failure.message)")
-                return reply(.giveUp)
+                verdict = .giveUp
+            } else {
+                switch outcome.verdict {
+                case "retry": verdict = .retry(after: outcome.extra.double ?? 0)
+                case "giveup": verdict = .giveUp
+                default: verdict = .policy
+                }
             }
-            switch outcome.verdict {
-            case "retry": reply(.retry(after: outcome.extra.double ?? 0))
-            case "giveup": reply(.giveUp)
-            default: reply(.policy)
-            }
+            replies.append { reply(verdict) }
         }
     }
 
     func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void) {
-        enqueue { [self] in
+        enqueue { [self] replies in
             let outcome = host.dispatch("done", download: nil, argument: .summary(summary))
-            if let error = outcome.error {
-                report("done handler: \(error.message)")
-                return reply(nil)
-            }
-            reply(outcome.verdict == "exit" ? outcome.extra.int.map { Int($0) } : nil)
+            if let error = outcome.error { report("done handler: \(error.message)") }
+            let code = outcome.error == nil && outcome.verdict == "exit" ? outcome.extra.int.map { Int($0) } : nil
+            replies.append { reply(code) }
         }
     }
 }
