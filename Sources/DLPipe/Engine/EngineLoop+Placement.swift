@@ -81,7 +81,7 @@ extension EngineLoop {
 
     /// Makes the files waiting in `awaitingDurability` durable with one syncfs,
     /// then names each. A batch starts when it is 20 ms old, large, or nothing
-    /// else is transferring, and only one syncs at a time. The syncfs runs on
+    /// else is transferring or queued, and only one syncs at a time. The syncfs runs on
     /// `syncQueue` (it waits for every dirty page of the file system, other
     /// programs' too, and transfers go on meanwhile), which also writes and
     /// links the held bodies; the part files are renamed on this thread when
@@ -106,7 +106,11 @@ extension EngineLoop {
             return settle(batch)
         }
         guard !syncInFlight, !awaitingDurability.isEmpty else { return }
-        let due = transfers.isEmpty || awaitingDurability.count >= 128
+        // "Nothing else to do" means nothing running and nothing waiting for a
+        // slot: between two loop turns of a busy run, every transfer may have
+        // just ended with the next ones not yet started.
+        let idle = transfers.isEmpty && scheduler.queued == 0
+        let due = idle || awaitingDurability.count >= 128
             || EngineLoop.now() - durabilityBatchStarted >= 0.02
         guard due else { return }
         syncingBatch = awaitingDurability

@@ -82,8 +82,20 @@ extension EngineLoop {
             lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0))
     }
 
-    /// Commits the batch of state writes, on the state thread.
-    func flushState() { store?.commit() }
+    /// Commits the batch of state writes, on the state thread, when it is large
+    /// or 50 ms old. Each commit appends whole copies of the pages it changed
+    /// to the WAL, and the same few pages change in every commit, so one commit
+    /// per loop turn wrote most pages many times over. Nothing needs these
+    /// commits sooner: a part file's record is committed before the file is
+    /// created (`commitState`), a held body's before it is linked, and a run
+    /// killed before a finished record is committed finds the file whole.
+    func flushState(force: Bool = false) {
+        guard let store, store.pendingCount > 0 else { return }
+        let now = EngineLoop.now()
+        guard force || store.pendingCount >= 512 || now - lastStateCommit >= EngineLoop.stateCommitInterval else { return }
+        lastStateCommit = now
+        store.commit()
+    }
 
     /// Commits the batch of state writes and waits: before a part file is
     /// created, its record must be on disk.

@@ -75,6 +75,9 @@ final class EngineLoop: @unchecked Sendable {
     /// Bytes of held bodies not yet on disk; past `maxHeldBytes` bodies take
     /// the part file path, so memory stays bounded whatever the file sizes.
     var heldBytes = 0
+    /// When state records were last handed over for a commit (`flushState`).
+    var lastStateCommit = 0.0
+    static let stateCommitInterval = 0.05
     static let maxHeldBytes = 16 << 20
     let syncQueue = DispatchQueue(label: "dlpipe-syncfs")
     /// The output directory, open: file calls relative to it, and syncfs.
@@ -306,6 +309,7 @@ final class EngineLoop: @unchecked Sendable {
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
         if !awaitingDurability.isEmpty && !syncInFlight { wait = min(wait, durabilityBatchStarted + 0.02 - now) }
+        if let store, store.pendingCount > 0 { wait = min(wait, lastStateCommit + EngineLoop.stateCommitInterval - now) }
         return max(0, Int((wait * 1000).rounded(.up)))
     }
 
@@ -347,7 +351,7 @@ final class EngineLoop: @unchecked Sendable {
             perform([.abortTransfer(keepPart: true)], job)
             saveState(job, .partial)
         }
-        flushState()
+        flushState(force: true)
         store?.endRun(runID, summary: summary)
         let waiters = idleWaiters
         idleWaiters = []

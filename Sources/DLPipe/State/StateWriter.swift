@@ -24,6 +24,9 @@ final class StateWriter: @unchecked Sendable {
         hadRecords = store.hadRecords
     }
 
+    /// Records saved and not yet handed to the state thread.
+    var pendingCount: Int { pending.count }
+
     /// Adds a record to the next commit.
     func save(_ record: DownloadRecord) {
         if !hadRecords { keysWritten.insert(record.key) }
