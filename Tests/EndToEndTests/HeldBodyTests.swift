@@ -48,3 +48,38 @@ import Testing
         #expect(Set(records.compactMap(\.target)).contains("f3.1.bin"), "\(mode)")
     }
 }
+
+/// The same for a user without privileges, as most users run it: no
+/// CAP_DAC_READ_SEARCH, so linking unnamed files may take the /proc path, and
+/// nothing of root's reach helps. Runs when the tests run as root (the user is
+/// switched with setpriv) and that user can run the binary.
+@Suite struct UnprivilegedTests {
+    static let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    static let available: Bool = {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: nobody[0]),
+            let probe = try? Subprocess(nobody[0], Array(nobody.dropFirst()) + [Paths.binary, "--version"])
+        else { return false }
+        return probe.finish().status == 0
+    }()
+
+    @Test(.enabled(if: available, "needs root, setpriv, and a binary that user 65534 can run"))
+    func smallAndLargeFilesArriveWholeForAnUnprivilegedUser() async throws {
+        let server = try FaultServer()
+        let out = try TempDir.make("nobody")
+        chmod(out, 0o777)
+        var files: [String: [UInt8]] = [:]
+        for index in 0..<30 {
+            files["n\(index).bin"] = try server.put("n\(index).bin", randomBytes: index == 0 ? 400_000 : 3000 + index, seed: UInt64(index))
+        }
+        let urls = files.keys.sorted().map { server.url("/files/" + $0) }
+        let run = try await DLPipeRun.run(["get"] + urls + ["-d", out + "/dl", "-j", "8", "--json"], under: Self.nobody, within: 60)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out + "/dl") == files.keys.sorted())
+        for (name, data) in files {
+            #expect(bytes(at: out + "/dl/" + name) == data, "\(name)")
+            let owner = try FileManager.default.attributesOfItem(atPath: out + "/dl/" + name)[.ownerAccountID] as? Int
+            #expect(owner == 65534, "\(name) belongs to the user who ran dlpipe")
+        }
+        #expect(run.events("finished").count == files.count)
+    }
+}

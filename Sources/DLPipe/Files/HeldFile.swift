@@ -68,8 +68,8 @@ final class HeldFile: Sendable {
     /// later, and the descriptor limit leaves room for a batch of them open
     /// across one syncfs.
     static func supported(in output: OutputDirectory) -> Bool {
-        // Linking goes through /proc/self/fd; its fallback, AT_EMPTY_PATH, needs a
-        // privilege that most users lack.
+        // Linking needs /proc/self/fd unless the process may use AT_EMPTY_PATH
+        // (a privilege most users lack; see dl_link_descriptor).
         guard output.descriptor >= 0, DescriptorBudget.limit() >= 1024, access("/proc/self/fd", F_OK) == 0
         else { return false }
         let probe = dl_open_unnamed(output.descriptor, ".", 0o600)
