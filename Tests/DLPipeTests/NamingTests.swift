@@ -230,4 +230,25 @@ struct NamingTests {
         }
         #expect(failures.isEmpty, "seed \(seed) (set DLPIPE_NAMING_SEED to replay): \(failures.prefix(5))")
     }
+
+    /// The shortcut for plain ASCII names answers what the full path would: for
+    /// random printable ASCII (dots, spaces and slashes made likely), a name the
+    /// shortcut takes as it is comes out of the full path unchanged too.
+    @Test func plainASCIIShortcutAgreesWithTheFullPath() {
+        var rng = SplitMix64(seed: 42)
+        var taken = 0
+        let alphabet = Array("ab.. //\\x-_~0!".utf8) + Array(0x20...0x7E)
+        for _ in 0..<20_000 {
+            let count = Int(rng.next() % 12)
+            let name = String(decoding: (0..<count).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }, as: UTF8.self)
+            if SafeName.isPlainASCII(name) {
+                taken += 1
+                #expect(SafeName.sanitizeFully(name) == name, "\(name.debugDescription)")
+            } else {
+                #expect(SafeName.sanitize(name) == SafeName.sanitizeFully(name))
+            }
+        }
+        #expect(taken > 1000, "the shortcut is taken for most plain names")
+        #expect(!SafeName.isPlainASCII(String(repeating: "a", count: SafeName.maxBytes + 1)))
+    }
 }

@@ -13,6 +13,11 @@ enum SafeName {
 
     /// Returns a safe base name for `raw`, or nil when nothing usable is left.
     static func sanitize(_ raw: String) -> String? {
+        isPlainASCII(raw) ? raw : sanitizeFully(raw)
+    }
+
+    /// `sanitize` without the shortcut for names that are fine as they are.
+    static func sanitizeFully(_ raw: String) -> String? {
         // Last component first, so no directory part (Unix or Windows style) can ever survive.
         let scalars = raw.unicodeScalars
         let tail = scalars.lastIndex(where: { $0 == "/" || $0 == "\\" })
@@ -28,6 +33,19 @@ enum SafeName {
         let name = trimmedEnds(normalized, leadingDots: true)
         guard !name.isEmpty, name != ".", name != ".." else { return nil }
         return fitted(name)
+    }
+
+    /// Whether `raw` is already what `sanitize` would make of it, by the bytes
+    /// alone: printable ASCII without `/` or `\`, not starting with a dot or a
+    /// space, not ending with either, and short enough. Most names are; the
+    /// full path below (scalars, Unicode properties, trimming) cost several
+    /// microseconds per download.
+    static func isPlainASCII(_ raw: String) -> Bool {
+        let bytes = raw.utf8
+        guard let first = bytes.first, let last = bytes.last, bytes.count <= maxBytes,
+            first != 0x2E, first != 0x20, last != 0x2E, last != 0x20
+        else { return false }
+        return bytes.allSatisfy { (0x20...0x7E).contains($0) && $0 != 0x2F && $0 != 0x5C }
     }
 
     /// True for characters that are never allowed: controls, bidi overrides, invisible format chars.
