@@ -36,7 +36,7 @@ import Testing
         let final = try await DLPipeRun.run(["get"] + urls + ["-d", out, "--json"] + parallel)
         #expect(final.status == 0, "seed \(seed): \(final.stderr)")
         for (name, data) in files {
-            #expect(bytes(at: out + "/" + name) == data, "seed \(seed): \(name) differs")
+            #expect(sameBytes(out + "/" + name, data), "seed \(seed): \(name) differs")
         }
         #expect(listing(out) == files.keys.sorted(), "seed \(seed): no part files, no name.1 copies")
         let status = try await DLPipeRun.run(["status", out, "--json"])
@@ -73,14 +73,14 @@ import Testing
             // Part files may stay (a body that did not arrive whole), to be resumed.
             for name in listing(out) where !(name.hasSuffix(".part") && files[String(name.dropLast(5))] != nil) {
                 #expect(files[name] != nil, "seed \(seed): \(name) is not a file of the job (after \(target) events)")
-                if let data = files[name] { #expect(bytes(at: out + "/" + name) == data, "seed \(seed): \(name) is not whole") }
+                if let data = files[name] { #expect(sameBytes(out + "/" + name, data), "seed \(seed): \(name) is not whole") }
             }
         }
         let final = try await DLPipeRun.run(["get"] + urls + ["-d", out, "--json"] + parallel)
         #expect(final.status == 0, "seed \(seed): \(final.stderr)")
         #expect(listing(out) == files.keys.sorted(), "seed \(seed): no part files, no name.1 copies")
         for (name, data) in files {
-            #expect(bytes(at: out + "/" + name) == data, "seed \(seed): \(name) differs")
+            #expect(sameBytes(out + "/" + name, data), "seed \(seed): \(name) differs")
         }
     }
 }

@@ -40,7 +40,10 @@ extension EngineLoop {
                 job.partBytes = keepPart ? transfer.resumeOffset + transfer.received : 0
                 if job.validator == nil { job.partBytes = 0 }
             case .removePartFile:
-                if let target = job.target { FileSystem.remove(partPath(target)) }
+                if let target = job.target {
+                    FileSystem.remove(partPath(target))
+                    names.remove(partName(target))
+                }
                 job.partBytes = 0
             case .askResponseHook:
                 guard let hooks, let response = job.response else { break }
@@ -145,7 +148,10 @@ extension EngineLoop {
                 if let transfer = job.transfer, transfer.resumeOffset > 0 {
                     // Bytes resumed under the old name move with the rename; when
                     // they cannot, this attempt cannot resume: start over.
-                    if FileSystem.moveNoClobber(partPath(old), partPath(renamed)) != nil {
+                    if FileSystem.moveNoClobber(partPath(old), partPath(renamed)) == nil {
+                        names.remove(partName(old))
+                        names.insert(partName(renamed))
+                    } else {
                         job.partBytes = 0
                         job.validator = nil
                         reservedPaths.insert(renamed.relative)
@@ -154,6 +160,8 @@ extension EngineLoop {
                     }
                 } else {
                     FileSystem.remove(partPath(old))
+                    names.remove(partName(old))
+                    job.partFileMayExist = false  // the new name's part file must be new
                 }
             }
             reservedPaths.insert(renamed.relative)
@@ -214,6 +222,7 @@ extension EngineLoop {
                 if let code = FileSystem.makeDirectories(folder) {
                     throw FileErrors.io("cannot create directory", folder, errno: code)
                 }
+                names.insertFolders(moved.directory)
                 try moved.checkSymlinks(root: root)
                 moved.name = CollisionName.firstFree(for: moved.name, in: moved.directory) {
                     output.exists(moved.directory.isEmpty ? $0 : moved.directory + "/" + $0)
@@ -221,6 +230,8 @@ extension EngineLoop {
                 if let code = FileSystem.moveNoClobber(finalPath(old), finalPath(moved)) {
                     throw FileErrors.io("cannot move \(old.relative) to", finalPath(moved), errno: code)
                 }
+                names.remove(old.relative)
+                names.insert(moved.relative)
                 job.target = moved
                 job.result?.path = finalPath(moved)
             }
@@ -236,7 +247,10 @@ extension EngineLoop {
     /// (304) was finished by an earlier run and stays.
     private func failFinished(_ job: Job, _ error: DownloadError) {
         if let target = job.target, job.result?.unchanged != true {
-            _ = rename(finalPath(target), partPath(target))
+            if rename(finalPath(target), partPath(target)) == 0 {
+                names.remove(target.relative)
+                names.insert(partName(target))
+            }
         }
         feed(job, .finishedVerdict(.fail(error)))
     }

@@ -28,6 +28,7 @@ extension EngineLoop {
         let digest = transfer.hasher?.finalHex()
         if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
             FileSystem.remove(partPath(target))
+            names.remove(partName(target))
             job.partBytes = 0
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
@@ -52,15 +53,7 @@ extension EngineLoop {
         if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
-        if !target.directory.isEmpty {
-            let directory = root + "/" + target.directory
-            if !createdDirectories.contains(directory) {
-                if let code = FileSystem.makeDirectories(directory) {
-                    return attemptFailed(job, FileErrors.io("cannot create directory", directory, errno: code))
-                }
-                createdDirectories.insert(directory)
-            }
-        }
+        if let error = ensureFolder(of: target) { return attemptFailed(job, error) }
         let held = HeldFile(directory: target.directory, name: target.name, bytes: body)
         job.held = held
         // The record names the file before it appears under its name (committed
@@ -170,6 +163,8 @@ extension EngineLoop {
 
     /// The file is under its final name: the download succeeded.
     private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?) {
+        if let target = job.target { names.remove(partName(target)) }
+        names.insert(final.relative)
         job.target = final
         job.partBytes = 0
         job.result = FinishedInfo(
@@ -212,8 +207,7 @@ extension EngineLoop {
     private func writeAsPartFile(_ placement: Placement, _ held: HeldFile, _ target: TargetPath) {
         let job = placement.job
         do throws(DownloadError) {
-            let file = try output.openPart(partName(target), keeping: 0)
-            job.partFileMayExist = true
+            let file = try openNewOrOwnPart(job, keeping: 0)
             defer { file.closeFile() }
             guard held.bytes.withUnsafeBytes({ file.write($0) }) else {
                 throw FileErrors.io("cannot write", file.path)

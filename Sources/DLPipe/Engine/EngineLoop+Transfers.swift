@@ -231,37 +231,70 @@ extension EngineLoop: TransferOwner {
     /// Whether a name is held by another download of this run, or by a file or a
     /// part file on disk.
     func isTaken(_ relative: String) -> Bool {
-        reservedPaths.contains(relative) || output.exists(relative) || output.exists(relative + ".part")
+        reservedPaths.contains(relative) || names.contains(relative) || names.contains(relative + ".part")
     }
 
     /// Opens the part file (and the hasher) for the transfer; false on failure.
     func openPartFile(_ job: Job, _ transfer: Transfer) -> Bool {
         guard let target = job.target else { return false }
-        let directory = target.directory.isEmpty ? root : root + "/" + target.directory
-        // mkdir -p once per directory per run, not a syscall per path component per file.
-        if !createdDirectories.contains(directory) {
-            if let code = FileSystem.makeDirectories(directory) {
-                transfer.abortError = FileErrors.io("cannot create directory", directory, errno: code)
-                return false
-            }
-            createdDirectories.insert(directory)
+        if let error = ensureFolder(of: target) {
+            transfer.abortError = error
+            return false
         }
-        let path = partPath(target)
         do {
-            transfer.file = try output.openPart(partName(target), keeping: transfer.resumeOffset)
-            job.partFileMayExist = true
+            transfer.file = try openNewOrOwnPart(job, keeping: transfer.resumeOffset)
         } catch {
             transfer.abortError = error
             return false
         }
         if job.request.sha256 != nil || configuration.alwaysHash {
             let hasher = SHA256Hasher()
-            if transfer.resumeOffset > 0 {
-                hasher.feed(file: path, upTo: transfer.resumeOffset)
+            if transfer.resumeOffset > 0, let target = job.target {
+                hasher.feed(file: partPath(target), upTo: transfer.resumeOffset)
             }
             transfer.hasher = hasher
         }
         return true
+    }
+
+    /// The job's part file: its own (a resume or a restart), or a new one. A new
+    /// one is opened with O_EXCL: when another program took the name after the
+    /// name index was read, the download moves to the next free name (its record
+    /// first), and nothing of the other program's is truncated.
+    func openNewOrOwnPart(_ job: Job, keeping offset: Int64) throws(DownloadError) -> PartFile {
+        let fresh = !job.partFileMayExist && offset == 0
+        for _ in 0..<4 {
+            guard var target = job.target else { break }
+            if let file = try output.openPart(partName(target), keeping: offset, exclusive: fresh) {
+                job.partFileMayExist = true
+                names.insert(partName(target))
+                return file
+            }
+            names.insert(partName(target))
+            reservedPaths.remove(target.relative)
+            target.name = CollisionName.firstFree(for: target.name, in: target.directory) { candidate in
+                let relative = target.directory.isEmpty ? candidate : target.directory + "/" + candidate
+                return isTaken(relative) || output.exists(relative) || output.exists(relative + ".part")
+            }
+            reservedPaths.insert(target.relative)
+            job.target = target
+            saveState(job, .partial)
+            commitState()
+        }
+        throw DownloadError(.io, "no free name for \(job.target?.relative ?? "the file"): other programs keep taking them")
+    }
+
+    /// Makes the target's folder (mkdir -p) once per run; the error, if any.
+    func ensureFolder(of target: TargetPath) -> DownloadError? {
+        guard !target.directory.isEmpty else { return nil }
+        let directory = root + "/" + target.directory
+        if createdDirectories.contains(directory) { return nil }
+        if let code = FileSystem.makeDirectories(directory) {
+            return FileErrors.io("cannot create directory", directory, errno: code)
+        }
+        createdDirectories.insert(directory)
+        names.insertFolders(target.directory)
+        return nil
     }
 
     func partPath(_ target: TargetPath) -> String { root + "/" + partName(target) }

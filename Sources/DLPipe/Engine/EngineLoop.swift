@@ -82,6 +82,8 @@ final class EngineLoop: @unchecked Sendable {
     let syncQueue = DispatchQueue(label: "dlpipe-syncfs")
     /// The output directory, open: file calls relative to it, and syncfs.
     let output: OutputDirectory
+    /// What names the output directory's folders hold (read once per folder).
+    let names: NameIndex
     /// Directories known to exist (created or checked in this run).
     var createdDirectories: Set<String> = []
     var openJobs = 0
@@ -114,6 +116,7 @@ final class EngineLoop: @unchecked Sendable {
             cap: configuration.backoffCap)
         self.multi = CurlMulti()
         self.output = OutputDirectory(root: root)
+        self.names = NameIndex(output: output)
         self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
         // No more transfers at once than the descriptor limit has room for, so
         // that a low `ulimit -n` slows the run down instead of failing it.

@@ -140,6 +140,11 @@ func bytes(at path: String) -> [UInt8] {
     FileManager.default.contents(atPath: path).map { [UInt8]($0) } ?? []
 }
 
+/// Whether the file holds exactly `data`. A Bool on purpose: `#expect(bytes(at:) ==
+/// data)` makes a failing test diff both arrays, which takes minutes for a few
+/// hundred kilobytes.
+func sameBytes(_ path: String, _ data: [UInt8]) -> Bool { bytes(at: path) == data }
+
 /// The names in a directory, sorted (hidden ones included, except dlpipe's own
 /// `.dlpipe/` folder of the run lock and state).
 func listing(_ directory: String) -> [String] {
