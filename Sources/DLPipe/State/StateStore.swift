@@ -40,11 +40,9 @@ public final class StateStore: @unchecked Sendable {
     // @unchecked: used by one thread at a time (the engine loop, or a command).
     private let db: SQLiteDatabase
     private var inTransaction = false
-    /// False when the file held no download records when it was opened (a first
-    /// run): lookups then need no query, only `keysWritten`.
+    /// False when the file held no download records when it was opened (a
+    /// first run; see `StateWriter.record`).
     private(set) var hadRecords = true
-    /// The keys this process wrote, while `hadRecords` is false.
-    private var keysWritten: Set<String> = []
     public let path: String
     static let schemaVersion = 1
 
@@ -164,7 +162,6 @@ public final class StateStore: @unchecked Sendable {
     /// Writes (inserts or replaces) a download's record into the batch.
     public func save(_ r: DownloadRecord) {
         try? begin()
-        if !hadRecords { keysWritten.insert(r.key) }
         let values: [SQLValue] = [
             .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
             SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
@@ -213,7 +210,6 @@ public final class StateStore: @unchecked Sendable {
 
     /// The record of a request, if any.
     public func record(key: String) -> DownloadRecord? {
-        if !hadRecords && !keysWritten.contains(key) { return nil }
         var found: DownloadRecord?
         try? db.query("SELECT \(Self.columns) FROM downloads WHERE key = ?", [.text(key)]) { found = Self.record($0) }
         return found
