@@ -262,6 +262,11 @@ extension EngineLoop: TransferOwner {
     /// name index was read, the download moves to the next free name (its record
     /// first), and nothing of the other program's is truncated.
     func openNewOrOwnPart(_ job: Job, keeping offset: Int64) throws(DownloadError) -> PartFile {
+        // The record naming the part file is on disk before the file: saved by
+        // every caller, and committed here unless a commit took it already
+        // (records are otherwise committed every 50 ms, and a hook's verdict can
+        // come sooner).
+        commitState()
         let fresh = !job.partFileMayExist && offset == 0
         for _ in 0..<4 {
             guard var target = job.target else { break }

@@ -48,7 +48,8 @@ final class StateWriter: @unchecked Sendable {
     /// Commits the records saved so far and waits until they are on disk. Run
     /// with `sync`, which runs the block on this thread when the state thread
     /// is idle: no hop to another thread and back while the engine waits (on a
-    /// busy machine that hop cost up to a millisecond per commit).
+    /// busy machine that hop cost up to a millisecond per commit). With nothing
+    /// pending it still waits for the commits handed over before.
     func commitAndWait() {
         let batch = pending
         pending = []
