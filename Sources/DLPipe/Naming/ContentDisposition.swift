@@ -23,7 +23,7 @@ enum ContentDisposition {
     }
 
     /// Decodes bytes as UTF-8 when valid, otherwise as ISO-8859-1 (which accepts every byte).
-    static func decodeUTF8OrLatin1(_ bytes: [UInt8]) -> String {
+    static func decodeUTF8OrLatin1(_ bytes: some Collection<UInt8>) -> String {
         if let text = String(validating: bytes, as: UTF8.self) { return text }
         var view = String.UnicodeScalarView()
         view.append(contentsOf: bytes.map { Unicode.Scalar($0) })

@@ -115,17 +115,24 @@ final class Transfer {
             return true
         }
         guard let colon = line[0..<end].firstIndex(of: 0x3A) else { return true }
-        var nameBytes = [UInt8](line[0..<colon])
-        for i in nameBytes.indices where (0x41...0x5A).contains(nameBytes[i]) { nameBytes[i] |= 0x20 }
+        var nameEnd = colon
+        while nameEnd > 0, line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09 { nameEnd -= 1 }
         var start = colon + 1
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
         var stop = end
         while stop > start, line[stop - 1] == 0x20 || line[stop - 1] == 0x09 { stop -= 1 }
-        while let last = nameBytes.last, last == 0x20 || last == 0x09 { nameBytes.removeLast() }
-        let name = String(decoding: nameBytes, as: UTF8.self)
+        // Lower-cased straight into the String's storage: most names fit a small
+        // string, so no allocation at all.
+        let name = String(unsafeUninitializedCapacity: nameEnd) { buffer in
+            for i in 0..<nameEnd {
+                let byte = line[i]
+                buffer[i] = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
+            }
+            return nameEnd
+        }
         // Values are bytes: UTF-8 when valid, else ISO-8859-1 (what old servers send
         // in Content-Disposition), never a lossy replacement.
-        let value = ContentDisposition.decodeUTF8OrLatin1(Array(line[start..<stop]))
+        let value = ContentDisposition.decodeUTF8OrLatin1(line[start..<stop])
         if let earlier = headers[name] {
             headers[name] = earlier + ", " + value
         } else {
