@@ -36,6 +36,30 @@ import Testing
             #expect(error.kind == .hook)
         }
     }
+
+    /// The shortcut for a bare name agrees with the full path: "./NAME" goes the
+    /// long way and must resolve to the same target, or fail the same way.
+    @Test func bareNamesResolveAsTheFullPathDoes() {
+        let pieces = ["a", "b.txt", ".", "..", "", "/", "x y", "\u{0}", "é", ".hidden", "dir"]
+        var checked = 0
+        for first in pieces {
+            for second in pieces {
+                let name = first + second
+                // With a "/", "./" + name means something else ("/a" is absolute,
+                // ".//a" is not); those names never take the shortcut anyway.
+                if name.contains("/") { continue }
+                let short = Result { () throws(DownloadError) in try TargetPath.resolve(root: root, directory: nil, name: name) }
+                let long = Result { () throws(DownloadError) in try TargetPath.resolve(root: root, directory: ".", name: name) }
+                switch (short, long) {
+                case (.success(let a), .success(let b)): #expect(a == b, "\(name.debugDescription)")
+                case (.failure(let a), .failure(let b)): #expect(a.kind == b.kind, "\(name.debugDescription)")
+                default: Issue.record("\(name.debugDescription): \(short) vs \(long)")
+                }
+                checked += 1
+            }
+        }
+        #expect(checked > 90)
+    }
 }
 
 extension FileManager {
@@ -43,4 +67,5 @@ extension FileManager {
     func destinationOfSymbolicLinkSafe(_ path: String) -> String {
         URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
+
 }

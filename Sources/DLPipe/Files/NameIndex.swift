@@ -53,9 +53,11 @@ final class NameIndex {
         }
     }
 
+    /// By bytes: `lastIndex(of: "/")` on the String walks Characters.
     private static func split(_ relative: String) -> (folder: String, name: String) {
-        guard let slash = relative.lastIndex(of: "/") else { return ("", relative) }
-        return (String(relative[..<slash]), String(relative[relative.index(after: slash)...]))
+        let bytes = relative.utf8
+        guard let slash = bytes.lastIndex(of: 0x2F) else { return ("", relative) }
+        return (String(relative[..<slash]), String(relative[bytes.index(after: slash)...]))
     }
 
     /// Every name in a folder; none when it cannot be read (missing, say).

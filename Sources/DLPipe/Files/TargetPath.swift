@@ -18,6 +18,13 @@ public struct TargetPath: Equatable, Sendable {
     public static func resolve(root: String, directory: String?, name: String, checkingLeaf: Bool = true)
         throws(DownloadError) -> TargetPath
     {
+        if directory?.isEmpty ?? true, isPlainFileName(name) {
+            // No folder and no separator: nothing to resolve, and no ancestor
+            // that could be a symlink (the leaf is checked below when asked).
+            let target = TargetPath(directory: "", name: name)
+            if checkingLeaf { try target.checkSymlinks(root: root) }
+            return target
+        }
         let prefix = directory.flatMap { $0.isEmpty ? nil : $0 + "/" } ?? ""
         let joined = prefix + name
         if joined.hasPrefix("/") {
@@ -44,6 +51,14 @@ public struct TargetPath: Equatable, Sendable {
         let target = TargetPath(directory: parts.joined(separator: "/"), name: String(base))
         try target.checkSymlinks(root: root, checkingLeaf: checkingLeaf)
         return target
+    }
+
+    /// A name that `resolve` would return as it is: not empty, not `.` or
+    /// `..`, without `/` or NUL.
+    static func isPlainFileName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard !bytes.isEmpty, name != ".", name != ".." else { return false }
+        return !bytes.contains { $0 == 0x2F || $0 == 0 }
     }
 
     /// The canonical absolute path (symlinks resolved) of an existing path.
