@@ -124,19 +124,7 @@ final class HeldFile: Sendable {
             file.settle(unsupported ? .unsupported : .failed("cannot create", code))
             return -1
         }
-        let written = file.bytes.withUnsafeBytes { bytes -> Bool in
-            var done = 0
-            while done < bytes.count {
-                let n = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                done += n
-            }
-            return true
-        }
-        guard written else {
+        guard file.bytes.withUnsafeBytes({ FileSystem.writeAll(descriptor, $0) }) else {
             file.settle(.failed("cannot write", errno))
             close(descriptor)
             return -1

@@ -26,18 +26,7 @@ final class PartFile {
     deinit { closeFile() }
 
     /// Writes all bytes; false with errno set when the disk refuses.
-    func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            done += n
-        }
-        return true
-    }
+    func write(_ bytes: UnsafeRawBufferPointer) -> Bool { FileSystem.writeAll(fd, bytes) }
 
     func closeFile() {
         if fd >= 0 { close(fd) }
@@ -66,6 +55,21 @@ enum FileSystem {
     }
 
     static func remove(_ path: String) { unlink(path) }
+
+    /// Writes all of `bytes` to `fd` (short writes and EINTR go on); false with
+    /// errno set when the disk refuses.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            done += n
+        }
+        return true
+    }
 
     /// Renames without ever replacing an existing file; the errno on failure.
     static func moveNoClobber(_ from: String, _ to: String) -> Int32? {
