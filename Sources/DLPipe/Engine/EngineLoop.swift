@@ -168,13 +168,7 @@ final class EngineLoop: @unchecked Sendable {
 
     private func run() {
         while !stopped {
-            // Swapped for an empty array: keeping the capacity would allocate a
-            // buffer as large as the biggest burst of commands on every turn.
-            let commands = inbox.withLock { box -> [Command] in
-                let taken = box
-                box = []
-                return taken
-            }
+            let commands = inbox.takeAll()
             for command in commands { handle(command) }
             if stopped { break }
             fireDueTimers()

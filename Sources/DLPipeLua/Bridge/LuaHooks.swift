@@ -38,11 +38,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func endOfTurn() {
-        let batch = turn.withLock { calls -> [Call] in
-            let taken = calls
-            calls = []
-            return taken
-        }
+        let batch = turn.takeAll()
         guard !batch.isEmpty else { return }
         thread.async {
             var replies: [@Sendable () -> Void] = []

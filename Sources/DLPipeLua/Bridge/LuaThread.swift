@@ -1,4 +1,5 @@
 import Foundation
+import DLPipe
 import Synchronization
 
 /// One thread that runs closures in order: the Lua state lives here and nowhere
@@ -43,11 +44,7 @@ final class LuaThread: Sendable {
     private func loop() {
         while true {
             signal.wait()
-            let batch = queue.withLock { queue in
-                let taken = queue
-                queue = []
-                return taken
-            }
+            let batch = queue.takeAll()
             for work in batch { work() }
         }
     }
