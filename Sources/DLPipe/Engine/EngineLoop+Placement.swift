@@ -74,10 +74,10 @@ extension EngineLoop {
 
     /// Makes the files waiting in `awaitingDurability` durable with one syncfs,
     /// then names each. A batch starts when it is 20 ms old, large, or nothing
-    /// else is transferring or queued, and only one syncs at a time. The syncfs runs on
-    /// `syncQueue` (it waits for every dirty page of the file system, other
-    /// programs' too, and transfers go on meanwhile), which also writes and
-    /// links the held bodies; the part files are renamed on this thread when
+    /// else is transferring or queued, and only one syncs at a time. The
+    /// syncfs runs on `syncQueue` (it waits for every dirty page of the file
+    /// system, other programs' too, and transfers go on meanwhile), which also
+    /// writes and links the held bodies; the part files are renamed on this thread when
     /// `.synced` arrives. `force` (shutdown) waits for the batch in flight and
     /// places every file still waiting, here.
     func placeDurableFiles(force: Bool = false) {
