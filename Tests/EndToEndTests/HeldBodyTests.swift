@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import DLPipe
@@ -81,5 +82,64 @@ import Testing
             #expect(owner == 65534, "\(name) belongs to the user who ran dlpipe")
         }
         #expect(run.events("finished").count == files.count)
+    }
+}
+
+/// Pause and cancel right after each small file's response, when its body is
+/// usually already whole in memory and waiting for its batch: a held body is
+/// taken back (paused: it starts again when resumed; cancelled: nothing on
+/// disk), or, once linked under its name, the download just finishes.
+@Suite struct HeldBodyControlTests {
+    @Test func pauseAndCancelRightAfterTheResponseLeaveNoTrace() async throws {
+        let server = try FaultServer()
+        let out = try TempDir.make("held-control")
+        var files: [String: [UInt8]] = [:]
+        for index in 0..<40 {
+            files["c\(index).bin"] = try server.put("c\(index).bin", randomBytes: 2000 + index, seed: UInt64(index))
+        }
+        var configuration = EngineConfiguration()
+        configuration.directory = out
+        configuration.statePath = out + "/.dlpipe/state.db"
+        configuration.concurrency = 8
+        configuration.perHost = 8
+        let engine = try DownloadEngine(configuration: configuration)
+        let paused = Mutex<Set<DownloadID>>([])
+        let asked = Mutex<Set<DownloadID>>([])
+        // Even ids are paused at their first response (and resumed at once when
+        // paused), odd ids cancelled; the observer runs on the engine thread,
+        // so each command lands in the engine's next turn.
+        engine.observe { event in
+            switch event {
+            case .response(let d, _):
+                guard asked.withLock({ $0.insert(d.id).inserted }) else { break }
+                if d.id.rawValue % 2 == 0 { engine.pause(d.id) } else { engine.cancel(d.id) }
+            case .paused(let d):
+                paused.withLock { _ = $0.insert(d.id) }
+                engine.resume(d.id)
+            default: break
+            }
+        }
+        let ids = files.keys.sorted().map { ($0, engine.add(server.url("/files/" + $0))) }
+        var finished = 0, cancelled = 0
+        for (name, id) in ids {
+            switch await engine.outcome(of: id) {
+            case .finished(let info)?:
+                finished += 1
+                #expect(sameBytes(info.path, files[name]!), "\(name)")
+                #expect(info.path == out + "/" + name)
+            case .cancelled?:
+                cancelled += 1
+                #expect(!FileManager.default.fileExists(atPath: out + "/" + name), "a cancelled \(name) leaves nothing")
+            case let other:
+                Issue.record("\(name): \(String(describing: other))")
+            }
+        }
+        _ = await engine.waitUntilDrained()
+        engine.shutdown()
+        #expect(finished + cancelled == files.count)
+        #expect(finished >= files.count / 2, "every paused download finishes after its resume")
+        #expect(!paused.withLock { $0.isEmpty }, "some pauses came in time")
+        #expect(!listing(out).contains { $0.hasSuffix(".part") }, "no part file is left")
+        for name in listing(out) { #expect(files[name] != nil, "\(name) is a file of the job") }
     }
 }
