@@ -40,10 +40,7 @@ extension EngineLoop {
                 job.partBytes = keepPart ? transfer.resumeOffset + transfer.received : 0
                 if job.validator == nil { job.partBytes = 0 }
             case .removePartFile:
-                if let target = job.target {
-                    FileSystem.remove(partPath(target))
-                    names.remove(partName(target))
-                }
+                if let target = job.target { removePart(target) }
                 job.partBytes = 0
             case .askResponseHook:
                 guard let hooks, let response = job.response else { break }
@@ -148,10 +145,7 @@ extension EngineLoop {
                 if let transfer = job.transfer, transfer.resumeOffset > 0 {
                     // Bytes resumed under the old name move with the rename; when
                     // they cannot, this attempt cannot resume: start over.
-                    if FileSystem.moveNoClobber(partPath(old), partPath(renamed)) == nil {
-                        names.remove(partName(old))
-                        names.insert(partName(renamed))
-                    } else {
+                    if move(partName(old), to: partName(renamed)) != nil {
                         job.partBytes = 0
                         job.validator = nil
                         reservedPaths.insert(renamed.relative)
@@ -159,8 +153,7 @@ extension EngineLoop {
                         return attemptFailed(job, DownloadError(.io, "cannot move the part file of \(old.relative) to \(renamed.relative); starting over"))
                     }
                 } else {
-                    FileSystem.remove(partPath(old))
-                    names.remove(partName(old))
+                    removePart(old)
                     job.partFileMayExist = false  // the new name's part file must be new
                 }
             }
@@ -218,20 +211,14 @@ extension EngineLoop {
             var moved = try TargetPath.resolve(
                 root: root, directory: directory ?? old.directory, name: name ?? old.name)
             if moved != old {
-                let folder = moved.directory.isEmpty ? root : root + "/" + moved.directory
-                if let code = FileSystem.makeDirectories(folder) {
-                    throw FileErrors.io("cannot create directory", folder, errno: code)
-                }
-                names.insertFolders(moved.directory)
+                if let error = ensureFolder(of: moved) { throw error }
                 try moved.checkSymlinks(root: root)
                 moved.name = CollisionName.firstFree(for: moved.name, in: moved.directory) {
                     output.exists(moved.directory.isEmpty ? $0 : moved.directory + "/" + $0)
                 }
-                if let code = FileSystem.moveNoClobber(finalPath(old), finalPath(moved)) {
+                if let code = move(old.relative, to: moved.relative) {
                     throw FileErrors.io("cannot move \(old.relative) to", finalPath(moved), errno: code)
                 }
-                names.remove(old.relative)
-                names.insert(moved.relative)
                 job.target = moved
                 job.result?.path = finalPath(moved)
             }
@@ -247,10 +234,7 @@ extension EngineLoop {
     /// (304) was finished by an earlier run and stays.
     private func failFinished(_ job: Job, _ error: DownloadError) {
         if let target = job.target, job.result?.unchanged != true {
-            if rename(finalPath(target), partPath(target)) == 0 {
-                names.remove(target.relative)
-                names.insert(partName(target))
-            }
+            _ = move(target.relative, to: partName(target), replacing: true)
         }
         feed(job, .finishedVerdict(.fail(error)))
     }

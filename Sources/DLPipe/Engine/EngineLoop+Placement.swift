@@ -27,8 +27,7 @@ extension EngineLoop {
         }
         let digest = transfer.hasher?.finalHex()
         if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
-            FileSystem.remove(partPath(target))
-            names.remove(partName(target))
+            removePart(target)
             job.partBytes = 0
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
@@ -93,9 +92,8 @@ extension EngineLoop {
                 waiting.compactMap(\.held), in: output, syncAnyway: true,
                 refusingLinks: configuration.heldBodies == .linksRefused)
             let batch = syncingBatch + waiting
-            syncingBatch = []
+            syncingBatch = []  // the background sync's `.synced` finds nothing left
             awaitingDurability = []
-            syncInFlight = false  // the background sync's `.synced` finds nothing left
             return settle(batch)
         }
         guard !syncInFlight, !awaitingDurability.isEmpty else { return }
@@ -108,7 +106,6 @@ extension EngineLoop {
         guard due else { return }
         syncingBatch = awaitingDurability
         awaitingDurability = []
-        syncInFlight = true
         let held = syncingBatch.compactMap(\.held)
         let refusingLinks = configuration.heldBodies == .linksRefused
         let work: @Sendable () -> Void = { [self] in
@@ -143,10 +140,7 @@ extension EngineLoop {
         // The file under this name is ours (the state says so): replace it.
         // Otherwise never clobber: someone else may have created the name
         // meanwhile, and then the next free one is taken.
-        while let code = job.ownsTarget
-            ? output.replace(partName(target), final.relative)
-            : output.moveNoClobber(partName(target), final.relative)
-        {
+        while let code = move(partName(target), to: final.relative, replacing: job.ownsTarget) {
             if code == ENOENT, !output.exists(partName(target)) {
                 // Never drop a job silently: it must still reach a terminal event.
                 return attemptFailed(job, DownloadError(.io, "the part file \(target.relative).part vanished before it could be renamed"))
@@ -163,8 +157,6 @@ extension EngineLoop {
 
     /// The file is under its final name: the download succeeded.
     private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?) {
-        if let target = job.target { names.remove(partName(target)) }
-        names.insert(final.relative)
         job.target = final
         job.partBytes = 0
         job.result = FinishedInfo(
@@ -185,6 +177,7 @@ extension EngineLoop {
         case .linked(let name):
             var final = target
             final.name = name
+            names.insert(final.relative)  // linked on the syncfs queue, which leaves the index to this thread
             if final != target {
                 reservedPaths.remove(target.relative)
                 reservedPaths.insert(final.relative)

@@ -68,7 +68,8 @@ final class EngineLoop: @unchecked Sendable {
     /// flushes every dirty page of the file system, other programs' too, and can
     /// take seconds on a busy disk. Transfers go on meanwhile.
     var syncingBatch: [Placement] = []
-    var syncInFlight = false
+    /// A batch is never empty, so one is in flight exactly while this holds one.
+    var syncInFlight: Bool { !syncingBatch.isEmpty }
     /// Whether whole bodies in memory may skip the part file (`HeldFile`): the
     /// file system has unnamed files, and the descriptor limit has room.
     var holdsWholeBodies: Bool
@@ -220,7 +221,6 @@ final class EngineLoop: @unchecked Sendable {
             pendingHookCalls -= 1
             if let code { exitCode = code }
         case .synced:
-            syncInFlight = false
             let batch = syncingBatch
             syncingBatch = []
             settle(batch)

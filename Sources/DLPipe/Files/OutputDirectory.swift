@@ -54,6 +54,11 @@ final class OutputDirectory: @unchecked Sendable {
         return try PartFile(descriptor: fd, path: absolute(relative), keeping: offset)
     }
 
+    /// Removes a file (nothing when there is none).
+    func remove(_ relative: String) {
+        _ = at(relative) { directory, path in unlinkat(directory, path, 0) }
+    }
+
     /// Renames without ever replacing an existing file; the errno on failure.
     func moveNoClobber(_ from: String, _ to: String) -> Int32? {
         let moved = at(from) { fromDirectory, fromPath in

@@ -54,8 +54,6 @@ enum FileSystem {
         return stat(path, &info) == 0 ? Int64(info.st_size) : nil
     }
 
-    static func remove(_ path: String) { unlink(path) }
-
     /// Writes all of `bytes` to `fd` (short writes and EINTR go on); false with
     /// errno set when the disk refuses.
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {

@@ -37,10 +37,7 @@ final class StateWriter: @unchecked Sendable {
         pending = []
         guard !batch.isEmpty || next != nil else { return }
         queue.async { [store] in
-            if !batch.isEmpty {
-                for record in batch { store.save(record) }
-                store.flush()
-            }
+            Self.write(batch, to: store)
             next?()
         }
     }
@@ -53,10 +50,14 @@ final class StateWriter: @unchecked Sendable {
     func commitAndWait() {
         let batch = pending
         pending = []
-        queue.sync { [store] in
-            for record in batch { store.save(record) }
-            store.flush()
-        }
+        queue.sync { [store] in Self.write(batch, to: store) }
+    }
+
+    /// Writes and commits records, on `queue`.
+    private static func write(_ batch: [DownloadRecord], to store: StateStore) {
+        guard !batch.isEmpty else { return }
+        for record in batch { store.save(record) }
+        store.flush()
     }
 
     /// Waits for everything handed to the state thread so far (and for the work
