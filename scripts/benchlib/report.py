@@ -1,6 +1,8 @@
 """Medians and the tables: printed, and kept as Markdown for docs/benchmarks.md."""
 import statistics
 
+import tools
+
 
 class Result:
     """All measured runs of one tool on one set."""
@@ -27,12 +29,13 @@ def rate(total_bytes, seconds):
 
 
 def table(results, baseline_label=None):
-    """Markdown rows; the ratio is to the fastest peer (not dlpipe), or to `baseline_label`."""
+    """Markdown rows; the ratio is to the fastest peer (not dlpipe, not a disk limit), or to
+    `baseline_label`."""
     if baseline_label:
         reference = next(r for r in results if r.label == baseline_label).wall
         reference_name = baseline_label
     else:
-        peers = [r for r in results if not r.label.startswith("dlpipe")]
+        peers = [r for r in results if not r.label.startswith("dlpipe") and not tools.is_limit(r.label)]
         fastest = min(peers, key=lambda r: r.wall)
         reference, reference_name = fastest.wall, fastest.label
     lines = ["| tool | wall (median) | CPU user+sys | peak RSS | throughput | files/s | wall / %s |" % reference_name,

@@ -16,19 +16,19 @@ class Job:
             f.write("".join('url = "%s"\n' % url for url in urls))
 
 
-def dlpipe(binary):
+def dlpipe(binary, label="dlpipe"):
     def argv(job, out):
         c = str(job.concurrency)
         return [binary, "get", "-i", job.list_file, "-d", out, "-j", c, "--per-host", c, "-q", "--progress", "none"]
-    return "dlpipe", argv
+    return label, argv
 
 
-def dlpipe_job(binary, script, label, base):
-    """The same downloads through a Lua job (set 4)."""
+def dlpipe_job(binary, script, label, base, extra=None):
+    """The same downloads through a Lua job (sets 4 and 6); `extra(job)` adds arguments."""
     def argv(job, out):
         c = str(job.concurrency)
         return [binary, "run", script, "--var", "base=" + base, "-d", out, "-j", c, "--per-host", c,
-                "-q", "--progress", "none", "--no-hooks"]
+                "-q", "--progress", "none", "--no-hooks"] + (extra(job) if extra else [])
     return label, argv
 
 
@@ -59,3 +59,35 @@ def wget2():
 
 def peers():
     return [curl(), aria2c(), wget2()]
+
+
+# -- the disk's own limits ---------------------------------------------------------
+# Not downloads: copies of the same bytes from the server's (cached) data into the
+# output directory, so every ratio can be read against what the disk allows. The
+# durable ones end when the data is on the disk, as dlpipe's runs do; the plain ones
+# leave it in the page cache, as the peers do.
+
+LIMIT_PREFIX = "disk: "
+
+
+def is_limit(label):
+    return label.startswith(LIMIT_PREFIX)
+
+
+def copy_tree(source_dir, durable):
+    """`cp -r` of a set's folder, and with `durable` a `sync -f` (syncfs) after it."""
+    script = 'cp -r "$1"/. "$2"/' + (' && sync -f "$2"' if durable else "")
+
+    def argv(job, out):
+        return ["sh", "-c", script, "sh", source_dir, out]
+    return LIMIT_PREFIX + ("cp -r + sync -f" if durable else "cp -r"), argv
+
+
+def copy_file(source, name, durable):
+    """One file: `dd conv=fsync` (durable) or `cat > file` (page cache only)."""
+    def argv(job, out):
+        target = os.path.join(out, name)
+        if durable:
+            return ["dd", "if=" + source, "of=" + target, "bs=1M", "conv=fsync", "status=none"]
+        return ["sh", "-c", 'cat "$1" > "$2"', "sh", source, target]
+    return LIMIT_PREFIX + ("dd conv=fsync" if durable else "cat > file"), argv

@@ -1,0 +1,182 @@
+"""The sets: what each downloads, who it is compared with, and the targets it must meet.
+Each target is (name, measured ratio, limit): met when the ratio is at most the limit."""
+import os
+
+import datasets
+import tools
+
+KIB, MIB = datasets.KIB, datasets.MIB
+GIB = 1024 * MIB
+
+ALL_SETS = (1, 2, 3, 4, 5, 6)
+QUICK_SETS = (1, 2, 3, 4, 5)
+
+
+def sizes(quick):
+    if quick:
+        return dict(rounds=3, small=(2000, 16 * KIB), medium=(100, 1 * MIB), large=256 * MIB,
+                    queue=(2_000, 20_000), huge_queue=200_000, queue_file=4 * KIB)
+    return dict(rounds=5, small=(2000, 16 * KIB), medium=(200, 1 * MIB), large=1 * GIB,
+                queue=(10_000, 100_000), huge_queue=1_000_000, queue_file=4 * KIB)
+
+
+def run_all(bench, server, wanted):
+    targets = []
+    if 1 in wanted or 4 in wanted:
+        count, size = bench.size["small"]
+        data, job, results = many_files(bench, server, 1, "small", count, size, 1)
+        durable = results[tools.LIMIT_PREFIX + "cp -r + sync -f"].wall
+        bound = max(results["curl --parallel"].wall, 1.1 * durable)
+        targets.append(("set 1: wall / max(curl --parallel, 1.1 x durable copy)",
+                        results["dlpipe"].wall / bound, 1.0))
+        if 4 in wanted:
+            results = handlers(bench, server, data, job)
+            targets.append(("set 4: 3 trivial handlers, wall / dlpipe get -i",
+                            results["dlpipe run, 3 handlers"].wall / results["dlpipe get -i"].wall, 1.10))
+    if 2 in wanted:
+        count, size = bench.size["medium"]
+        _, _, results = many_files(bench, server, 2, "medium", count, size, 2)
+        targets.append(("set 2: wall / durable copy (cp -r + sync -f)",
+                        results["dlpipe"].wall / results[tools.LIMIT_PREFIX + "cp -r + sync -f"].wall, 1.10))
+    if 3 in wanted:
+        results = one_large_file(bench, server)
+        targets.append(("set 3: wall / durable copy (dd conv=fsync)",
+                        results["dlpipe"].wall / results[tools.LIMIT_PREFIX + "dd conv=fsync"].wall, 1.10))
+        targets.append(("set 3: CPU / wget2's CPU", results["dlpipe"].cpu / results["wget2"].cpu, 1.0))
+        targets.append(("set 3: peak RSS / 50 MB", results["dlpipe"].rss_mib / 50, 1.0))
+    if 5 in wanted:
+        results, growth = long_queue(bench, server)
+        large = results[max(results)]
+        targets.append(("set 5: peak RSS / 100 MB at %s URLs" % format(max(results), ","), large.rss_mib / 100, 1.0))
+        targets.append(("set 5: time per URL, %s / %s URLs" % (format(max(results), ","), format(min(results), ",")),
+                        growth, 1.5))
+    if 6 in wanted:
+        for label, rss, growth in huge_queue(bench, server):
+            targets.append(("set 6: %s, peak RSS / 250 MB" % label, rss / 250, 1.0))
+            targets.append(("set 6: %s, time per URL / at %s URLs" % (label, format(bench.size["queue"][0], ",")),
+                            growth, 1.5))
+    return targets
+
+
+def dlpipes(bench):
+    """dlpipe, and the build given with --compare beside it."""
+    compared = bench.args.compare
+    return [tools.dlpipe(bench.binary)] + ([tools.dlpipe(compared, "dlpipe (compared)")] if compared else [])
+
+
+def many_files(bench, server, number, name, count, size, seed):
+    data = datasets.DataSet(bench.root, name, count, size, seed)
+    job = tools.Job(bench.work, name, [server.url(p) for p in data.paths()], 16)
+    title = "Set %d: %s files of %s, concurrency 16" % (number, format(count, ","), human(size))
+    contenders = dlpipes(bench) + tools.peers() + [
+        tools.copy_tree(data.directory, durable=False), tools.copy_tree(data.directory, durable=True)]
+    results = bench.measure_set(title, job, contenders, data.expected(), data.total_bytes, bench.size["rounds"])
+    return data, job, results
+
+
+def one_large_file(bench, server):
+    size = bench.size["large"]
+    data = datasets.DataSet(bench.root, "large", 1, size, 3)
+    job = tools.Job(bench.work, "large", [server.url(p) for p in data.paths()], 1)
+    name, source = data.expected()[0]
+    contenders = dlpipes(bench) + [tools.curl(), tools.aria2c(), tools.aria2c(split=8), tools.wget2(),
+                  tools.copy_file(source, name, durable=False), tools.copy_file(source, name, durable=True)]
+    note = ("dlpipe has no split mode (one connection per file); `aria2c -x 8` splits the file "
+            "over 8 connections and is shown for reference.")
+    rounds = max(3, bench.size["rounds"] - 2)
+    return bench.measure_set("Set 3: one file of %s" % human(size), job, contenders, data.expected(),
+                             data.total_bytes, rounds, note=note)
+
+
+def handlers(bench, server, data, job):
+    plain = os.path.join(bench.work, "plain.lua")
+    hooked = os.path.join(bench.work, "handlers.lua")
+    adds = "for _, name in ipairs({%s}) do dl.add(dl.var.base .. '/%s/' .. name) end\n" % (
+        ",".join('"%s"' % f for f in data.files), data.name)
+    with open(plain, "w") as f:
+        f.write(adds)
+    with open(hooked, "w") as f:
+        f.write(adds + "local seen, bytes, done = 0, 0, 0\n"
+                "dl.on('response', function(d, r) seen = seen + 1 end)\n"
+                "dl.on('progress', function(d, p) bytes = p.bytes end)\n"
+                "dl.on('finished', function(d, f) done = done + 1 end)\n")
+    base = server.url("")
+    label, get = tools.dlpipe(bench.binary)
+    contenders = [tools.dlpipe_job(bench.binary, hooked, "dlpipe run, 3 handlers", base),
+                  tools.dlpipe_job(bench.binary, plain, "dlpipe run, no handlers", base),
+                  ("dlpipe get -i", get)]
+    title = "Set 4: set 1 through a Lua job with trivial response/progress/finished handlers, vs the same list"
+    return bench.measure_set(title, job, contenders, data.expected(), data.total_bytes, bench.size["rounds"],
+                             baseline="dlpipe get -i")
+
+
+def long_queue(bench, server):
+    small, large = bench.size["queue"]
+    repeated = datasets.RepeatedFile(bench.root, bench.size["queue_file"], 5)
+    results = {}
+    for count in (small, large):
+        job, expected = queue_job(bench, server, repeated, count)
+        title = "Set 5: %s queued URLs of one %s file, concurrency 16" % (format(count, ","), human(repeated.size))
+        results[count] = bench.measure_set(title, job, dlpipes(bench), expected,
+                                           count * repeated.size, max(3, bench.size["rounds"] - 2),
+                                           baseline="dlpipe")["dlpipe"]
+    per_small = results[small].wall / small * 1e6
+    per_large = results[large].wall / large * 1e6
+    summary = ("Time per URL: %.1f µs at %s, %.1f µs at %s (ratio %.2f); peak RSS %.1f MB and %.1f MB." % (
+        per_small, format(small, ","), per_large, format(large, ","), per_large / per_small,
+        results[small].rss_mib, results[large].rss_mib))
+    print(summary)
+    bench.markdown += ["", summary]
+    return results, per_large / per_small
+
+
+def huge_queue(bench, server):
+    """A queue far past the rest, through `get -i` and through a job: its time per URL
+    against the smallest queue's, and its peak RSS. One round: each run takes minutes."""
+    small, huge = bench.size["queue"][0], bench.size["huge_queue"]
+    repeated = datasets.RepeatedFile(bench.root, bench.size["queue_file"], 5)
+    script = os.path.join(bench.work, "queue.lua")
+    with open(script, "w") as f:
+        f.write("dl.config{ max_downloads = tonumber(dl.var.count) }\n"
+                "local base, width = dl.var.base .. '/same/', #tostring(tonumber(dl.var.count) - 1)\n"
+                "for i = 0, tonumber(dl.var.count) - 1 do\n"
+                "  dl.add(base .. string.format('%0' .. width .. 'd.bin', i))\n"
+                "end\n")
+    label, get = tools.dlpipe(bench.binary)
+    found = []
+    for name, contender in (("dlpipe get -i", ("dlpipe get -i", get)),
+                            ("dlpipe run", tools.dlpipe_job(bench.binary, script, "dlpipe run", server.url(""),
+                                                            extra=lambda job: ["--var", "count=%d" % len(job.urls)]))):
+        per_url = {}
+        for count, rounds, warmup in ((small, 3, True), (huge, 1, False)):
+            job, expected = queue_job(bench, server, repeated, count)
+            title = "Set 6: %s, %s queued URLs of one %s file, concurrency 16" % (
+                name, format(count, ","), human(repeated.size))
+            result = bench.measure_set(title, job, [contender], expected, count * repeated.size, rounds,
+                                       baseline=name, warmup=warmup).get(name)
+            if result is None:
+                break
+            per_url[count] = (result.wall / count * 1e6, result.rss_mib)
+        if len(per_url) == 2:
+            growth = per_url[huge][0] / per_url[small][0]
+            line = "%s: %.1f µs per URL at %s, %.1f µs at %s (ratio %.2f); peak RSS %.1f MB at %s." % (
+                name, per_url[small][0], format(small, ","), per_url[huge][0], format(huge, ","), growth,
+                per_url[huge][1], format(huge, ","))
+            print(line)
+            bench.markdown += ["", line]
+            found.append((name, per_url[huge][1], growth))
+    return found
+
+
+def queue_job(bench, server, repeated, count):
+    paths = repeated.paths(count)
+    job = tools.Job(bench.work, "queue%d" % count, [server.url(p) for p in paths], 16)
+    expected = [(p.rsplit("/", 1)[1], repeated.source) for p in paths]
+    return job, expected
+
+
+def human(size):
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if size >= scale and size % scale == 0:
+            return "%d %s" % (size // scale, unit)
+    return "%d bytes" % size
