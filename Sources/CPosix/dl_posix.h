@@ -24,6 +24,13 @@ static inline int dl_renameat_noreplace(int fromDir, const char *from, int toDir
 static inline int dl_syncfs(int fd) {
     return (int)syscall(SYS_syncfs, fd);
 }
+/// Starts write-back of `length` bytes of `fd` from `offset` and returns without
+/// waiting for it (sync_file_range with SYNC_FILE_RANGE_WRITE only): the disk
+/// writes a body while the rest of it still streams, so the sync that makes it
+/// durable later finds little left to do. A hint: errors are ignored.
+static inline void dl_start_write_back(int fd, long long offset, long long length) {
+    (void)sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
+}
 /// syncfs for a directory that could not be kept open: opened for the call,
 /// or, when it cannot be opened at all, sync(2) of every file system.
 static inline int dl_syncfs_path(const char *path) {

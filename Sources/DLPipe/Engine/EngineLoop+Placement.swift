@@ -31,7 +31,7 @@ extension EngineLoop {
             job.partBytes = 0
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
-        transfer.file?.closeFile()
+        transfer.file?.finish()
         if store != nil {
             waitForDurability(Placement(job: job, size: size, digest: digest, held: nil))
             return
@@ -201,7 +201,7 @@ extension EngineLoop {
         let job = placement.job
         do throws(DownloadError) {
             let file = try openNewOrOwnPart(job, keeping: 0)
-            defer { file.closeFile() }
+            defer { file.finish() }
             guard held.bytes.withUnsafeBytes({ file.write($0) }) else {
                 throw FileErrors.io("cannot write", file.path)
             }

@@ -263,7 +263,7 @@ extension EngineLoop: TransferOwner {
             guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
             idleHandles.append(transfer.easy)
-            transfer.file?.closeFile()
+            transfer.file?.finish()
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             if job.state.phase == .awaitingVerdict, transfer.isBuffering, transfer.abortError == nil,
                 completion.code == Int(CURLE_OK.rawValue)
