@@ -38,6 +38,7 @@ enum HelpText {
           --unsafe-lua            give scripts the full Lua standard library
           --wait-lock             wait for another run in the same directory instead of exit 3
           --state FILE            keep the state here instead of DIR/.dlpipe/state.db
+                                  (a file, not a URL)
           --cacert FILE           trust the certificate authorities in FILE (PEM) for https
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors

@@ -41,7 +41,7 @@ struct RunOptions {
         }
         options.json = args.flag("--json")
         options.waitLock = args.flag("--wait-lock")
-        options.state = try args.value("--state")
+        options.state = try StateOption.take(&args)
         if let caFile = try args.value("--cacert") {
             // Checked now: curl would only say so per transfer, once per download.
             guard FileManager.default.isReadableFile(atPath: caFile) else {

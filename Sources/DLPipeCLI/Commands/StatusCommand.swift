@@ -10,7 +10,7 @@ enum StatusCommand {
             return ExitCode.ok
         }
         let json = args.flag("--json")
-        let statePath = try args.value("--state")
+        let statePath = try StateOption.take(&args)
         let positionals = try args.positionals()
         guard positionals.count <= 1 else { throw UsageError("status takes one directory", command: "status") }
         let directory = positionals.first ?? "."
