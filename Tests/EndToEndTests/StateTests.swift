@@ -100,6 +100,22 @@ import Testing
         #expect((object?["downloads"] as? [Any])?.count == 2)
     }
 
+    /// A mistyped folder is not "nothing has run here": it is a usage error
+    /// (exit 2) that says so, and nothing is created.
+    @Test func statusOfAFolderThatDoesNotExistSaysSoAndExitsTwo() async throws {
+        let missing = out + "/no-such-folder"
+        let run = try await DLPipeRun.run(["status", missing])
+        #expect(run.status == 2, "\(run.stdout) \(run.stderr)")
+        #expect(run.stderr.contains("\(missing): no such directory"), "\(run.stderr)")
+        #expect(!run.stdout.contains("no dlpipe state"))
+        #expect(!FileManager.default.fileExists(atPath: missing))
+        let json = try await DLPipeRun.run(["status", missing, "--json"])
+        #expect(json.status == 2 && json.stdout.isEmpty)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: out + "/file"))
+        let file = try await DLPipeRun.run(["status", out + "/file"])
+        #expect(file.status == 2 && file.stderr.contains("not a directory"), "\(file.stderr)")
+    }
+
     @Test func statusOfABusyDirectoryNamesTheRun() async throws {
         try server.put("big.bin", randomBytes: 300_000)
         let running = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--json"])

@@ -14,6 +14,13 @@ enum StatusCommand {
         let positionals = try args.positionals()
         guard positionals.count <= 1 else { throw UsageError("status takes one directory", command: "status") }
         let directory = positionals.first ?? "."
+        // A mistyped folder must not read as "nothing has run here" (exit 0): cron
+        // scripts that check status would take it for an empty, healthy state.
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw UsageError("\(directory): no such directory", command: "status")
+        }
+        guard isDirectory.boolValue else { throw UsageError("\(directory): not a directory", command: "status") }
         let path = statePath ?? directory + "/.dlpipe/state.db"
         let holder = runningHolder(directory)
         guard FileManager.default.fileExists(atPath: path) else {
