@@ -63,7 +63,7 @@ enum HelpText {
     static let status = """
         OVERVIEW: show what the state of an output directory holds: downloads by
         status, the failed ones with their last error, the partial ones with their
-        bytes so far, and the last runs
+        bytes on disk, and the last runs
 
         USAGE: dlpipe status [DIR] [--json] [--state FILE]
 

@@ -38,7 +38,7 @@ enum StatusCommand {
             Terminal.error("dlpipe: \(error.message)")
             return ExitCode.failed
         }
-        let records = store.records()
+        let records = BytesOnDisk.applied(to: store.records(), in: directory)
         let runs = store.runs(limit: 5)
         if json {
             print(StatusReport.json(path: path, records: records, runs: runs, holder: holder))
