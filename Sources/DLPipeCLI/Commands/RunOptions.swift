@@ -117,7 +117,7 @@ enum RunDriver {
         defer { withExtendedLifetime(lock) {} }
         let engine: DownloadEngine
         do {
-            let hooks = session?.hooks(report: { Terminal.error("dlpipe: \($0)") })
+            let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })
             engine = try DownloadEngine(configuration: configuration, hooks: hooks)
         } catch {
             Terminal.error("dlpipe: \(error.message)")
@@ -142,7 +142,7 @@ enum RunDriver {
         do {
             return try ScriptSession(options, log: { Terminal.error($0) })
         } catch {
-            Terminal.error(error.message)
+            Terminal.error(Terminal.cleanLines(error.message))
             return nil
         }
     }
