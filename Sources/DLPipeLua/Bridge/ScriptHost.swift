@@ -266,6 +266,17 @@ final class ScriptHost: @unchecked Sendable {
                 return [LuaValue(error.message)]
             }
         }
+        runtime.register("__dl.checkconfig") { args in
+            // One key of dl.config, by the rules JobSettings reads it with: the
+            // prelude raises the message at the script's line.
+            guard let key = args.first?.text, args.count > 1 else { return [] }
+            do throws(ScriptError) {
+                _ = try JobSettings([key: args[1]])
+                return []
+            } catch {
+                return [LuaValue(error.message)]
+            }
+        }
         runtime.register("__dl.sha256") { [unowned self] args in
             guard let path = args.first?.text, case .success = resolveInsideRoot(path),
                 let digest = FileDigest.sha256Hex(ofFile: path)
