@@ -330,6 +330,9 @@ final class ScriptHost: @unchecked Sendable {
         if args.count > 3, case .table(let table) = args[3] {
             for (key, value) in table { if let k = key.text, let v = value.text { headers[k] = v } }
         }
+        // Refused here, as an error of the dl.add call: a load error at the
+        // job's top level, a failure of the handler's download in a handler.
+        if let problem = HeaderField.problem(in: headers) { throw LuaCallError(problem) }
         addedCount += 1
         guard addedCount <= maxDownloads else {
             throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")
