@@ -38,6 +38,7 @@ enum HelpText {
           --unsafe-lua            give scripts the full Lua standard library
           --wait-lock             wait for another run in the same directory instead of exit 3
           --state FILE            keep the state here instead of DIR/.dlpipe/state.db
+                                  (a file, not a URL)
           --cacert FILE           trust the certificate authorities in FILE (PEM) for https
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors
@@ -62,7 +63,7 @@ enum HelpText {
     static let status = """
         OVERVIEW: show what the state of an output directory holds: downloads by
         status, the failed ones with their last error, the partial ones with their
-        bytes so far, and the last runs
+        bytes on disk, and the last runs
 
         USAGE: dlpipe status [DIR] [--json] [--state FILE]
 

@@ -30,9 +30,16 @@ private let headerTable: [(String, String?)] = [
     ("attachment; FILENAME=Report.PDF", "Report.PDF"),
     ("ATTACHMENT; FileName*=UTF-8''Mixed.txt", "Mixed.txt"),
     ("attachment; filename=\"../../etc/passwd\"", "passwd"),
-    ("attachment; filename=\"..\\..\\windows\\system32\\cmd.exe\"", "cmd.exe"),
+    // A backslash in a quoted-string escapes the next character (RFC 9110 quoted-pair), so an
+    // unescaped Windows path is one name without separators; a doubled backslash is a real one.
+    ("attachment; filename=\"..\\..\\windows\\system32\\cmd.exe\"", "windowssystem32cmd.exe"),
+    ("attachment; filename=\"..\\\\..\\\\windows\\\\system32\\\\cmd.exe\"", "cmd.exe"),
+    ("attachment; filename=\"f\\oo.html\"", "foo.html"),
+    ("attachment; filename=\"foo-%\\41.html\"", "foo-%41.html"),
+    ("attachment; filename=\"\\.\\.\\/etc\\/passwd\"", "passwd"),
     ("attachment; filename=/etc/shadow", "shadow"),
-    ("attachment; filename=\"C:\\x\\y.txt\"", "y.txt"),
+    ("attachment; filename=\"C:\\x\\y.txt\"", "C:xy.txt"),
+    ("attachment; filename=\"C:\\\\x\\\\y.txt\"", "y.txt"),
     ("attachment; filename*=UTF-8''..%2F..%2Fetc%2Fpasswd", "passwd"),
     ("attachment; filename*=UTF-8''..%5C..%5Cboot.ini", "boot.ini"),
     ("attachment; filename=%2e%2e%2fetc%2fpasswd", "%2e%2e%2fetc%2fpasswd"),  // filename= is not decoded
@@ -122,6 +129,8 @@ struct NamingTests {
     @Test func contentDispositionRawValues() {
         #expect(ContentDisposition.filename(from: "attachment; filename*=UTF-8''..%2F..%2Fetc") == "../../etc")
         #expect(ContentDisposition.filename(from: "attachment; filename=\"a\\\\b\"") == "a\\b")
+        // Unescaped before anything else: the escaped backslash is the only separator left.
+        #expect(ContentDisposition.filename(from: "attachment; filename=\"\\a\\\\b\\c\"") == "a\\bc")
         #expect(ContentDisposition.filename(fromBytes: Array("attachment; filename=\"\u{E9}.txt\"".utf8)) == "\u{E9}.txt")
         #expect(ContentDisposition.filename(fromBytes: Array("attachment; filename=\"".utf8) + [0xE9, 0x22]) == "\u{E9}")
         #expect(ContentDisposition.filename(fromBytes: []) == nil)

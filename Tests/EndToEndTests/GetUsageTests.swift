@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 /// The command line itself: help, version, usage errors.
@@ -33,6 +34,23 @@ import Testing
         let lines = run.stderr.split(separator: "\n")
         #expect(lines.count == 2, "\(args): \(run.stderr)")
         #expect(lines.last?.contains("--help") == true)
+    }
+
+    /// `--state` takes a file: a database URL would become a folder named
+    /// `postgres:` and a quiet local state. It is a usage error that names
+    /// `--queue`, and it never echoes the URL's password.
+    @Test(arguments: ["get", "run", "check", "status"], ["postgres://u:secret@127.0.0.1/q", "postgresql://127.0.0.1/q", "sqlite:///tmp/x.db"])
+    func aStateThatIsAURLIsAUsageErrorPointingToQueue(_ command: String, _ state: String) async throws {
+        let job = try LuaJob()
+        let path = try job.write("job.lua", "dl.add('http://127.0.0.1:1/x')\n")
+        let out = try TempDir.make("state-url")
+        let operand = ["get": "http://127.0.0.1:1/x", "run": path, "check": path, "status": out][command]!
+        let args = command == "status" ? [command, operand, "--state", state] : [command, operand, "-d", out, "--state", state]
+        let run = try await DLPipeRun.run(args)
+        #expect(run.status == 2, "\(args): \(run.stderr)")
+        #expect(run.stderr.contains("--queue"), "\(run.stderr)")
+        #expect(!run.stderr.contains("secret"), "\(run.stderr)")
+        #expect(listing(out).isEmpty && !FileManager.default.fileExists(atPath: out + "/.dlpipe"))
     }
 
     @Test func unsupportedSchemeFailsTheDownloadNotTheRun() async throws {

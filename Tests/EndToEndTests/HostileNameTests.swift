@@ -25,8 +25,12 @@ private let long = String(repeating: "a", count: 396) + ".pdf"
 /// path, from the bytes on the wire to the file on disk and the printed lines.
 private let cases: [(HostileSource, String?)] = [
     (.header("attachment; filename=\"../../etc/passwd\""), "passwd"),
-    (.header("attachment; filename=\"..\\..\\windows\\win.ini\""), "win.ini"),
-    (.header("attachment; filename=\"C:\\Users\\x\\evil.bat\""), "evil.bat"),
+    (.header("attachment; filename=\"..\\\\..\\\\windows\\\\win.ini\""), "win.ini"),
+    // Single backslashes are quoted-pairs (RFC 9110): unescaped, they leave one name.
+    (.header("attachment; filename=\"..\\..\\windows\\win.ini\""), "windowswin.ini"),
+    (.header("attachment; filename=\"f\\oo.html\""), "foo.html"),
+    (.header("attachment; filename=\"foo-%\\41.html\""), "foo-%41.html"),
+    (.header("attachment; filename=\"C:\\Users\\x\\evil.bat\""), "C:Usersxevil.bat"),
     (.header("attachment; filename=\"/etc/shadow\""), "shadow"),
     (.header("attachment; filename*=UTF-8''..%2F..%2Fetc%2Fpasswd"), "passwd"),
     (.header("attachment; filename=%2e%2e%2fetc%2fpasswd"), "%2e%2e%2fetc%2fpasswd"),  // filename= is not decoded

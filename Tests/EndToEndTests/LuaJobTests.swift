@@ -189,6 +189,30 @@ import Testing
         #expect(ok.stdout.contains("1 download(s) queued; handlers: finished 1"))
     }
 
+    /// A bad dl.config value is a load error at the line of the call, like any
+    /// other: exit 2, `job.lua:N: message`, and no request.
+    @Test(arguments: [
+        ("refresh = \"sometimes\"", "dl.config: refresh wants \"conditional\", \"never\" or \"always\""),
+        ("concurrency = 0", "dl.config: concurrency wants a whole number from 1 to 1000"),
+        ("per_host = 2.5", "dl.config: per_host wants a whole number"),
+        ("retries = 101", "dl.config: retries wants a whole number from 0 to 100"),
+        ("timeout = -1", "dl.config: timeout wants seconds above 0"),
+        ("budget = 0", "dl.config: budget wants seconds above 0"),
+        ("max_downloads = 0", "dl.config: max_downloads wants a whole number"),
+        ("rate = \"fast\"", "dl.config: rate wants bytes per second"),
+        ("rate = true", "dl.config: rate wants bytes per second"),
+        ("dir = 3", "config key 'dir' wants a string, not a number"),
+    ])
+    func aBadConfigValueNamesFileAndLine(_ setting: String, _ message: String) async throws {
+        let path = try job.write("job.lua", "dl.add(dl.var.base .. '/a.txt')\n\ndl.config{ \(setting) }\n")
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 2, "\(setting): \(run.stderr)")
+        #expect(run.stderr.hasPrefix("\(path):3: \(message)"), "\(setting): \(run.stderr)")
+        #expect(try server.requests(matching: "/files/").isEmpty)
+        let check = try await DLPipeRun.run(["check", path, "--no-hooks", "--var", "base=http://127.0.0.1:1"])
+        #expect(check.status == 2 && check.stderr.hasPrefix("\(path):3: \(message)"), "\(check.stderr)")
+    }
+
     @Test func aJobThatFailsToLoadMakesNoRequest() async throws {
         try job.write("job.lua", "dl.add(dl.var.base .. '/a.txt')\nerror('broken job')\n")
         let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])

@@ -82,6 +82,27 @@ import Testing
         #expect(resumed["if-range"] != nil)
     }
 
+    /// After `kill -9` mid-body the state's record still has the bytes of its
+    /// last save; status reports the part file's size, which the next run resumes from.
+    @Test func statusAfterAKillReportsThePartFilesBytes() async throws {
+        try server.put("big.bin", randomBytes: 1_000_000)
+        let url = server.url("/files/big.bin?stall=360000&stall_times=1")
+        let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
+        first.waitForLine(containing: "\"progress\"")
+        first.signal(SIGKILL)
+        #expect(first.waitForExit() == 128 + SIGKILL)
+        let onDisk = Int64(bytes(at: out + "/big.bin.part").count)
+        #expect(onDisk > 0)
+        let json = try await DLPipeRun.run(["status", out, "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        let download = (object?["downloads"] as? [[String: Any]])?.first
+        #expect(download?["status"] as? String == "partial")
+        #expect((download?["bytes"] as? NSNumber)?.int64Value == onDisk, "\(json.stdout)")
+        let text = try await DLPipeRun.run(["status", out])
+        #expect(text.stdout.contains("partial:\n  big.bin: "), "\(text.stdout)")
+        #expect(!text.stdout.contains("big.bin: 0 B"), "\(text.stdout)")
+    }
+
     @Test func statusOnAnEmptyAndAFilledDirectory() async throws {
         let empty = try await DLPipeRun.run(["status", out])
         #expect(empty.status == 0)
@@ -98,6 +119,22 @@ import Testing
         let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
         #expect(object?["finished"] as? Int == 1 && object?["failed"] as? Int == 1)
         #expect((object?["downloads"] as? [Any])?.count == 2)
+    }
+
+    /// A mistyped folder is not "nothing has run here": it is a usage error
+    /// (exit 2) that says so, and nothing is created.
+    @Test func statusOfAFolderThatDoesNotExistSaysSoAndExitsTwo() async throws {
+        let missing = out + "/no-such-folder"
+        let run = try await DLPipeRun.run(["status", missing])
+        #expect(run.status == 2, "\(run.stdout) \(run.stderr)")
+        #expect(run.stderr.contains("\(missing): no such directory"), "\(run.stderr)")
+        #expect(!run.stdout.contains("no dlpipe state"))
+        #expect(!FileManager.default.fileExists(atPath: missing))
+        let json = try await DLPipeRun.run(["status", missing, "--json"])
+        #expect(json.status == 2 && json.stdout.isEmpty)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: out + "/file"))
+        let file = try await DLPipeRun.run(["status", out + "/file"])
+        #expect(file.status == 2 && file.stderr.contains("not a directory"), "\(file.stderr)")
     }
 
     @Test func statusOfABusyDirectoryNamesTheRun() async throws {

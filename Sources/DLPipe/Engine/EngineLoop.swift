@@ -257,6 +257,16 @@ final class EngineLoop: @unchecked Sendable {
             finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
             return
         }
+        // The CLI and the Lua bridge refuse such headers before they get here;
+        // this keeps a library caller's CR LF from reaching the server as a
+        // header of its own.
+        if !request.headers.isEmpty, let problem = HeaderField.problem(in: request.headers) {
+            let job = Job(id: id, request: request, host: parts.hostPort)
+            jobs[id] = job
+            job.state.endBeforeStart(.failed)
+            finish(job, .failed(DownloadError(.hook, problem)))
+            return
+        }
         waiting[id] = WaitingRequest(request, host: parts.hostPort)
         scheduler.enqueue(id, host: parts.hostPort, priority: request.priority)
     }

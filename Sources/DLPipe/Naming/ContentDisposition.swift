@@ -63,10 +63,12 @@ enum ContentDisposition {
             if quoted {
                 i += 1
                 while i < s.count, s[i] != "\"" {
-                    // Only \" and \\ are escapes: other backslashes stay literal, because servers
-                    // send unescaped Windows paths ("C:\x\y.txt") and the separator must survive
-                    // so SafeName can cut at it (RFC 6266 §4.3 notes UAs disagree here).
-                    if s[i] == "\\", i + 1 < s.count, s[i + 1] == "\"" || s[i + 1] == "\\" { i += 1 }
+                    // A quoted-pair (RFC 9110 §5.6.4): a backslash takes the next character
+                    // literally, whatever it is, so "f\oo.html" is foo.html and "%\41" is %41.
+                    // Unescaped here, before SafeName cuts at separators: an unescaped Windows
+                    // path ("C:\x\y.txt") thus loses its backslashes and stays one name
+                    // ("C:xy.txt"), which is what the header says; only "\\" leaves a separator.
+                    if s[i] == "\\", i + 1 < s.count { i += 1 }
                     value.append(s[i])
                     i += 1
                 }

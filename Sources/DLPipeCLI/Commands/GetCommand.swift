@@ -15,12 +15,15 @@ enum GetCommand {
         let sha256 = try args.value("--sha256")
         var headers: [String: String] = [:]
         for line in try args.values("-H", "--header") {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
-                !line.contains("\n"), !line.contains("\r")
-            else {
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
                 throw UsageError("-H wants \"Name: value\", not \(line.debugDescription)", command: "get")
             }
-            headers[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = String(line[..<colon])
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            if let problem = HeaderField.problem(name: name, value: value) {
+                throw UsageError("-H: \(problem)", command: "get")
+            }
+            headers[name] = value
         }
         let options = try RunOptions.parse(&args)
         var urls = try args.positionals()

@@ -41,7 +41,7 @@ struct RunOptions {
         }
         options.json = args.flag("--json")
         options.waitLock = args.flag("--wait-lock")
-        options.state = try args.value("--state")
+        options.state = try StateOption.take(&args)
         if let caFile = try args.value("--cacert") {
             // Checked now: curl would only say so per transfer, once per download.
             guard FileManager.default.isReadableFile(atPath: caFile) else {
@@ -117,7 +117,7 @@ enum RunDriver {
         defer { withExtendedLifetime(lock) {} }
         let engine: DownloadEngine
         do {
-            let hooks = session?.hooks(report: { Terminal.error("dlpipe: \($0)") })
+            let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })
             engine = try DownloadEngine(configuration: configuration, hooks: hooks)
         } catch {
             Terminal.error("dlpipe: \(error.message)")
@@ -142,7 +142,7 @@ enum RunDriver {
         do {
             return try ScriptSession(options, log: { Terminal.error($0) })
         } catch {
-            Terminal.error(error.message)
+            Terminal.error(Terminal.cleanLines(error.message))
             return nil
         }
     }

@@ -10,10 +10,17 @@ enum StatusCommand {
             return ExitCode.ok
         }
         let json = args.flag("--json")
-        let statePath = try args.value("--state")
+        let statePath = try StateOption.take(&args)
         let positionals = try args.positionals()
         guard positionals.count <= 1 else { throw UsageError("status takes one directory", command: "status") }
         let directory = positionals.first ?? "."
+        // A mistyped folder must not read as "nothing has run here" (exit 0): cron
+        // scripts that check status would take it for an empty, healthy state.
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw UsageError("\(directory): no such directory", command: "status")
+        }
+        guard isDirectory.boolValue else { throw UsageError("\(directory): not a directory", command: "status") }
         let path = statePath ?? directory + "/.dlpipe/state.db"
         let holder = runningHolder(directory)
         guard FileManager.default.fileExists(atPath: path) else {
@@ -31,7 +38,7 @@ enum StatusCommand {
             Terminal.error("dlpipe: \(error.message)")
             return ExitCode.failed
         }
-        let records = store.records()
+        let records = BytesOnDisk.applied(to: store.records(), in: directory)
         let runs = store.runs(limit: 5)
         if json {
             print(StatusReport.json(path: path, records: records, runs: runs, holder: holder))

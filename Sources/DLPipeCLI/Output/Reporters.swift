@@ -48,13 +48,16 @@ final class LineReporter: Reporter {
             let state = f.unchanged ? "unchanged" : "finished"
             return "\(state) \(Terminal.clean(f.path)) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
         case .failed(let d, let e):
-            return "failed \(Terminal.clean(RedactedURL.text(d.url))): \(Terminal.clean(e.message)) [\(d.id), \(e.kind.rawValue)]"
+            // The id and kind end the first line; a traceback follows, indented.
+            let (message, traceback) = Terminal.cleanLinesSplit(e.message)
+            return "failed \(Terminal.clean(RedactedURL.text(d.url))): \(message) [\(d.id), \(e.kind.rawValue)]\(traceback)"
         case .skipped(let d, let reason) where !onlyFailures:
             return "skipped \(Terminal.clean(RedactedURL.text(d.url))): \(Terminal.clean(reason)) [\(d.id)]"
         case .cancelled(let d) where !onlyFailures:
             return "cancelled \(Terminal.clean(RedactedURL.text(d.url))) [\(d.id)]"
         case .retrying(let d, let e, let delay) where !onlyFailures:
-            return "retrying \(Terminal.clean(RedactedURL.text(d.url))) in \(Format.seconds(delay)): \(Terminal.clean(e.message)) [\(d.id)]"
+            let (message, more) = Terminal.cleanLinesSplit(e.message)
+            return "retrying \(Terminal.clean(RedactedURL.text(d.url))) in \(Format.seconds(delay)): \(message) [\(d.id)]\(more)"
         default:
             return nil
         }

@@ -16,6 +16,27 @@ enum Terminal {
         stderrIsTerminal && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
     }
 
+    /// A message of several lines (a handler's error and its Lua traceback) as
+    /// real lines: each cleaned (a traceback's leading tabs become two spaces
+    /// each), and every line after the first indented by four spaces, so that
+    /// no line of a message, whatever a server or script put in it, passes for
+    /// one of dlpipe's own ("finished ...", "failed ...").
+    static func cleanLines(_ text: String) -> String {
+        let (first, rest) = cleanLinesSplit(text)
+        return first + rest
+    }
+
+    /// `cleanLines`, split into the first line and the rest (empty, or a newline
+    /// and the indented lines), for a caller that ends the first line with more.
+    static func cleanLinesSplit(_ text: String) -> (first: String, rest: String) {
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        let rest = lines.dropFirst().map { line in
+            let tabs = line.prefix(while: { $0 == "\t" }).count
+            return "\n    " + String(repeating: "  ", count: tabs) + clean(String(line.dropFirst(tabs)))
+        }
+        return (clean(String(lines.first ?? "")), rest.joined())
+    }
+
     /// Text from servers or users with control characters (escape sequences) escaped.
     static func clean(_ text: String) -> String {
         var out = ""

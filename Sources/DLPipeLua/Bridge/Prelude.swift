@@ -55,15 +55,21 @@ enum Prelude {
 
     local dl = {}
 
+    -- Every mistake in dl.config is a load error at the line of the call
+    -- (script_position, which also survives `return dl.config{...}`): values
+    -- are checked here, by the same Swift rules that read them later.
     function dl.config(t)
       allowed("dl.config", { "job" })
-      if type(t) ~= "table" then error("dl.config wants a table", 2) end
+      local function refuse(message) error(script_position() .. message, 0) end
+      if type(t) ~= "table" then refuse("dl.config wants a table") end
       for k, v in pairs(t) do
         local want = CONFIG_KEYS[k]
-        if want == nil then error("unknown config key '" .. tostring(k) .. "'", 2) end
+        if want == nil then refuse("unknown config key '" .. tostring(k) .. "'") end
         if want ~= "any" and type(v) ~= want then
-          error("config key '" .. k .. "' wants a " .. want .. ", not a " .. type(v), 2)
+          refuse("config key '" .. k .. "' wants a " .. want .. ", not a " .. type(v))
         end
+        local problem = raw.checkconfig(k, v)
+        if problem then refuse(problem) end
         config[k] = v
       end
     end

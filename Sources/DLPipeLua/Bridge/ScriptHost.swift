@@ -266,6 +266,17 @@ final class ScriptHost: @unchecked Sendable {
                 return [LuaValue(error.message)]
             }
         }
+        runtime.register("__dl.checkconfig") { args in
+            // One key of dl.config, by the rules JobSettings reads it with: the
+            // prelude raises the message at the script's line.
+            guard let key = args.first?.text, args.count > 1 else { return [] }
+            do throws(ScriptError) {
+                _ = try JobSettings([key: args[1]])
+                return []
+            } catch {
+                return [LuaValue(error.message)]
+            }
+        }
         runtime.register("__dl.sha256") { [unowned self] args in
             guard let path = args.first?.text, case .success = resolveInsideRoot(path),
                 let digest = FileDigest.sha256Hex(ofFile: path)
@@ -319,6 +330,9 @@ final class ScriptHost: @unchecked Sendable {
         if args.count > 3, case .table(let table) = args[3] {
             for (key, value) in table { if let k = key.text, let v = value.text { headers[k] = v } }
         }
+        // Refused here, as an error of the dl.add call: a load error at the
+        // job's top level, a failure of the handler's download in a handler.
+        if let problem = HeaderField.problem(in: headers) { throw LuaCallError(problem) }
         addedCount += 1
         guard addedCount <= maxDownloads else {
             throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")

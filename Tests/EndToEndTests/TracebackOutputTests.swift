@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// A handler's error and its Lua traceback in human output: real lines, the
+/// traceback indented under the line it belongs to, never Swift escapes such as
+/// `\u{a}`. JSON keeps the message as it is.
+@Suite struct TracebackOutputTests {
+    let server: FaultServer
+    let job: LuaJob
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        job = try LuaJob()
+        out = try TempDir.make("traceback")
+        try server.put("a.txt", bytes: Array("alpha".utf8))
+    }
+
+    @Test func aHandlersTracebackPrintsAsIndentedLinesInRun() async throws {
+        try job.write("job.lua", """
+            dl.add(dl.var.base .. "/a.txt")
+            local function deep() local t = nil; return t.x end
+            dl.on("response", function(d, r) deep() end)
+            """)
+        let path = job.directory + "/job.lua"
+        let base = "base=\(server.url("/files"))"
+        let run = try await DLPipeRun.run(["run", path, "-d", out, "--progress", "lines", "--var", base])
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(!run.stderr.contains("\\u{"), "\(run.stderr)")
+        let lines = run.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+        let failed = try #require(lines.firstIndex { $0.hasPrefix("failed ") }, "\(run.stderr)")
+        #expect(lines[failed].hasSuffix("attempt to index a nil value (local 't') [1, hook]"), "\(lines[failed])")
+        #expect(lines[failed + 1] == "    stack traceback:", "\(run.stderr)")
+        #expect(lines[failed + 2].hasPrefix("      \(path):2: in "), "\(run.stderr)")
+        #expect(lines[failed + 3].hasPrefix("      \(path):3: in "), "\(run.stderr)")
+
+        let json = try await DLPipeRun.run(["run", path, "-d", out, "--json", "--var", base])
+        let message = json.events("failed").first?["message"] as? String ?? ""
+        #expect(message.contains("\nstack traceback:\n\t\(path):2: in "), "JSON as it was: \(message.debugDescription)")
+    }
+
+    @Test func aLoadErrorsTracebackPrintsAsIndentedLinesInCheck() async throws {
+        try job.write("job.lua", "local function f() error('broken \\027[31mred') end\nf()\n")
+        let path = job.directory + "/job.lua"
+        let run = try await DLPipeRun.run(["check", path, "--no-hooks"])
+        #expect(run.status == 2)
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.first == "\(path):1: broken \\u{1b}[31mred", "no raw escape sequence: \(run.stderr)")
+        #expect(lines.dropFirst().first == "    stack traceback:", "\(run.stderr)")
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("    ") }, "\(run.stderr)")
+        #expect(lines.contains("      \(path):2: in main chunk"), "\(run.stderr)")
+    }
+}
