@@ -3,13 +3,14 @@ Each target is (name, measured ratio, limit): met when the ratio is at most the 
 import os
 
 import datasets
+import ratecap
 import tools
 
 KIB, MIB = datasets.KIB, datasets.MIB
 GIB = 1024 * MIB
 
-ALL_SETS = (1, 2, 3, 4, 5, 6)
-QUICK_SETS = (1, 2, 3, 4, 5)
+ALL_SETS = (1, 2, 3, 4, 5, 6, 7)
+QUICK_SETS = (1, 2, 3, 4, 5, 7)
 
 
 def sizes(quick):
@@ -50,6 +51,9 @@ def run_all(bench, server, wanted):
         targets.append(("set 5: peak RSS / 100 MB at %s URLs" % format(max(results), ","), large.rss_mib / 100, 1.0))
         targets.append(("set 5: time per URL, %s / %s URLs" % (format(max(results), ","), format(min(results), ",")),
                         growth, 1.5))
+    if 7 in wanted:
+        for reading in rate_cap(bench, server):
+            targets.append(("set 7: %s, |rate / cap - 1|" % reading.label, abs(reading.ratio - 1), 0.10))
     if 6 in wanted:
         for label, rss, growth in huge_queue(bench, server):
             targets.append(("set 6: %s, peak RSS / 250 MB" % label, rss / 250, 1.0))
@@ -166,6 +170,32 @@ def huge_queue(bench, server):
             bench.markdown += ["", line]
             found.append((name, per_url[huge][1], growth))
     return found
+
+
+def rate_cap(bench, server):
+    """--rate on one download and on several at once (the cap is a total)."""
+    cap = 4 * MIB
+    seconds = 3 if bench.args.quick else 6
+    one = datasets.DataSet(bench.root, "rate-one", 1, cap * seconds, 7)
+    several = datasets.DataSet(bench.root, "rate-several", 4, cap * seconds // 4, 8)
+    print("\n== Set 7: --rate %s, one download and four at once ==" % human(cap), flush=True)
+    readings = []
+    for data, label, concurrency in ((one, "one file of %s" % human(one.size), 1),
+                                     (several, "4 files of %s at once" % human(several.size), 4)):
+        urls = [server.url(p) for p in data.paths()]
+        reading = ratecap.measure(bench.binary, bench.work, urls, cap, label, concurrency)
+        if reading.status != 0:
+            bench.failures.append("set 7, %s: exit status %d" % (label, reading.status))
+            continue
+        print("  %-26s %.2f s, %.2f MB/s after the first second (cap %.2f)" % (
+            label, reading.seconds, reading.rate / 1e6, cap / 1e6), flush=True)
+        readings.append(reading)
+    lines = ratecap.table(readings)
+    print("\n".join(lines), flush=True)
+    bench.markdown += ["", "### Set 7: --rate %s, one download and four at once" % human(cap), "",
+                       "The rate is read from dlpipe's `--json` events, stamped as they arrive, from the last "
+                       "event of the first second to the end of the run.", ""] + lines
+    return readings
 
 
 def queue_job(bench, server, repeated, count):
