@@ -1,4 +1,5 @@
 internal import CPosix
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,10 +54,21 @@ final class PartFile {
         closeFile()
     }
 
+    /// Asks for write-back on a queue of its own, through a duplicate of the
+    /// descriptor (the part file may be closed meanwhile): sync_file_range
+    /// blocks while the disk's request queue is full (up to 50 ms seen here),
+    /// which on this thread would stall every transfer.
     private func startWriteBack() {
-        dl_start_write_back(fd, writeBackAsked, end - writeBackAsked)
+        let (offset, length) = (writeBackAsked, end - writeBackAsked)
         writeBackAsked = end
+        let copy = dup(fd)
+        guard copy >= 0 else { return }  // only a hint: the batch's sync still writes it
+        Self.writeBackQueue.async {
+            dl_start_write_back(copy, offset, length)
+            close(copy)
+        }
     }
+    private static let writeBackQueue = DispatchQueue(label: "dlpipe-write-back")
 
     func closeFile() {
         if fd >= 0 { close(fd) }
