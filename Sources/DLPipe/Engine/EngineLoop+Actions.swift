@@ -249,7 +249,8 @@ extension EngineLoop {
         nextProgressTick = now + min(configuration.progressInterval, configuration.timeout / 4)
         var stalled: [Transfer] = []
         for transfer in transfers.values {
-            if transfer.activity != transfer.watchedActivity || transfer.holding {
+            // Waiting for a hook or for the speed cap is not a stall.
+            if transfer.activity != transfer.watchedActivity || transfer.holding || transfer.pacing == .waiting {
                 transfer.watchedActivity = transfer.activity
                 transfer.lastActiveAt = now
             } else if now - transfer.lastActiveAt >= configuration.timeout {
