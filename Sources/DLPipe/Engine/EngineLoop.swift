@@ -10,6 +10,8 @@ final class EngineLoop: @unchecked Sendable {
 
     enum Command {
         case add(DownloadID, DownloadRequest)
+        /// Several adds in one command: all are queued before the next start.
+        case addAll([(DownloadID, DownloadRequest)])
         case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
         case fail(DownloadID, DownloadError)
         case responseVerdict(DownloadID, ResponseVerdict)
@@ -202,6 +204,7 @@ final class EngineLoop: @unchecked Sendable {
     private func handle(_ command: Command) {
         switch command {
         case .add(let id, let request): add(id, request)
+        case .addAll(let requests): for (id, request) in requests { add(id, request) }
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
         case .cancel(let id): feed(id, .cancel)
