@@ -73,6 +73,10 @@ extension EngineLoop: TransferOwner {
                 return .abort
             }
             transfer.notModified = true
+            // A 304 need not name the type (RFC 9110 15.4.5); when it does, it is
+            // the current one, else the state's stays.
+            let type = MediaType.essence(headers["content-type"])
+            if !type.isEmpty { job.knownType = type }
             return .discard
         }
         if (300..<400).contains(status), headers["location"] != nil {
@@ -326,8 +330,7 @@ extension EngineLoop: TransferOwner {
         guard let target = job.target else { return }
         let path = finalPath(target)
         job.result = FinishedInfo(
-            path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256,
-            type: MediaType.essence(job.response?.headers["content-type"]),
+            path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256, type: job.knownType ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }

@@ -52,6 +52,9 @@ final class Job {
     var knownSHA256: String?
     /// The state's count of attempts before this run.
     var earlierAttempts = 0
+    /// The media type the state recorded for the file on disk: `f.type` when
+    /// the file is kept (a 304 that names none, refresh "never").
+    var knownType: String?
     /// Monotonic seconds when the first attempt started.
     var startedAt: Double?
     /// Progress bookkeeping: the bytes and time of the last report, and the rate.
