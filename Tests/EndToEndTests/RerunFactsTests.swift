@@ -1,9 +1,10 @@
+import DLPipe
 import Foundation
 import Testing
 
 /// What a re-run reports about files it keeps (a 304, refresh "never"): the
 /// media type and checksum the state remembers, so that a job's handlers see
-/// the same facts as on the first run.
+/// the same facts as on the first run; and the state's own counts.
 @Suite struct RerunFactsTests {
     let server: FaultServer
     let job: LuaJob
@@ -61,5 +62,37 @@ import Testing
         let types = second.events("finished").map { $0["type"] as? String ?? "?" }.sorted()
         #expect(types == ["application/octet-stream", "text/html"], "\(second.stdout)")
         #expect(try server.requests(matching: "/files/").count == 2, "never asked again")
+    }
+
+    /// A digest a handler computed (`f.sha256`, no `sha256=` given) is kept in
+    /// the state, and an unchanged file reports it on the next run.
+    @Test func aComputedChecksumIsKeptAndReportedOnAReRun() async throws {
+        try job.write("hash.lua", """
+            dl.add(dl.var.url)
+            dl.on("finished", function(d, f) dl.log("sha", f.sha256) end)
+            """)
+        let url = server.url("/files/b.bin")
+        let expected = sha256Hex(bytes(at: server.root + "/b.bin"))
+        let first = try await job.run("hash.lua", out: out, ["--var", "url=\(url)"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains(expected))
+        let record = try StateStore(path: out + "/.dlpipe/state.db").records().first
+        #expect(record?.sha256 == expected)
+        let second = try await DLPipeRun.run(["get", url, "-d", out, "--json"])
+        let finished = second.events("finished").first
+        #expect(finished?["unchanged"] as? Bool == true)
+        #expect(finished?["sha256"] as? String == expected, "\(second.stdout)")
+    }
+
+    /// `attempts` is the count of the run that last touched the download: one
+    /// retry in the first run makes 2, a clean second run makes 1 (not 3).
+    @Test func attemptsCountPerRun() async throws {
+        let url = server.url("/files/a.txt?fail_times=1&status=503&retry_after=0")
+        let first = try await DLPipeRun.run(["get", url, "-d", out, "-q"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try StateStore(path: out + "/.dlpipe/state.db").records().first?.attempts == 2)
+        let second = try await DLPipeRun.run(["get", url, "-d", out, "--json"])
+        #expect(second.events("finished").first?["unchanged"] as? Bool == true)
+        #expect(try StateStore(path: out + "/.dlpipe/state.db").records().first?.attempts == 1)
     }
 }
