@@ -122,7 +122,7 @@ public final class ScriptSession: @unchecked Sendable {
 
     /// Connects the scripts to the running engine and queues what they added at load.
     public func start(with engine: DownloadEngine) {
-        thread.sync { [host] in
+        _ = thread.sync { [host] in
             host.engine = engine
             host.root = engine.directory
             // All at once: a download added first must not start before one of
