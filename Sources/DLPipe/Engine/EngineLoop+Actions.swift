@@ -204,7 +204,8 @@ extension EngineLoop {
     func applyFinishedVerdict(_ id: DownloadID, _ verdict: FinishedVerdict) {
         guard let job = jobs[id], job.state.phase == .finalizing else { return }
         if case .fail(let error) = verdict { return failFinished(job, error) }
-        guard case .keep(let name, let directory) = verdict, name != nil || directory != nil,
+        if case .keep(_, _, let digest?) = verdict, job.result?.sha256 == nil { job.result?.sha256 = digest }
+        guard case .keep(let name, let directory, _) = verdict, name != nil || directory != nil,
             let old = job.target
         else { return feed(job, .finishedVerdict(verdict)) }
         do throws(DownloadError) {
@@ -249,7 +250,8 @@ extension EngineLoop {
         nextProgressTick = now + min(configuration.progressInterval, configuration.timeout / 4)
         var stalled: [Transfer] = []
         for transfer in transfers.values {
-            if transfer.activity != transfer.watchedActivity || transfer.holding {
+            // Waiting for a hook or for the speed cap is not a stall.
+            if transfer.activity != transfer.watchedActivity || transfer.holding || transfer.pacing == .waiting {
                 transfer.watchedActivity = transfer.activity
                 transfer.lastActiveAt = now
             } else if now - transfer.lastActiveAt >= configuration.timeout {

@@ -14,8 +14,8 @@ extension EngineLoop {
             let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
             !reservedPaths.contains(target.relative)  // another download of this run has it
         else { return false }
-        job.earlierAttempts = record.attempts
         job.knownSHA256 = record.sha256
+        job.knownType = record.mediaType
         let final = finalPath(target)
         let part = partPath(target)
         let finalSize = FileSystem.size(final)
@@ -32,7 +32,8 @@ extension EngineLoop {
             switch configuration.refresh {
             case .never:
                 job.result = FinishedInfo(
-                    path: final, bytes: finalSize ?? 0, sha256: record.sha256, type: "", seconds: 0, unchanged: true)
+                    path: final, bytes: finalSize ?? 0, sha256: record.sha256, type: record.mediaType ?? "",
+                    seconds: 0, unchanged: true)
                 job.state.endBeforeStart(.finished)
                 finish(job, .finished(job.result!))
                 return true
@@ -78,7 +79,7 @@ extension EngineLoop {
             bytes: status == .finished ? (job.result?.bytes ?? 0) : job.bytes,
             total: job.response?.length ?? job.result?.bytes ?? total,
             etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,
-            sha256: job.result?.sha256, attempts: job.earlierAttempts + job.state.attempt,
+            sha256: job.result?.sha256, mediaType: job.response?.type ?? job.knownType, attempts: job.state.attempt,
             lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0))
     }
 

@@ -23,8 +23,10 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.timeout * 1000))
         if let caFile = configuration.caFile { easy.set(CURLOPT_CAINFO, caFile) }
         // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
-        // fewer write(2) calls per megabyte on fast links.
-        easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+        // fewer write(2) calls per megabyte on fast links. Under a speed cap, a
+        // smaller one, so that the pacer's steps stay small.
+        easy.set(CURLOPT_BUFFERSIZE, pacer?.chunkSize ?? 256 * 1024)
+        transfer.pacer = pacer
         var lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
         if let conditional = job.conditional, job.partBytes == 0 {
             if let etag = conditional.etag { lines.append("If-None-Match: \(etag)") }
@@ -42,7 +44,6 @@ extension EngineLoop: TransferOwner {
         transfers[easy.handle] = transfer
         job.transfer = transfer
         multi.add(easy)
-        applyRateLimit()
     }
 
     /// The caller's headers, minus credentials once a redirect left the first host.
@@ -52,15 +53,6 @@ extension EngineLoop: TransferOwner {
         return job.request.headers.sorted { $0.key < $1.key }.compactMap { name, value in
             if !sameHost && credentials.contains(name.lowercased()) { return nil }
             return "\(name): \(value)"
-        }
-    }
-
-    /// Splits the global rate limit evenly over the running transfers.
-    func applyRateLimit() {
-        guard let limit = configuration.rateLimit, !transfers.isEmpty else { return }
-        let share = max(1, limit / transfers.count)
-        for transfer in transfers.values {
-            transfer.easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: Int64(share))
         }
     }
 
@@ -81,6 +73,10 @@ extension EngineLoop: TransferOwner {
                 return .abort
             }
             transfer.notModified = true
+            // A 304 need not name the type (RFC 9110 15.4.5); when it does, it is
+            // the current one, else the state's stays.
+            let type = MediaType.essence(headers["content-type"])
+            if !type.isEmpty { job.knownType = type }
             return .discard
         }
         if (300..<400).contains(status), headers["location"] != nil {
@@ -279,7 +275,6 @@ extension EngineLoop: TransferOwner {
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
         }
-        if !done.isEmpty { applyRateLimit() }
         return done.count
     }
 
@@ -335,8 +330,7 @@ extension EngineLoop: TransferOwner {
         guard let target = job.target else { return }
         let path = finalPath(target)
         job.result = FinishedInfo(
-            path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256,
-            type: MediaType.essence(job.response?.headers["content-type"]),
+            path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256, type: job.knownType ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }

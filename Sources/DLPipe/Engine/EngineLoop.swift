@@ -10,6 +10,8 @@ final class EngineLoop: @unchecked Sendable {
 
     enum Command {
         case add(DownloadID, DownloadRequest)
+        /// Several adds in one command: all are queued before the next start.
+        case addAll([(DownloadID, DownloadRequest)])
         case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
         case fail(DownloadID, DownloadError)
         case responseVerdict(DownloadID, ResponseVerdict)
@@ -31,6 +33,8 @@ final class EngineLoop: @unchecked Sendable {
     let interests: HookInterests
     let events: EventHub
     let policy: RetryPolicy
+    /// The speed cap shared by every transfer; nil (no cost at all) without one.
+    let pacer: RatePacer?
     /// The state, written on a thread of its own; nil runs without state.
     let store: StateWriter?
     var runID: Int64 = 0
@@ -115,6 +119,7 @@ final class EngineLoop: @unchecked Sendable {
         self.policy = RetryPolicy(
             retries: configuration.retries, base: configuration.backoffBase,
             cap: configuration.backoffCap)
+        self.pacer = configuration.rateLimit.map { RatePacer(bytesPerSecond: $0) }
         self.multi = CurlMulti()
         self.output = OutputDirectory(root: root)
         self.names = NameIndex(output: output)
@@ -174,6 +179,7 @@ final class EngineLoop: @unchecked Sendable {
             if stopped { break }
             fireDueTimers()
             startQueued()
+            releasePacedTransfers()
             let activeAfterStart = scheduler.active
             multi.perform()
             let done = multi.completions()
@@ -198,6 +204,7 @@ final class EngineLoop: @unchecked Sendable {
     private func handle(_ command: Command) {
         switch command {
         case .add(let id, let request): add(id, request)
+        case .addAll(let requests): for (id, request) in requests { add(id, request) }
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
         case .cancel(let id): feed(id, .cancel)
@@ -315,6 +322,7 @@ final class EngineLoop: @unchecked Sendable {
         let now = EngineLoop.now()
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
+        if let release = pacer?.secondsUntilRelease() { wait = min(wait, release) }
         if !awaitingDurability.isEmpty && !syncInFlight { wait = min(wait, durabilityBatchStarted + 0.02 - now) }
         if let store, store.pendingCount > 0 { wait = min(wait, lastStateCommit + EngineLoop.stateCommitInterval - now) }
         return max(0, Int((wait * 1000).rounded(.up)))

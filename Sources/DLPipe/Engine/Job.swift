@@ -50,8 +50,9 @@ final class Job {
     var receivedThisRun: Int64 = 0
     /// The SHA-256 the state recorded for the file on disk (reported on a 304).
     var knownSHA256: String?
-    /// The state's count of attempts before this run.
-    var earlierAttempts = 0
+    /// The media type the state recorded for the file on disk: `f.type` when
+    /// the file is kept (a 304 that names none, refresh "never").
+    var knownType: String?
     /// Monotonic seconds when the first attempt started.
     var startedAt: Double?
     /// Progress bookkeeping: the bytes and time of the last report, and the rate.

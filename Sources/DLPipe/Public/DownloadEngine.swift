@@ -70,6 +70,32 @@ public final class DownloadEngine: Sendable {
         }
     }
 
+    /// Queues several downloads at once and returns their ids, in order (a
+    /// repeat gets the first id back, as with `add`). They all reach the queue
+    /// in one step, before any of them starts, so their priorities order them
+    /// from the first free slot on: one by one, the first could take a slot
+    /// before a more urgent one was even queued.
+    @discardableResult
+    public func add(contentsOf requests: some Sequence<DownloadRequest>) -> [DownloadID] {
+        known.withLock { known in
+            var ids: [DownloadID] = []
+            var new: [(DownloadID, DownloadRequest)] = []
+            for request in requests {
+                if let id = known[request.deduplicationKey] {
+                    ids.append(id)
+                    continue
+                }
+                let id = DownloadID(known.count + 1)
+                known[request.deduplicationKey] = id
+                ids.append(id)
+                new.append((id, request))
+            }
+            // Posted under the lock so the loop sees ids in order.
+            if !new.isEmpty { loop.post(.addAll(new)) }
+            return ids
+        }
+    }
+
     /// Ends a download as failed (a hook that broke, for example), stopping its transfer.
     public func fail(_ id: DownloadID, _ error: DownloadError) { loop.post(.fail(id, error)) }
 

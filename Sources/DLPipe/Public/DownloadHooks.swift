@@ -11,7 +11,9 @@ public enum ResponseVerdict: Sendable, Hashable {
 /// What a `finished` hook decided.
 public enum FinishedVerdict: Sendable, Hashable {
     /// Keep the file where it is, or move it when a name or directory is given.
-    case keep(name: String? = nil, directory: String? = nil)
+    /// `sha256` is the file's digest when the hook computed it (a handler read
+    /// `f.sha256`): the state keeps it, and a later run reports it unchanged.
+    case keep(name: String? = nil, directory: String? = nil, sha256: String? = nil)
     /// The hook failed: the download fails with kind `hook` (the file stays).
     case fail(DownloadError)
 }

@@ -14,6 +14,10 @@ public struct DownloadRecord: Sendable, Hashable {
     public var etag: String?
     public var lastModified: String?
     public var sha256: String?
+    /// The media type of the file's last 200 (`f.type` when a later run keeps
+    /// the file: a 304, or refresh "never").
+    public var mediaType: String?
+    /// Attempts in the run that last touched the download.
     public var attempts: Int
     public var lastError: String?
     public var updatedAt: Double
@@ -44,7 +48,13 @@ public final class StateStore: @unchecked Sendable {
     /// first run; see `StateWriter.record`).
     private(set) var hadRecords = true
     public let path: String
-    static let schemaVersion = 1
+    static let schemaVersion = 2
+    /// What brings a file of version N - 1 to version N, by N. Each runs in a
+    /// transaction that also bumps `schema_version`, so a file is never half
+    /// migrated.
+    private static let migrations: [Int: String] = [
+        2: "ALTER TABLE downloads ADD COLUMN media_type TEXT;",
+    ]
 
     /// A state file that cannot be used; nothing is deleted.
     public struct Failure: Error, Sendable, CustomStringConvertible {
@@ -105,9 +115,29 @@ public final class StateStore: @unchecked Sendable {
         guard version >= 1, version <= Self.schemaVersion else {
             throw Failure(message: "\(path) has state schema version \(version); this dlpipe knows 1 to \(Self.schemaVersion)")
         }
-        // Later versions add their migrations here, each in a transaction that
-        // also bumps schema_version.
+        try migrate(from: version)
         return tables
+    }
+
+    /// Brings a state file of an older version up to this one. Run inside
+    /// BEGIN IMMEDIATE, which waits for another connection's migration, and
+    /// reads the version again there, so two openers never migrate twice.
+    private func migrate(from version: Int) throws {
+        guard version < Self.schemaVersion else { return }
+        try db.execute("BEGIN IMMEDIATE;")
+        do {
+            var current = version
+            try db.query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { current = Int($0.text(0) ?? "") ?? current }
+            while current < Self.schemaVersion {
+                current += 1
+                try db.execute(Self.migrations[current]!)
+                try db.execute("UPDATE dlpipe_meta SET value = '\(current)' WHERE key = 'schema_version';")
+            }
+            try db.execute("COMMIT;")
+        } catch {
+            try? db.execute("ROLLBACK;")
+            throw error
+        }
     }
 
     /// Creates the tables of a new state file.
@@ -120,12 +150,12 @@ public final class StateStore: @unchecked Sendable {
         try db.execute("""
             BEGIN;
             CREATE TABLE dlpipe_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-            INSERT INTO dlpipe_meta VALUES ('schema_version', '1');
+            INSERT INTO dlpipe_meta VALUES ('schema_version', '\(Self.schemaVersion)');
             CREATE TABLE downloads(
               key TEXT PRIMARY KEY, url TEXT NOT NULL, target TEXT, status TEXT NOT NULL,
               bytes INTEGER NOT NULL DEFAULT 0, total INTEGER, etag TEXT, last_modified TEXT,
               sha256 TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
-              updated_at REAL NOT NULL) WITHOUT ROWID;
+              updated_at REAL NOT NULL, media_type TEXT) WITHOUT ROWID;
             CREATE TABLE runs(
               id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, pid INTEGER NOT NULL,
               finished INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
@@ -165,7 +195,8 @@ public final class StateStore: @unchecked Sendable {
         let values: [SQLValue] = [
             .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
             SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
-            .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970), .text(r.key),
+            .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970),
+            SQLValue(r.mediaType), .text(r.key),
         ]
         // An UPDATE in place when the record exists (every download's second
         // write): INSERT OR REPLACE would delete and re-insert the row and both
@@ -175,13 +206,15 @@ public final class StateStore: @unchecked Sendable {
         do throws(SQLiteDatabase.Failure) {
             try db.query("""
                 UPDATE downloads SET url = ?, target = ?, status = ?, bytes = ?, total = ?, etag = ?,
-                last_modified = ?, sha256 = ?, attempts = ?, last_error = ?, updated_at = ? WHERE key = ?
+                last_modified = ?, sha256 = ?, attempts = ?, last_error = ?, updated_at = ?, media_type = ?
+                WHERE key = ?
                 """, values)
             if db.changes == 0 {
                 try db.query("""
                     INSERT INTO downloads
-                    (url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, key)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    (url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at,
+                     media_type, key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, values)
             }
         } catch {}
@@ -247,13 +280,14 @@ public final class StateStore: @unchecked Sendable {
         flush()
     }
 
-    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at"
+    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type"
 
     private static func record(_ row: SQLRow) -> DownloadRecord {
         DownloadRecord(
             key: row.text(0) ?? "", url: row.text(1) ?? "", target: row.text(2),
             status: DownloadRecord.Status(rawValue: row.text(3) ?? "") ?? .failed, bytes: row.int(4) ?? 0,
             total: row.int(5), etag: row.text(6), lastModified: row.text(7), sha256: row.text(8),
-            attempts: Int(row.int(9) ?? 0), lastError: row.text(10), updatedAt: row.real(11) ?? 0)
+            mediaType: row.text(12), attempts: Int(row.int(9) ?? 0), lastError: row.text(10),
+            updatedAt: row.real(11) ?? 0)
     }
 }

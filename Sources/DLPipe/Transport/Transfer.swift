@@ -39,6 +39,10 @@ final class Transfer {
     var bodyDecided = false
     /// While true the write callback keeps pausing.
     var holding = false
+    /// The run's speed cap, when it has one (shared by every transfer).
+    var pacer: RatePacer?
+    /// Where this transfer stands with the pacer (paused in its line or not).
+    var pacing = Pacing.free
     /// Body bytes kept in memory while the part file waits for the state commit.
     private(set) var buffered: [UInt8]?
     static let maxBufferedBytes = 256 * 1024
@@ -157,8 +161,18 @@ final class Transfer {
         return pending.withUnsafeBytes { store($0) }
     }
 
-    /// Body bytes: to the part file (and the hasher), or a pause, or a stop.
+    /// Body bytes, first through the speed cap when the run has one.
     fileprivate func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard let pacer else { return take(bytes) }
+        guard pacer.admits(self) else { return dl_writefunc_pause() }
+        let taken = take(bytes)
+        // Only bytes taken count: a chunk paused for another reason comes again.
+        if taken == bytes.count { pacer.spent(taken) }
+        return taken
+    }
+
+    /// Body bytes: to the part file (and the hasher), or a pause, or a stop.
+    private func take(_ bytes: UnsafeRawBufferPointer) -> Int {
         if !bodyDecided {
             bodyDecided = true
             switch owner.bodyStarts(self) {

@@ -82,7 +82,9 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
             if let error = outcome.error {
                 verdict = .fail(DownloadError(.hook, error.message))
             } else {
-                verdict = outcome.renamed ? .keep(name: outcome.name, directory: outcome.directory ?? "") : .keep()
+                let digest = host.takeComputedDigest(of: result.path)
+                verdict = outcome.renamed
+                    ? .keep(name: outcome.name, directory: outcome.directory ?? "", sha256: digest) : .keep(sha256: digest)
             }
             replies.append { reply(verdict) }
         }

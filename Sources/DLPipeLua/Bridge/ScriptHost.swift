@@ -69,6 +69,9 @@ final class ScriptHost: @unchecked Sendable {
     var maxDownloads = 250_000
     private var store: StateStore?
     private let log: @Sendable (String) -> Void
+    /// Digests that handlers computed (`f.sha256`), by path, until the
+    /// finished event's verdict takes them to the engine's state.
+    private var computedDigests: [String: String] = [:]
 
     init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String],
          log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
@@ -201,6 +204,14 @@ final class ScriptHost: @unchecked Sendable {
         }
     }
 
+    /// The digest a handler computed for `path` during the event just
+    /// dispatched, if any. Clears the others: a digest of another path came
+    /// from an `f` kept past its event, and nobody would take it.
+    func takeComputedDigest(of path: String) -> String? {
+        defer { computedDigests.removeAll() }
+        return computedDigests[path]
+    }
+
     // MARK: primitives behind the dl API
 
     private func registerPrimitives() {
@@ -281,6 +292,7 @@ final class ScriptHost: @unchecked Sendable {
             guard let path = args.first?.text, case .success = resolveInsideRoot(path),
                 let digest = FileDigest.sha256Hex(ofFile: path)
             else { return [.nil_] }
+            computedDigests[path] = digest
             return [LuaValue(digest)]
         }
         runtime.register("__dl.resolve") { args throws(LuaCallError) in

@@ -122,11 +122,13 @@ public final class ScriptSession: @unchecked Sendable {
 
     /// Connects the scripts to the running engine and queues what they added at load.
     public func start(with engine: DownloadEngine) {
-        thread.sync { [host] in
+        _ = thread.sync { [host] in
             host.engine = engine
             host.root = engine.directory
-            for (index, request) in host.pending.enumerated() {
-                let id = engine.add(request)
+            // All at once: a download added first must not start before one of
+            // a higher priority added after it is even queued.
+            let ids = engine.add(contentsOf: host.pending)
+            for (index, id) in ids.enumerated() {
                 precondition(id.rawValue == index + 1, "ids of downloads added at load must match")
             }
             return true
