@@ -73,10 +73,15 @@ final class Subprocess: @unchecked Sendable {
     }
 
     /// Reads one line of stdout (blocking), without the newline; nil at EOF.
-    func readStdoutLine() -> String? {
+    func readStdoutLine() -> String? { readLine(stdoutFD) }
+
+    /// Reads one line of stderr (blocking), without the newline; nil at EOF.
+    func readStderrLine() -> String? { readLine(stderrFD) }
+
+    private func readLine(_ fd: Int32) -> String? {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
-        while read(stdoutFD, &byte, 1) == 1 {
+        while read(fd, &byte, 1) == 1 {
             if byte == 10 { return String(decoding: bytes, as: UTF8.self) }
             bytes.append(byte)
         }
