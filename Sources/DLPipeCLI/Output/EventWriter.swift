@@ -100,13 +100,8 @@ final class EventWriter: Sendable {
 
     private func flush(_ bytes: inout [UInt8]) {
         guard !bytes.isEmpty else { return }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }  // the reader is gone: nothing more can be said
-            done += n
-        }
+        // A reader that is gone can be told nothing more: the bytes are dropped.
+        _ = bytes.withUnsafeBytes { FileSystemOut.writeAll(descriptor, $0) }
         bytes.removeAll(keepingCapacity: true)
     }
 }

@@ -104,6 +104,12 @@ final class Subprocess: @unchecked Sendable {
     /// Reads stdout and stderr to their ends (on two threads, so neither pipe
     /// fills up), then reaps the child.
     func finish() -> (status: Int32, stdout: String, stderr: String) {
+        let (status, out, err) = finishBytes()
+        return (status, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+
+    /// `finish`, with stdout and stderr as bytes (a body written to stdout).
+    func finishBytes() -> (status: Int32, stdout: [UInt8], stderr: [UInt8]) {
         let group = DispatchGroup()
         let out = Box()
         let err = Box()
@@ -115,8 +121,7 @@ final class Subprocess: @unchecked Sendable {
             }
         }
         group.wait()
-        let status = waitForExit()
-        return (status, String(decoding: out.data, as: UTF8.self), String(decoding: err.data, as: UTF8.self))
+        return (waitForExit(), out.data, err.data)
     }
 
     /// Waits for the child; its exit code, or 128 + signal.
