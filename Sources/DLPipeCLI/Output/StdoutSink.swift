@@ -111,9 +111,12 @@ final class StdoutSink: Sendable {
         done.signal()
     }
 
-    /// Copies what the file holds past what was copied.
+    /// Copies what the file holds past what was copied, until the stream
+    /// breaks: the flag is set (on the engine thread, in the `retrying` event)
+    /// before a retry can append a byte, so checking it before each read keeps
+    /// every byte of another attempt off stdout.
     private func copyAvailable(from fd: Int32, buffer: inout [UInt8]) {
-        while true {
+        while progress.withLock({ $0.failure == nil }) {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return }
