@@ -93,7 +93,11 @@ enum HelpText {
 
         OPTIONS:
           -i, --input FILE        read URLs from FILE, one a line (- for stdin; # comments)
-          -o, --output NAME       the file name (one URL only)
+          -o, --output FILE       where the file goes (one URL only): a bare NAME goes
+                                  under -d, a path with a / is the file itself (the
+                                  state and lock stay those of -d), - is stdout (not
+                                  with --json); an existing file dlpipe did not place
+                                  is never replaced (exit 2, before any request)
           --sha256 HEX            expected SHA-256 of the file (one URL only)
           -H, --header "N: V"     an extra request header (Authorization and Cookie are
                                   not sent after a redirect to another host)

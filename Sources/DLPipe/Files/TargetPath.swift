@@ -18,6 +18,10 @@ public struct TargetPath: Equatable, Sendable {
     public static func resolve(root: String, directory: String?, name: String, checkingLeaf: Bool = true)
         throws(DownloadError) -> TargetPath
     {
+        // An absolute directory that is the root itself is the root: how the
+        // command line's `-o /folder/name` names a file of a folder outside
+        // `-d` (whose root that folder becomes) by its whole path.
+        let directory = directory == root ? "" : directory
         if directory?.isEmpty ?? true, isPlainFileName(name) {
             // No folder and no separator: nothing to resolve, and no ancestor
             // that could be a symlink (the leaf is checked below when asked).

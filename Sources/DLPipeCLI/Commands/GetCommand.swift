@@ -25,7 +25,7 @@ enum GetCommand {
             }
             headers[name] = value
         }
-        let options = try RunOptions.parse(&args)
+        var options = try RunOptions.parse(&args)
         var urls = try args.positionals()
         for input in inputs { urls += try URLList.read(input) }
         guard !urls.isEmpty else { throw UsageError("no URL given", command: "get") }
@@ -35,18 +35,32 @@ enum GetCommand {
         if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
             throw UsageError("--sha256 wants 64 hex digits", command: "get")
         }
-        if let output, output.isEmpty || output.contains("\0") {
-            throw UsageError("-o wants a file name", command: "get")
+        let target = try output.map(OutputTarget.parse)
+        switch target {
+        case .stdout?:
+            if options.json { throw UsageError("-o - writes the body to stdout, where --json would write events; use one", command: "get") }
+            options.stdout = try StdoutSink()
+        case .path(let folder, _)?:
+            options.fileFolder = folder
+        case .name?, nil:
+            break
         }
+        let request: (name: String?, directory: String?) = target?.request ?? (output, nil)
 
         var session: ScriptSession?
         if options.usesScripts {
             guard let loaded = RunDriver.loadScripts(options.scripts) else { return ExitCode.usage }
             session = loaded
         }
+        if let target, target != .stdout {
+            let settings = options.configuration(job: session?.settings)
+            try target.checkNoClobber(url: urls[0], folder: options.fileFolder ?? settings.directory, statePath: settings.statePath ?? "")
+        }
         return await RunDriver.run(
             options: options, session: session,
-            requests: urls.lazy.map { DownloadRequest(url: $0, name: output, headers: headers, sha256: sha256) })
+            requests: urls.lazy.map {
+                DownloadRequest(url: $0, name: request.name, directory: request.directory, headers: headers, sha256: sha256)
+            })
     }
 }
 

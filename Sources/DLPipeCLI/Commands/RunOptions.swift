@@ -18,6 +18,12 @@ struct RunOptions {
     var state: String?
     var caFile: String?
     var scripts = ScriptOptions()
+    /// `get -o /folder/name`: the folder the file goes to (the engine's root);
+    /// the state and the lock stay those of the output directory.
+    var fileFolder: String?
+    /// `get -o -`: the body goes to stdout through a staging folder; no state,
+    /// no lock (nothing of the output directory is touched).
+    var stdout: StdoutSink?
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -83,6 +89,11 @@ struct RunOptions {
         config.caFile = caFile
         config.keepsOutcomes = false  // output comes from events; a long queue stays small
         config.statePath = state ?? config.directory + "/.dlpipe/state.db"
+        if let fileFolder { config.directory = fileFolder }
+        if let stdout {
+            config.directory = stdout.folder
+            config.statePath = nil
+        }
         config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         return config
     }
@@ -97,12 +108,14 @@ enum RunDriver {
     /// keeps 100,000 requests from existing twice (here and in the engine).
     static func run(options: RunOptions, session: ScriptSession?, requests: some Sequence<DownloadRequest>) async -> Int32 {
         let configuration = options.configuration(job: session?.settings)
-        let lock: RunLock
+        let lock: RunLock?
         do throws(RunLock.Failure) {
             // One run at a time per output directory, or per state file when the
-            // state lives elsewhere (two directories may share one).
-            let path = options.state.map { $0 + ".lock" } ?? configuration.directory + "/.dlpipe/lock"
-            lock = try RunLock(path: path, wait: options.waitLock)
+            // state lives elsewhere (two directories may share one). The lock
+            // sits beside the state, wherever `-o` puts the file.
+            let path = options.state.map { $0 + ".lock" }
+                ?? configuration.statePath.map { ($0 as NSString).deletingLastPathComponent + "/lock" }
+            if let path { lock = try RunLock(path: path, wait: options.waitLock) } else { lock = nil }
         } catch {
             switch error {
             case .held(let pid, let path):
@@ -125,13 +138,19 @@ enum RunDriver {
         }
         let reporter = Reporters.make(progress: options.progress, json: options.json, quiet: options.quiet)
         engine.observe { reporter.handle($0) }
+        options.stdout?.start(engine: engine)
         let stopper = StopSignals.install(engine: engine, reporter: reporter)
         session?.start(with: engine)
         for request in requests { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()
         if stopper.stopping { await stopper.waitForever() }
+        options.stdout?.finish()
         reporter.finish(summary)
         engine.shutdown()
+        if let failure = options.stdout?.failure {
+            Terminal.error("dlpipe: -o -: \(failure)")
+            return ExitCode.failed
+        }
         // An exit status is one byte: a done handler's code is kept within 0...255.
         if let hookCode { return Int32(min(255, max(0, hookCode))) }
         return summary.failed > 0 ? ExitCode.failed : ExitCode.ok

@@ -32,7 +32,7 @@ final class StopSignals: Sendable {
                 Task {
                     await engine.stop()
                     Terminal.error("dlpipe: stopped")
-                    StandardOutput.shared.flush()
+                    reporter.flushBeforeExit()
                     exit(130)
                 }
             }

@@ -10,6 +10,12 @@ enum ProgressMode: String {
 protocol Reporter: Sendable {
     func handle(_ event: DownloadEvent)
     func finish(_ summary: RunSummary)
+    /// The run is stopping (a signal): write what is pending, within a few seconds.
+    func flushBeforeExit()
+}
+
+extension Reporter {
+    func flushBeforeExit() {}
 }
 
 enum Reporters {
@@ -74,11 +80,16 @@ final class LineReporter: Reporter {
     }
 }
 
-/// One JSON object per event on stdout (JSON Lines), for machines.
+/// One JSON object per event on stdout (JSON Lines), for machines. A writer
+/// thread of its own writes them: the engine thread only queues (`EventWriter`).
 final class JSONReporter: Reporter {
-    func handle(_ event: DownloadEvent) {
-        StandardOutput.shared.write(JSONLine.encode(event) + "\n")
-    }
+    private let writer = EventWriter()
 
-    func finish(_ summary: RunSummary) { StandardOutput.shared.flush() }
+    func handle(_ event: DownloadEvent) { writer.write(event) }
+
+    /// Waits until every event is written, however slow the reader.
+    func finish(_ summary: RunSummary) { writer.drain() }
+
+    /// A stop does not wait for a reader that does not read: 5 s at most.
+    func flushBeforeExit() { writer.drain(timeout: .now() + 5) }
 }

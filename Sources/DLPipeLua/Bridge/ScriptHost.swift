@@ -67,7 +67,9 @@ final class ScriptHost: @unchecked Sendable {
     /// end fails with a clear error instead of exhausting memory.
     private var addedCount = 0
     var maxDownloads = 250_000
-    private var store: StateStore?
+    /// Whose `dl.store` this is: the job's name (`JobStore`).
+    var storeNamespace = JobStore.getNamespace
+    private var store: JobStore?
     private let log: @Sendable (String) -> Void
     /// Digests that handlers computed (`f.sha256`), by path, until the
     /// finished event's verdict takes them to the engine's state.
@@ -317,14 +319,14 @@ final class ScriptHost: @unchecked Sendable {
     }
 
     /// The store's own connection (the engine has another; SQLite's WAL lets both work).
-    private func openStore(configDir: String?) -> Result<StateStore, ScriptError> {
+    private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
         let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
         if readOnlyStore && !FileManager.default.fileExists(atPath: path) {
             return .failure(ScriptError("no state yet"))
         }
         do throws(StateStore.Failure) {
-            let opened = try StateStore(path: path)
+            let opened = JobStore(namespace: storeNamespace, state: try StateStore(path: path))
             store = opened
             return .success(opened)
         } catch {

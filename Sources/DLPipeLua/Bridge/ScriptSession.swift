@@ -92,6 +92,7 @@ public final class ScriptSession: @unchecked Sendable {
                 host.statePath = options.statePath
                 host.stateDirectory = options.outputDirectory
                 host.readOnlyStore = options.readOnlyStore
+                host.storeNamespace = options.jobPath.map(JobStore.namespace(ofJob:)) ?? JobStore.getNamespace
                 if let job = options.jobPath {
                     try host.load(path: job, displayName: job, isJob: true)
                 }

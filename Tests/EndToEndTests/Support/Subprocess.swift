@@ -73,10 +73,15 @@ final class Subprocess: @unchecked Sendable {
     }
 
     /// Reads one line of stdout (blocking), without the newline; nil at EOF.
-    func readStdoutLine() -> String? {
+    func readStdoutLine() -> String? { readLine(stdoutFD) }
+
+    /// Reads one line of stderr (blocking), without the newline; nil at EOF.
+    func readStderrLine() -> String? { readLine(stderrFD) }
+
+    private func readLine(_ fd: Int32) -> String? {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
-        while read(stdoutFD, &byte, 1) == 1 {
+        while read(fd, &byte, 1) == 1 {
             if byte == 10 { return String(decoding: bytes, as: UTF8.self) }
             bytes.append(byte)
         }
@@ -99,6 +104,12 @@ final class Subprocess: @unchecked Sendable {
     /// Reads stdout and stderr to their ends (on two threads, so neither pipe
     /// fills up), then reaps the child.
     func finish() -> (status: Int32, stdout: String, stderr: String) {
+        let (status, out, err) = finishBytes()
+        return (status, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+
+    /// `finish`, with stdout and stderr as bytes (a body written to stdout).
+    func finishBytes() -> (status: Int32, stdout: [UInt8], stderr: [UInt8]) {
         let group = DispatchGroup()
         let out = Box()
         let err = Box()
@@ -110,8 +121,7 @@ final class Subprocess: @unchecked Sendable {
             }
         }
         group.wait()
-        let status = waitForExit()
-        return (status, String(decoding: out.data, as: UTF8.self), String(decoding: err.data, as: UTF8.self))
+        return (waitForExit(), out.data, err.data)
     }
 
     /// Waits for the child; its exit code, or 128 + signal.
