@@ -28,7 +28,9 @@ let package = Package(
         .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite"]),
         // Lua 5.4: the runtime (sandbox, budgets, values) and the bridge that
         // answers the engine's hooks with a job's handlers.
-        .target(name: "DLPipeLua", dependencies: ["DLPipe", "CLua"]),
+        .target(
+            name: "DLPipeLua", dependencies: ["DLPipe", "CLua"],
+            resources: [.embedInCode("Bridge/prelude.lua"), .embedInCode("Bridge/api.lua")]),
         // The command-line tool.
         .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "CPosix"]),
         // A small program that uses the library the way an app would.

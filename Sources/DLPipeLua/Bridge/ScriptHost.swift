@@ -85,8 +85,11 @@ final class ScriptHost: @unchecked Sendable {
         for (key, value) in vars { table[LuaValue(key)] = LuaValue(value) }
         runtime.setGlobal("__dl.vars", .table(table))
         let host: [LuaValue]
-        do {
-            host = try runtime.run(Prelude.source, chunkName: "=dlpipe-prelude")
+        do throws(LuaError) {
+            // The API table first: the prelude reads it as `__dl.api`.
+            let api = try runtime.run(Prelude.api, chunkName: Prelude.apiChunkName)
+            runtime.setGlobal("__dl.api", api.first ?? .nil_)
+            host = try runtime.run(Prelude.source, chunkName: Prelude.chunkName)
         } catch {
             throw ScriptError("internal error in the dl prelude: \(error.message)")
         }

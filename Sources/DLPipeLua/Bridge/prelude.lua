@@ -1,0 +1,264 @@
+-- The friendly `dl` API, written in Lua over a few raw primitives that Swift
+-- registers (`__dl.*`). Keeping the API in Lua keeps the Swift side small: Swift
+-- only queues downloads, controls them and reads files; this prelude checks where
+-- each call is allowed (from api.lua's table, `__dl.api`), keeps handlers in
+-- order, and shapes event arguments. Compiled into the binary (Package.swift:
+-- embedInCode) and run once per Lua state, before any script.
+
+local raw = __dl
+__dl = nil
+local API = raw.api
+
+-- Where each call may be called, and the events, from the API table.
+local WHERE = {}
+for _, call in ipairs(API.calls) do WHERE[call.name] = call.where end
+local EVENTS = {}
+for event in pairs(API.events) do EVENTS[event] = true end
+local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number",
+  retries = "number", timeout = "number", rate = "any", refresh = "string",
+  budget = "number", max_downloads = "number" }
+local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
+  meta = true, priority = true }
+
+local handlers = {}
+for event in pairs(EVENTS) do handlers[event] = {} end
+local config = {}
+local metas = {}          -- id -> meta table (meta stays on the Lua side)
+-- Where we are: "job" or "hook" at top level while loading, else the event name.
+local context = "job"
+local current = nil       -- the download a handler runs for: { fields, proxy }
+local current_arg = nil
+local SKIP, RETRY = {}, {}
+
+local PRELUDE = "dlpipe/prelude.lua:"
+local positions = {}      -- handler -> "file:line: " where dl.on registered it
+local running = nil       -- the handler running now
+local loading = nil       -- the script whose top level runs now
+
+-- "file:line: " of the innermost script frame, learnt from error()'s
+-- position prefix (the debug library is not in the sandbox). Prelude and C
+-- frames are skipped; a frame lost to a tail call falls back to the line
+-- that registered the running handler.
+local function script_position()
+  for level = 2, 16 do
+    local _, where = pcall(error, "", level)
+    if where ~= "" and where:sub(1, #PRELUDE) ~= PRELUDE then return where end
+  end
+  if running then return positions[running] end
+  return loading and (loading .. ": ") or ""
+end
+
+local function allowed(name)
+  local where = WHERE[name]
+  for _, place in ipairs(where) do
+    if place == context or (place == "top" and (context == "job" or context == "hook")) then
+      return
+    end
+  end
+  local here = (context == "job" or context == "hook") and "the top level of a script"
+    or ("a " .. context .. " handler")
+  error(script_position() .. name .. " may not be called in " .. here
+    .. " (allowed: " .. table.concat(where, ", ") .. ")", 0)
+end
+
+local dl = {}
+
+-- Every mistake in dl.config is a load error at the line of the call
+-- (script_position, which also survives `return dl.config{...}`): values
+-- are checked here, by the same Swift rules that read them later.
+function dl.config(t)
+  allowed("dl.config")
+  local function refuse(message) error(script_position() .. message, 0) end
+  if type(t) ~= "table" then refuse("dl.config wants a table") end
+  for k, v in pairs(t) do
+    local want = CONFIG_KEYS[k]
+    if want == nil then refuse("unknown config key '" .. tostring(k) .. "'") end
+    if want ~= "any" and type(v) ~= want then
+      refuse("config key '" .. k .. "' wants a " .. want .. ", not a " .. type(v))
+    end
+    local problem = raw.checkconfig(k, v)
+    if problem then refuse(problem) end
+    config[k] = v
+  end
+end
+
+function dl.add(spec)
+  allowed("dl.add")
+  if type(spec) == "string" then spec = { url = spec } end
+  if type(spec) ~= "table" then error("dl.add wants a URL or a table", 2) end
+  for k in pairs(spec) do
+    if not ADD_KEYS[k] then error("dl.add: unknown field '" .. tostring(k) .. "'", 2) end
+  end
+  if type(spec.url) ~= "string" then error("dl.add: url must be a string", 2) end
+  local headers = {}
+  if spec.headers ~= nil then
+    if type(spec.headers) ~= "table" then error("dl.add: headers must be a table", 2) end
+    for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
+  end
+  local parent = current and current.fields.id or nil
+  local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
+    math.tointeger(spec.priority) or 0, parent)
+  if not ok then error(script_position() .. "dl.add: " .. tostring(id), 0) end
+  if not id then error("dl.add: " .. err, 2) end
+  if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
+  return id
+end
+
+function dl.on(event, fn)
+  allowed("dl.on")
+  if not EVENTS[event] then error("unknown event '" .. tostring(event) .. "'", 2) end
+  if type(fn) ~= "function" then error("dl.on: the handler must be a function", 2) end
+  positions[fn] = script_position()
+  table.insert(handlers[event], fn)
+end
+
+function dl.skip(reason)
+  allowed("dl.skip")
+  return SKIP, tostring(reason or "skipped by a hook")
+end
+
+function dl.retry(seconds)
+  allowed("dl.retry")
+  return RETRY, tonumber(seconds) or 0
+end
+
+local function control(name, fn)
+  return function(id)
+    allowed(name)
+    if math.tointeger(id) == nil then error(name .. " wants a download id", 2) end
+    fn(id)
+  end
+end
+dl.pause = control("dl.pause", raw.pause)
+dl.resume = control("dl.resume", raw.resume)
+dl.cancel = control("dl.cancel", raw.cancel)
+
+function dl.read(path)
+  allowed("dl.read")
+  if type(path) ~= "string" then error("dl.read wants a path", 2) end
+  local data, err = raw.read(path)
+  if data == nil then error("dl.read: " .. err, 2) end
+  return data
+end
+
+dl.url = { resolve = raw.resolve, parse = raw.parse }
+dl.var = raw.vars
+
+function dl.log(...)
+  local parts = {}
+  for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
+  local id = current and current.fields.id or nil
+  raw.log(script_position(), id, table.concat(parts, "\t"))
+end
+print = dl.log
+
+dl.store = {
+  get = function(key)
+    if type(key) ~= "string" then error("dl.store.get wants a string key", 2) end
+    local value, err = raw.store_get(key, config.dir)
+    if err then error("dl.store.get: " .. err, 2) end
+    return value
+  end,
+  set = function(key, value)
+    if type(key) ~= "string" then error("dl.store.set wants a string key", 2) end
+    local ok, err = raw.store_set(key, value, config.dir)
+    if not ok then error("dl.store.set: " .. err, 2) end
+  end,
+}
+
+_G.dl = setmetatable(dl, { __newindex = function() error("dl is read-only", 2) end })
+
+-- The download as a handler sees it: name, dir and meta may be assigned;
+-- the rest is read-only.
+local WRITABLE = API.writable
+-- One metatable for every proxy; each proxy finds its state in a weak table.
+-- (A metatable with three fresh closures per event was most of an event's
+-- cost in the Lua interpreter.)
+local states = setmetatable({}, { __mode = "k" })
+local PROXY = {
+  __index = function(proxy, k)
+    local fields = states[proxy].fields
+    if k == "meta" then return metas[fields.id] end
+    return fields[k]
+  end,
+  __newindex = function(proxy, k, v)
+    local state = states[proxy]
+    local fields = state.fields
+    local want = WRITABLE[k]
+    if want == nil then error("d." .. tostring(k) .. " is read-only", 2) end
+    if type(v) ~= want then error("d." .. k .. " wants a " .. want, 2) end
+    if k ~= "meta" then
+      local name, dir = fields.name, fields.dir
+      if k == "name" then name = v else dir = v end
+      -- Checked here so the error names the line that set it.
+      local problem = raw.checkpath(dir, name)
+      if problem then error(problem, 2) end
+    end
+    if k == "meta" then metas[fields.id] = v else fields[k] = v; state.changed = true end
+  end,
+  __tostring = function(proxy) return "download " .. tostring(states[proxy].fields.id) end,
+  __metatable = false,
+}
+local function make_download(fields)
+  local state = { fields = fields }
+  state.proxy = setmetatable({}, PROXY)
+  states[state.proxy] = state
+  return state
+end
+
+-- Called by Swift around each event: begin, one call per handler, finish.
+local host = {}
+-- Hashing costs nothing until a handler reads f.sha256 (one shared metatable).
+local LAZY_SHA256 = { __index = function(t, k)
+  if k ~= "sha256" then return nil end
+  local digest = raw.sha256(t.path)
+  rawset(t, "sha256", digest)
+  return digest
+end }
+function host.begin(event, fields, arg)
+  context = event
+  if event == "finished" and arg.sha256 == nil then setmetatable(arg, LAZY_SHA256) end
+  current = fields and make_download(fields) or nil
+  current_arg = arg
+  return #handlers[event]
+end
+
+function host.run(event, index)
+  running = handlers[event][index]
+  -- done has no download: its handlers get the summary first (and second).
+  local first = current and current.proxy or current_arg
+  local result, extra = running(first, current_arg)
+  running = nil
+  if result == SKIP then return "skip", extra end
+  if result == RETRY then return "retry", extra end
+  if result == false then return "giveup" end
+  if event == "done" and math.tointeger(result) then return "exit", math.tointeger(result) end
+  return nil
+end
+
+function host.finish()
+  local out = nil
+  if current and current.changed then out = { name = current.fields.name, dir = current.fields.dir } end
+  context, current, current_arg = "job", nil, nil
+  return out
+end
+
+-- begin, the one handler, finish: a single call from Swift for the usual
+-- event with one handler, instead of three. If the handler fails, Swift
+-- calls finish itself.
+function host.once(event, fields, arg)
+  host.begin(event, fields, arg)
+  local verdict, extra = host.run(event, 1)
+  return verdict, extra, host.finish()
+end
+
+function host.counts()
+  local c = {}
+  for event, list in pairs(handlers) do c[event] = #list end
+  return c
+end
+
+function host.set_context(name, script) context, loading = name, script end
+function host.config() return config end
+
+return host

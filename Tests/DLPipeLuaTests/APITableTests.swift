@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+
+@testable import DLPipe
+@testable import DLPipeLua
+
+/// api.lua is the one description of the dl API. These tests tie the live `dl`
+/// table, the event arguments the engine pushes and docs/lua-api.md to it, and
+/// check both Lua files with `luac -p`.
+@Suite struct APITableTests {
+    static let bridge = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sources/DLPipeLua/Bridge")
+    static let docs = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("docs/lua-api.md")
+
+    /// The API table as Lua values.
+    static func api() throws -> [LuaValue: LuaValue] {
+        let runtime = LuaRuntime(memoryLimit: 64 << 20, unsafe: false)
+        guard case .table(let table)? = try runtime.run(Prelude.api, chunkName: Prelude.apiChunkName).first else {
+            Issue.record("api.lua returned no table")
+            return [:]
+        }
+        return table
+    }
+
+    static func list(_ value: LuaValue?) -> [String] {
+        guard case .table(let table)? = value else { return [] }
+        return (1...max(1, table.count)).compactMap { table[.integer(Int64($0))]?.text }
+    }
+
+    /// Names of the entries of `calls` or `values`.
+    static func names(_ api: [LuaValue: LuaValue], _ section: String) -> Set<String> {
+        guard case .table(let entries)? = api[LuaValue(section)] else { return [] }
+        return Set(entries.values.compactMap { entry -> String? in
+            guard case .table(let fields) = entry else { return nil }
+            return fields[LuaValue("name")]?.text
+        })
+    }
+
+    static func events(_ api: [LuaValue: LuaValue]) -> [String: Set<String>] {
+        guard case .table(let events)? = api[LuaValue("events")] else { return [:] }
+        var out: [String: Set<String>] = [:]
+        for (key, value) in events { if let name = key.text { out[name] = Set(list(value)) } }
+        return out
+    }
+
+    @Test func bothLuaFilesCompileWithLuac() throws {
+        for file in ["prelude.lua", "api.lua"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["luac5.4", "-p", Self.bridge.appendingPathComponent(file).path]
+            let errors = Pipe()
+            process.standardError = errors
+            try process.run()
+            process.waitUntilExit()
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationStatus == 0, "luac5.4 -p \(file): \(message)")
+        }
+    }
+
+    @Test func theCompiledInPreludeIsTheFileInTheTree() throws {
+        let prelude = try String(contentsOf: Self.bridge.appendingPathComponent("prelude.lua"), encoding: .utf8)
+        let api = try String(contentsOf: Self.bridge.appendingPathComponent("api.lua"), encoding: .utf8)
+        #expect(prelude == Prelude.source)
+        #expect(api == Prelude.api)
+    }
+
+    @Test func preludeFramesNamePreludeLuaAndItsLine() throws {
+        let host = try ScriptHost(unsafe: false, memoryLimit: 64 << 20, budget: 2, vars: [:], log: { _ in })
+        do {
+            try host.runtime.run("dl.skip('x')", chunkName: "=job.lua")
+            Issue.record("dl.skip at the top level should fail")
+        } catch {
+            #expect(error.message.hasPrefix("job.lua:1: dl.skip may not be called"), "\(error.message)")
+            #expect((error.traceback ?? "").contains(/dlpipe\/prelude\.lua:[0-9]+: in/), "\(error.traceback ?? "no traceback")")
+        }
+    }
+
+    @Test func everyFunctionOfDlIsInTheTableAndNothingElse() throws {
+        let host = try ScriptHost(unsafe: false, memoryLimit: 64 << 20, budget: 2, vars: [:], log: { _ in })
+        // Every function reachable from dl, and the tables of values.
+        let listed = try host.runtime.run("""
+            local out = {}
+            local function walk(prefix, t)
+              for k, v in pairs(t) do
+                local name = prefix .. "." .. k
+                if type(v) == "function" then out[#out + 1] = name
+                elseif type(v) == "table" and name ~= "dl.var" then walk(name, v) end
+              end
+            end
+            walk("dl", dl)
+            return out
+            """, chunkName: "=walk")
+        let live = Set(Self.list(listed.first))
+        let api = try Self.api()
+        #expect(live == Self.names(api, "calls"), "dl functions vs api.lua calls")
+        #expect(!Self.names(api, "values").isEmpty)
+    }
+
+    @Test func theEngineArgumentsOfEveryEventAreTheTablesFields() throws {
+        let runtime = LuaRuntime(memoryLimit: 64 << 20, unsafe: false)
+        let L = runtime.currentState
+        func keys(_ argument: EventArgument) -> Set<String> {
+            argument.push(on: L)
+            guard case .table(let table) = runtime.value(at: -1, on: L) else { return [] }
+            return Set(table.keys.compactMap(\.text))
+        }
+        var error = DownloadError(.http, "gone", status: 503, retryAfter: 2)
+        error.status = 503
+        let pushed: [String: Set<String>] = [
+            "response": keys(.response(ResponseInfo(
+                status: 200, headers: ["a": "b"], type: "text/html", length: 3, filename: "x", url: "http://h/x"))),
+            "progress": keys(.progress(ProgressInfo(bytes: 1, total: 4, rate: 2))),
+            "finished": keys(.finished(FinishedInfo(
+                path: "/p", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false))),
+            "failed": keys(.failure(error, attempt: 1, retrying: true)),
+            "done": keys(.summary(RunSummary())),
+        ]
+        #expect(pushed == Self.events(try Self.api()))
+        let download = DownloadInfo(
+            id: DownloadID(1), url: "http://h/x", name: "x", directory: "d", path: "/p", parent: DownloadID(0),
+            attempt: 1, meta: [:])
+        EventArgument.push(download, on: L)
+        guard case .table(let fields) = runtime.value(at: -1, on: L) else {
+            Issue.record("no download table")
+            return
+        }
+        // meta stays on the Lua side (the prelude's `metas`), so the engine does not push it.
+        #expect(Set(fields.keys.compactMap(\.text)).union(["meta"]) == Set(Self.list(try Self.api()[LuaValue("download")])))
+    }
+
+    @Test func docsListEveryCallAndEveryEventField() throws {
+        let text = try String(contentsOf: Self.docs, encoding: .utf8)
+        let api = try Self.api()
+        // The calls: every dl.name in a "### " heading.
+        let headings = text.split(separator: "\n").filter { $0.hasPrefix("### ") }
+        var documented: Set<String> = []
+        for heading in headings {
+            for match in heading.matches(of: /dl(\.[a-z_]+)+/) { documented.insert(String(match.output.0)) }
+        }
+        #expect(documented == Self.names(api, "calls").union(Self.names(api, "values")), "### headings of lua-api.md vs api.lua")
+        // The events: the fields named in each row of the events table ("r.status", ...).
+        var rows: [String: Set<String>] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count > 3, let event = cells[1].firstMatch(of: /^`([a-z]+)`$/)?.output.1,
+                Self.events(api)[String(event)] != nil
+            else { continue }
+            rows[String(event)] = Set(cells[2].matches(of: /`[a-z]\.([a-z_0-9]+)`/).map { String($0.output.1) })
+        }
+        #expect(rows == Self.events(api), "the events table of lua-api.md vs api.lua")
+    }
+}
