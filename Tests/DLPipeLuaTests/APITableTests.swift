@@ -67,6 +67,21 @@ import Testing
         #expect(api == Prelude.api)
     }
 
+    @Test func everyCallSaysWhereItMayBeCalled() throws {
+        // Through the same conversion as the prelude's copy (`__dl.api`).
+        guard case .table(let calls)? = try Self.api()[LuaValue("calls")] else {
+            Issue.record("no calls")
+            return
+        }
+        for case .table(let call) in calls.values {
+            let name = call[LuaValue("name")]?.text ?? "?"
+            let places = Self.list(call[LuaValue("where")])
+            #expect(!places.isEmpty, "\(name) has no where list")
+            let known: Set<String> = ["job", "top", "anywhere", "response", "progress", "finished", "failed", "done"]
+            #expect(Set(places).isSubset(of: known), "\(name): \(places)")
+        }
+    }
+
     @Test func preludeFramesNamePreludeLuaAndItsLine() throws {
         let host = try ScriptHost(unsafe: false, memoryLimit: 64 << 20, budget: 2, vars: [:], log: { _ in })
         do {

@@ -7,7 +7,9 @@
 -- of the job or of a drop-in hook), an event name (inside a handler of that event),
 -- or "anywhere".
 
-local HANDLERS = { "response", "progress", "finished", "failed", "done" }
+-- A fresh list each time: the table reaches the prelude through Swift's value
+-- conversion, which keeps one copy of a table met twice and drops the others.
+local function handlers() return { "response", "progress", "finished", "failed", "done" } end
 
 return {
   calls = {
@@ -17,10 +19,10 @@ return {
     { name = "dl.on", args = "event, handler", where = { "top" } },
     { name = "dl.skip", args = "reason", where = { "response" } },
     { name = "dl.retry", args = "seconds", where = { "failed" } },
-    { name = "dl.pause", args = "id", where = HANDLERS },
-    { name = "dl.resume", args = "id", where = HANDLERS },
-    { name = "dl.cancel", args = "id", where = HANDLERS },
-    { name = "dl.read", args = "path", where = HANDLERS },
+    { name = "dl.pause", args = "id", where = handlers() },
+    { name = "dl.resume", args = "id", where = handlers() },
+    { name = "dl.cancel", args = "id", where = handlers() },
+    { name = "dl.read", args = "path", where = handlers() },
     { name = "dl.url.resolve", args = "base, ref", where = { "anywhere" } },
     { name = "dl.url.parse", args = "url", where = { "anywhere" } },
     { name = "dl.log", args = "...", where = { "anywhere" } },
