@@ -59,7 +59,7 @@ import Testing
     @Test func existingFileIsNeverClobbered() async throws {
         let a = try server.put("report.pdf", randomBytes: 5000)
         let mine = Array("my own file".utf8)
-        FileManager.default.createFile(atPath: out + "/report.pdf", contents: Data(mine))
+        _ = FileManager.default.createFile(atPath: out + "/report.pdf", contents: Data(mine))
         let run = try await DLPipeRun.run(["get", server.url("/files/report.pdf"), "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/report.pdf") == mine)
@@ -140,7 +140,7 @@ import Testing
 /// The hex SHA-256 of bytes, through the system's sha256sum (independent of dlpipe's).
 func sha256Hex(_ data: [UInt8]) -> String {
     let path = NSTemporaryDirectory() + "dlpipe-sha-\(UUID().uuidString)"
-    FileManager.default.createFile(atPath: path, contents: Data(data))
+    _ = FileManager.default.createFile(atPath: path, contents: Data(data))
     defer { try? FileManager.default.removeItem(atPath: path) }
     let process = try! Subprocess("/usr/bin/sha256sum", [path])
     return String(process.finish().stdout.prefix(64))

@@ -142,8 +142,10 @@ func bytes(at path: String) -> [UInt8] {
 
 /// Whether the file holds exactly `data`. A Bool on purpose: `#expect(bytes(at:) ==
 /// data)` makes a failing test diff both arrays, which takes minutes for a few
-/// hundred kilobytes.
-func sameBytes(_ path: String, _ data: [UInt8]) -> Bool { bytes(at: path) == data }
+/// hundred kilobytes. A missing file is never the same, not even as empty data.
+func sameBytes(_ path: String, _ data: [UInt8]) -> Bool {
+    FileManager.default.contents(atPath: path).map { [UInt8]($0) } == data
+}
 
 /// The names in a directory, sorted (hidden ones included, except dlpipe's own
 /// `.dlpipe/` folder of the run lock and state).

@@ -1,18 +1,32 @@
 import Foundation
+import Synchronization
 
 /// Child processes for tests, started with posix_spawn and an empty signal mask
 /// (a Foundation `Process` started from a test thread can inherit a mask that
 /// blocks SIGTERM), stopped with kill + waitpid.
+///
+/// Every child has a deadline (`timeout`, 60 s unless a test asks for less):
+/// past it the child is killed (exit 137) and its stderr ends with a line that
+/// says so, so a hang fails that test's expectations instead of the suite's
+/// whole run.
 final class Subprocess: @unchecked Sendable {
     // @unchecked: `pid` and the pipes are set once in init; reads happen on the
-    // caller's thread only.
+    // caller's thread only; `reaped` is a Mutex shared with the watchdog.
     let pid: pid_t
     private let stdoutFD: Int32
     private let stderrFD: Int32
     private var exited: Int32?
+    /// True once the child is reaped: its pid may then belong to another
+    /// process, so the watchdog must not signal it any more.
+    private let reaped = Mutex(false)
+    /// Set when the watchdog killed the child.
+    let timedOut = Atomic<Bool>(false)
+    private let timeout: Double
+    static let defaultTimeout = 60.0
 
     /// Starts `path` with `arguments`; stdin is /dev/null unless `stdin` is given.
-    init(_ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil) throws {
+    init(_ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
+         timeout: Double = Subprocess.defaultTimeout) throws {
         var outPipe: [Int32] = [0, 0]
         var errPipe: [Int32] = [0, 0]
         guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw POSIXError(.EMFILE) }
@@ -61,6 +75,16 @@ final class Subprocess: @unchecked Sendable {
         pid = child
         stdoutFD = outPipe[0]
         stderrFD = errPipe[0]
+        self.timeout = timeout
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in self?.expire() }
+    }
+
+    /// The watchdog: kills a child still running at its deadline.
+    private func expire() {
+        reaped.withLock { done in
+            guard !done, kill(pid, SIGKILL) == 0 else { return }
+            timedOut.store(true, ordering: .relaxed)
+        }
     }
 
     deinit {
@@ -105,7 +129,11 @@ final class Subprocess: @unchecked Sendable {
     /// fills up), then reaps the child.
     func finish() -> (status: Int32, stdout: String, stderr: String) {
         let (status, out, err) = finishBytes()
-        return (status, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        var stderr = String(decoding: err, as: UTF8.self)
+        if timedOut.load(ordering: .relaxed) {
+            stderr += "\n[test watchdog: killed after \(timeout) s: the child hung]\n"
+        }
+        return (status, String(decoding: out, as: UTF8.self), stderr)
     }
 
     /// `finish`, with stdout and stderr as bytes (a body written to stdout).
@@ -128,8 +156,15 @@ final class Subprocess: @unchecked Sendable {
     @discardableResult
     func waitForExit() -> Int32 {
         if let exited { return exited }
+        // Wait without reaping, then reap under the lock the watchdog takes, so
+        // it never signals a pid the kernel has handed to another process.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        reaped.withLock { done in
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            done = true
+        }
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         exited = code
         return code
