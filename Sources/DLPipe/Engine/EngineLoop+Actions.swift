@@ -96,6 +96,10 @@ extension EngineLoop {
         pausedJobs.remove(job.id)
         if let target = job.target { reservedPaths.remove(target.relative) }
         let info = job.info(root: root)
+        if case .finished(let result) = outcome, !result.unchanged, let target = job.target {
+            // A new file is in place: from now on it is the one to claim.
+            job.placed = PlacedFile(path: target.relative, size: result.bytes)
+        }
         switch outcome {
         case .finished: saveState(job, .finished)
         case .failed(let error): saveState(job, .failed, error: error)
