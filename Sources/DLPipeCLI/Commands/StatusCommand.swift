@@ -22,7 +22,7 @@ enum StatusCommand {
         }
         guard isDirectory.boolValue else { throw UsageError("\(directory): not a directory", command: "status") }
         let path = statePath ?? directory + "/.dlpipe/state.db"
-        let holder = runningHolder(directory)
+        let holder = RunLock.holder(path: statePath.map { $0 + ".lock" } ?? directory + "/.dlpipe/lock")
         guard FileManager.default.fileExists(atPath: path) else {
             if json {
                 print(#"{"state":null,"finished":0,"failed":0,"partial":0,"cancelled":0,"running_pid":\#(holder.map(String.init) ?? "null")}"#)
@@ -46,14 +46,6 @@ enum StatusCommand {
             print(StatusReport.text(path: path, records: records, runs: runs, holder: holder), terminator: "")
         }
         return ExitCode.ok
-    }
-
-    /// The PID in the directory's lock file when that process is alive.
-    private static func runningHolder(_ directory: String) -> Int32? {
-        guard let text = try? String(contentsOfFile: directory + "/.dlpipe/lock", encoding: .utf8),
-            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0, kill(pid, 0) == 0
-        else { return nil }
-        return pid
     }
 }
 
@@ -85,10 +77,12 @@ enum StatusReport {
             out += "runs:\n"
             let formatter = DateFormatter()
             formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
-            for run in runs {
+            for (run, liveness) in zip(runs, RunLiveness.of(runs, holder: holder)) {
                 let start = formatter.string(from: Date(timeIntervalSince1970: run.startedAt))
-                let end = run.endedAt.map { formatter.string(from: Date(timeIntervalSince1970: $0)) } ?? "(not ended)"
-                out += "  #\(run.id) \(start) to \(end), pid \(run.pid): \(run.finished) finished (\(run.unchanged) unchanged), \(run.failed) failed\n"
+                // "to END" for a run that ended; "running" or "killed" for one that did not.
+                let span = run.endedAt.map { "\(start) to \(formatter.string(from: Date(timeIntervalSince1970: $0)))" }
+                    ?? "\(start), \(liveness.rawValue)"
+                out += "  #\(run.id) \(span), pid \(run.pid): \(run.finished) finished (\(run.unchanged) unchanged), \(run.failed) failed\n"
             }
         }
         return out
@@ -117,9 +111,10 @@ enum StatusReport {
             o.add("last_error", r.lastError)
             return o.json
         }
-        let runList = runs.map { run -> String in
+        let runList = zip(runs, RunLiveness.of(runs, holder: holder)).map { run, liveness -> String in
             var o = JSONObject()
             o.add("id", run.id)
+            o.add("status", liveness.rawValue)
             o.add("started_at", run.startedAt)
             o.add("ended_at", run.endedAt)
             o.add("pid", run.pid)
