@@ -96,6 +96,7 @@ import Testing
             ALTER TABLE downloads DROP COLUMN placed_target;
             ALTER TABLE downloads DROP COLUMN placed_size;
             ALTER TABLE downloads DROP COLUMN placed_inode;
+            DROP TABLE released;
             UPDATE dlpipe_meta SET value = '2' WHERE key = 'schema_version';
             """)
         let store = try StateStore(path: path)

@@ -44,6 +44,22 @@ public struct PlacedFile: Sendable, Hashable {
     }
 }
 
+/// A file the state placed that its download left behind when it placed a
+/// newer version under another name (a handler renamed it on a re-run, or
+/// another program had taken the name): still on disk, no longer tracked.
+public struct ReleasedFile: Sendable, Hashable {
+    /// Relative to the output directory.
+    public var path: String
+    public var url: String
+    public var size: Int64
+
+    public init(path: String, url: String, size: Int64) {
+        self.path = path
+        self.url = url
+        self.size = size
+    }
+}
+
 /// One run of a job, as `dlpipe status` shows it.
 public struct RunRecord: Sendable, Hashable {
     public var id: Int64
@@ -82,6 +98,7 @@ public final class StateStore: @unchecked Sendable {
             ALTER TABLE downloads ADD COLUMN placed_size INTEGER;
             ALTER TABLE downloads ADD COLUMN placed_inode INTEGER;
             UPDATE downloads SET placed_target = target, placed_size = bytes WHERE status = 'finished';
+            CREATE TABLE released(path TEXT PRIMARY KEY, url TEXT NOT NULL, size INTEGER NOT NULL);
             """,
     ]
 
@@ -191,6 +208,7 @@ public final class StateStore: @unchecked Sendable {
               finished INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
               unchanged INTEGER NOT NULL DEFAULT 0);
             CREATE TABLE store(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE released(path TEXT PRIMARY KEY, url TEXT NOT NULL, size INTEGER NOT NULL);
             COMMIT;
             """)
     }
@@ -252,6 +270,13 @@ public final class StateStore: @unchecked Sendable {
         } catch {}
     }
 
+    /// Remembers a file the state placed and no longer tracks (batched).
+    public func release(_ file: ReleasedFile) {
+        try? begin()
+        try? db.query("INSERT OR REPLACE INTO released(path, url, size) VALUES (?, ?, ?)",
+                      [.text(file.path), .text(file.url), .int(file.size)])
+    }
+
     /// Starts a run record; returns its id.
     public func startRun() -> Int64 {
         var id: Int64 = 0
@@ -285,6 +310,18 @@ public final class StateStore: @unchecked Sendable {
         var all: [DownloadRecord] = []
         let filter = status.map { " WHERE status = '\($0.rawValue)'" } ?? ""
         try? db.query("SELECT \(Self.columns) FROM downloads\(filter) ORDER BY updated_at") { all.append(Self.record($0)) }
+        return all
+    }
+
+    /// Files the state placed and no longer tracks: released by their
+    /// downloads, and not placed again since by any download.
+    public func releasedFiles() -> [ReleasedFile] {
+        var all: [ReleasedFile] = []
+        try? db.query("""
+            SELECT path, url, size FROM released
+            WHERE path NOT IN (SELECT placed_target FROM downloads WHERE placed_target IS NOT NULL)
+            ORDER BY path
+            """) { all.append(ReleasedFile(path: $0.text(0) ?? "", url: $0.text(1) ?? "", size: $0.int(2) ?? 0)) }
         return all
     }
 

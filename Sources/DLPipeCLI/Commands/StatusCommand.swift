@@ -40,10 +40,13 @@ enum StatusCommand {
         }
         let records = BytesOnDisk.applied(to: store.records(), in: directory)
         let runs = store.runs(limit: 5)
+        // Only those still there: a user may have removed them since.
+        let untracked = store.releasedFiles().filter { BytesOnDisk.regularFileSize(directory + "/" + $0.path) != nil }
         if json {
-            print(StatusReport.json(path: path, records: records, runs: runs, holder: holder))
+            print(StatusReport.json(path: path, records: records, runs: runs, holder: holder, untracked: untracked))
         } else {
-            print(StatusReport.text(path: path, records: records, runs: runs, holder: holder), terminator: "")
+            print(StatusReport.text(path: path, records: records, runs: runs, holder: holder, untracked: untracked),
+                  terminator: "")
         }
         return ExitCode.ok
     }
@@ -51,7 +54,9 @@ enum StatusCommand {
 
 /// The status report, for people and for machines.
 enum StatusReport {
-    static func text(path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?) -> String {
+    static func text(
+        path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?, untracked: [ReleasedFile] = []
+    ) -> String {
         var out = "state: \(path)\n"
         if let holder { out += "running: process \(holder) holds the lock\n" }
         let counts = Dictionary(grouping: records, by: \.status).mapValues(\.count)
@@ -73,6 +78,12 @@ enum StatusReport {
                 out += "  \(Terminal.clean(r.target ?? RedactedURL.text(r.url))): \(Format.bytes(r.bytes))\(total)\n"
             }
         }
+        if !untracked.isEmpty {
+            out += "no longer tracked (placed by an earlier run, then left for another name):\n"
+            for file in untracked {
+                out += "  \(Terminal.clean(file.path)): \(Format.bytes(file.size)) from \(Terminal.clean(RedactedURL.text(file.url)))\n"
+            }
+        }
         if !runs.isEmpty {
             out += "runs:\n"
             let formatter = DateFormatter()
@@ -88,7 +99,9 @@ enum StatusReport {
         return out
     }
 
-    static func json(path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?) -> String {
+    static func json(
+        path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?, untracked: [ReleasedFile] = []
+    ) -> String {
         func count(_ status: DownloadRecord.Status) -> Int { records.filter { $0.status == status }.count }
         var object = JSONObject()
         object.add("state", path)
@@ -125,6 +138,14 @@ enum StatusReport {
         }
         object.add("downloads", json: "[" + downloads.joined(separator: ",") + "]")
         object.add("runs", json: "[" + runList.joined(separator: ",") + "]")
+        let untrackedList = untracked.map { file -> String in
+            var o = JSONObject()
+            o.add("path", file.path)
+            o.add("url", RedactedURL.text(file.url))
+            o.add("size", file.size)
+            return o.json
+        }
+        object.add("untracked", json: "[" + untrackedList.joined(separator: ",") + "]")
         return object.json
     }
 }
