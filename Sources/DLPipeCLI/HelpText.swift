@@ -63,7 +63,8 @@ enum HelpText {
     static let status = """
         OVERVIEW: show what the state of an output directory holds: downloads by
         status, the failed ones with their last error, the partial ones with their
-        bytes on disk, and the last runs
+        bytes on disk, files placed earlier and no longer tracked, and the last
+        runs (ended, running, or killed)
 
         USAGE: dlpipe status [DIR] [--json] [--state FILE]
 

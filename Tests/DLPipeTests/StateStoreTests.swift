@@ -75,7 +75,38 @@ import Testing
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 2)
+        #expect(StateStore.schemaVersion == 3)
+    }
+
+    /// Version 3 remembers the placed file apart from the status; a version 2
+    /// file's finished records claim their own targets, the others nothing.
+    @Test func aVersionTwoFileLearnsWhatItsFinishedRecordsPlaced() throws {
+        let done = DownloadRequest(url: "http://h/done.bin")
+        let half = DownloadRequest(url: "http://h/half.bin")
+        do {
+            let store = try StateStore(path: path)
+            store.save(record(done, target: "done.bin"))
+            var partial = record(half, target: "half.bin")
+            partial.status = .partial
+            store.save(partial)
+            store.flush()
+        }
+        // Back to version 2: the columns of version 3 go (DROP COLUMN, SQLite 3.35+).
+        try SQLiteDatabase(path: path).execute("""
+            ALTER TABLE downloads DROP COLUMN placed_target;
+            ALTER TABLE downloads DROP COLUMN placed_size;
+            ALTER TABLE downloads DROP COLUMN placed_inode;
+            DROP TABLE released;
+            UPDATE dlpipe_meta SET value = '2' WHERE key = 'schema_version';
+            """)
+        let store = try StateStore(path: path)
+        #expect(store.record(key: done.deduplicationKey)?.placed == PlacedFile(path: "done.bin", size: 5))
+        #expect(store.record(key: half.deduplicationKey)?.placed == nil)
+        var kept = try #require(store.record(key: half.deduplicationKey))
+        kept.placed = PlacedFile(path: "half.bin", size: 9, inode: UInt64.max)
+        store.save(kept)
+        store.flush()
+        #expect(try StateStore(path: path).record(key: half.deduplicationKey)?.placed?.inode == UInt64.max)
     }
 
     @Test func aFileOfANewerVersionIsRefusedAndKept() throws {

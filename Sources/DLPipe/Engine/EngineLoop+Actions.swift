@@ -96,6 +96,15 @@ extension EngineLoop {
         pausedJobs.remove(job.id)
         if let target = job.target { reservedPaths.remove(target.relative) }
         let info = job.info(root: root)
+        if case .finished(let result) = outcome, !result.unchanged, let target = job.target {
+            // A new file is in place: from now on it is the one to claim. One
+            // placed before under another name stays there, and the state
+            // remembers it for `dlpipe status`.
+            if let old = job.placed, old.path != target.relative {
+                store?.release(ReleasedFile(path: old.path, url: job.request.url, size: old.size))
+            }
+            job.placed = PlacedFile(path: target.relative, size: result.bytes)
+        }
         switch outcome {
         case .finished: saveState(job, .finished)
         case .failed(let error): saveState(job, .failed, error: error)

@@ -9,25 +9,32 @@ extension EngineLoop {
     /// Applies what the state knows of a newly added download. Returns true when
     /// the download ended at once (a finished file under refresh "never").
     func applyState(_ job: Job) -> Bool {
-        guard let store, let record = store.record(key: job.key),
-            let relative = record.target,
+        guard let store, let record = store.record(key: job.key) else { return false }
+        // Whatever happens below, the file placed before stays known until a
+        // new one replaces it (or it turns out to be gone).
+        job.placed = record.placed
+        guard let relative = record.target,
             let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
             !reservedPaths.contains(target.relative)  // another download of this run has it
         else { return false }
         job.knownSHA256 = record.sha256
         job.knownType = record.mediaType
         let final = finalPath(target)
-        let part = partPath(target)
-        let finalSize = FileSystem.size(final)
-        let partSize = FileSystem.size(part)
-        // A finished file: recorded as such, or a rename whose record was lost
-        // (partial in the state, no part file, the final file at full length).
-        let knownWhole =
-            (record.status == .finished && finalSize == record.bytes)
-            || (record.status == .partial && partSize == nil && finalSize != nil && finalSize == record.total)
-        if knownWhole {
+        let found = FileSystem.identity(final)
+        let finalSize = found?.size
+        let partSize = FileSystem.size(partPath(target))
+        let ownership = Ownership(record: record, target: relative, found: found, partExists: partSize != nil)
+        if ownership.placedHere, found == nil { job.placed = nil }  // removed since: the name is free
+        if ownership.validatorsFit || (partSize == nil && ownership.isPlacedFile) {
+            // A whole file of ours. Its validators describe it unless it is the
+            // file placed before a replacing run that was killed, whose record
+            // already holds the new response's.
             job.target = target
             job.ownsTarget = true
+            job.placed = ownership.foundFile
+            // A stale part file beside a whole one (a power loss undid the
+            // rename's commit): opened as the job's own, never O_EXCL.
+            job.partFileMayExist = partSize != nil
             reservedPaths.insert(target.relative)
             switch configuration.refresh {
             case .never:
@@ -38,7 +45,7 @@ extension EngineLoop {
                 finish(job, .finished(job.result!))
                 return true
             case .conditional:
-                if record.etag != nil || record.lastModified != nil {
+                if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {
                     job.conditional = (record.etag, record.lastModified)
                 }
             case .always:
@@ -46,24 +53,27 @@ extension EngineLoop {
             }
             return false
         }
-        if let partSize, partSize > 0 {
-            // A part file an earlier run left: resume it (If-Range guards it).
+        if let partSize {
+            // A part file an earlier run left: resume it (If-Range guards it). An
+            // empty one too: a new part file is opened O_EXCL, and this one
+            // would push the download to a numbered name.
             job.target = target
             job.partFileMayExist = true
-            // A file under the final name is ours only if the state says finished.
-            job.ownsTarget = finalSize != nil && record.status == .finished
+            job.ownsTarget = ownership.ownsFile
+            if job.ownsTarget { job.placed = ownership.foundFile }
             // A part file already at full length (killed between the batch sync
             // and the rename) has nothing left to ask for: it starts over.
             let whole = record.total.map { partSize >= $0 } ?? false
             job.partBytes = whole ? 0 : partSize
             job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
             reservedPaths.insert(target.relative)
-        } else if finalSize == nil || record.status == .finished {
-            // The same name as before: free, or holding a file the state says this
-            // job finished (cut short by a power loss, say), which may be replaced.
-            // A file there after a failed or skipped download is someone else's.
+        } else if finalSize == nil || ownership.ownsFile {
+            // The same name as before: free, or holding a file this job placed
+            // (cut short by a power loss, say), which may be replaced. A file
+            // there after a failed or skipped download is someone else's.
             job.target = target
             job.ownsTarget = finalSize != nil
+            if job.ownsTarget { job.placed = ownership.foundFile }
             reservedPaths.insert(target.relative)
         }
         return false
@@ -80,7 +90,7 @@ extension EngineLoop {
             total: job.response?.length ?? job.result?.bytes ?? total,
             etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,
             sha256: job.result?.sha256, mediaType: job.response?.type ?? job.knownType, attempts: job.state.attempt,
-            lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0))
+            lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0, placed: job.placed))
     }
 
     /// Commits the batch of state writes, on the state thread, when it is large

@@ -42,6 +42,10 @@ final class Job {
     /// The final file is one this engine (this run or an earlier one, per the
     /// state) wrote: it may be replaced.
     var ownsTarget = false
+    /// The file the state says this download placed (an earlier run's, until
+    /// this run places a new one): saved with every record, so that a run
+    /// killed while replacing it leaves a state that still claims it.
+    var placed: PlacedFile?
     /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
     var conditional: (etag: String?, lastModified: String?)?
     /// Counts retry timers set, so a stale timer is recognised.

@@ -21,6 +21,43 @@ public struct DownloadRecord: Sendable, Hashable {
     public var attempts: Int
     public var lastError: String?
     public var updatedAt: Double
+    /// The file the state last placed for this download, kept apart from
+    /// `status`: a run that replaces it saves a `partial` record (the new
+    /// response's facts) long before the new file is in place, and a run
+    /// killed meanwhile must still know that the file under the name is its own.
+    public var placed: PlacedFile? = nil
+}
+
+/// A file that dlpipe put under its name: where, how large, and (once a later
+/// run has seen it) its inode, which tells it apart from a newer version
+/// renamed over it.
+public struct PlacedFile: Sendable, Hashable {
+    /// Relative to the output directory.
+    public var path: String
+    public var size: Int64
+    public var inode: UInt64?
+
+    public init(path: String, size: Int64, inode: UInt64? = nil) {
+        self.path = path
+        self.size = size
+        self.inode = inode
+    }
+}
+
+/// A file the state placed that its download left behind when it placed a
+/// newer version under another name (a handler renamed it on a re-run, or
+/// another program had taken the name): still on disk, no longer tracked.
+public struct ReleasedFile: Sendable, Hashable {
+    /// Relative to the output directory.
+    public var path: String
+    public var url: String
+    public var size: Int64
+
+    public init(path: String, url: String, size: Int64) {
+        self.path = path
+        self.url = url
+        self.size = size
+    }
 }
 
 /// One run of a job, as `dlpipe status` shows it.
@@ -48,12 +85,21 @@ public final class StateStore: @unchecked Sendable {
     /// first run; see `StateWriter.record`).
     private(set) var hadRecords = true
     public let path: String
-    static let schemaVersion = 2
+    static let schemaVersion = 3
     /// What brings a file of version N - 1 to version N, by N. Each runs in a
     /// transaction that also bumps `schema_version`, so a file is never half
     /// migrated.
     private static let migrations: [Int: String] = [
         2: "ALTER TABLE downloads ADD COLUMN media_type TEXT;",
+        // What was placed: a finished record's own file, the only one an older
+        // dlpipe knew of.
+        3: """
+            ALTER TABLE downloads ADD COLUMN placed_target TEXT;
+            ALTER TABLE downloads ADD COLUMN placed_size INTEGER;
+            ALTER TABLE downloads ADD COLUMN placed_inode INTEGER;
+            UPDATE downloads SET placed_target = target, placed_size = bytes WHERE status = 'finished';
+            CREATE TABLE released(path TEXT PRIMARY KEY, url TEXT NOT NULL, size INTEGER NOT NULL);
+            """,
     ]
 
     /// A state file that cannot be used; nothing is deleted.
@@ -155,12 +201,14 @@ public final class StateStore: @unchecked Sendable {
               key TEXT PRIMARY KEY, url TEXT NOT NULL, target TEXT, status TEXT NOT NULL,
               bytes INTEGER NOT NULL DEFAULT 0, total INTEGER, etag TEXT, last_modified TEXT,
               sha256 TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
-              updated_at REAL NOT NULL, media_type TEXT) WITHOUT ROWID;
+              updated_at REAL NOT NULL, media_type TEXT,
+              placed_target TEXT, placed_size INTEGER, placed_inode INTEGER) WITHOUT ROWID;
             CREATE TABLE runs(
               id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, pid INTEGER NOT NULL,
               finished INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
               unchanged INTEGER NOT NULL DEFAULT 0);
             CREATE TABLE store(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE released(path TEXT PRIMARY KEY, url TEXT NOT NULL, size INTEGER NOT NULL);
             COMMIT;
             """)
     }
@@ -196,7 +244,8 @@ public final class StateStore: @unchecked Sendable {
             .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
             SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
             .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970),
-            SQLValue(r.mediaType), .text(r.key),
+            SQLValue(r.mediaType), SQLValue(r.placed?.path), SQLValue(r.placed?.size),
+            SQLValue(r.placed?.inode.map { Int64(bitPattern: $0) }), .text(r.key),
         ]
         // An UPDATE in place when the record exists (every download's second
         // write): INSERT OR REPLACE would delete and re-insert the row and both
@@ -206,18 +255,26 @@ public final class StateStore: @unchecked Sendable {
         do throws(SQLiteDatabase.Failure) {
             try db.query("""
                 UPDATE downloads SET url = ?, target = ?, status = ?, bytes = ?, total = ?, etag = ?,
-                last_modified = ?, sha256 = ?, attempts = ?, last_error = ?, updated_at = ?, media_type = ?
+                last_modified = ?, sha256 = ?, attempts = ?, last_error = ?, updated_at = ?, media_type = ?,
+                placed_target = ?, placed_size = ?, placed_inode = ?
                 WHERE key = ?
                 """, values)
             if db.changes == 0 {
                 try db.query("""
                     INSERT INTO downloads
                     (url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at,
-                     media_type, key)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     media_type, placed_target, placed_size, placed_inode, key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, values)
             }
         } catch {}
+    }
+
+    /// Remembers a file the state placed and no longer tracks (batched).
+    public func release(_ file: ReleasedFile) {
+        try? begin()
+        try? db.query("INSERT OR REPLACE INTO released(path, url, size) VALUES (?, ?, ?)",
+                      [.text(file.path), .text(file.url), .int(file.size)])
     }
 
     /// Starts a run record; returns its id.
@@ -256,6 +313,18 @@ public final class StateStore: @unchecked Sendable {
         return all
     }
 
+    /// Files the state placed and no longer tracks: released by their
+    /// downloads, and not placed again since by any download.
+    public func releasedFiles() -> [ReleasedFile] {
+        var all: [ReleasedFile] = []
+        try? db.query("""
+            SELECT path, url, size FROM released
+            WHERE path NOT IN (SELECT placed_target FROM downloads WHERE placed_target IS NOT NULL)
+            ORDER BY path
+            """) { all.append(ReleasedFile(path: $0.text(0) ?? "", url: $0.text(1) ?? "", size: $0.int(2) ?? 0)) }
+        return all
+    }
+
     /// The last `limit` runs, newest first.
     public func runs(limit: Int) -> [RunRecord] {
         var all: [RunRecord] = []
@@ -280,7 +349,7 @@ public final class StateStore: @unchecked Sendable {
         flush()
     }
 
-    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type"
+    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type, placed_target, placed_size, placed_inode"
 
     private static func record(_ row: SQLRow) -> DownloadRecord {
         DownloadRecord(
@@ -288,6 +357,7 @@ public final class StateStore: @unchecked Sendable {
             status: DownloadRecord.Status(rawValue: row.text(3) ?? "") ?? .failed, bytes: row.int(4) ?? 0,
             total: row.int(5), etag: row.text(6), lastModified: row.text(7), sha256: row.text(8),
             mediaType: row.text(12), attempts: Int(row.int(9) ?? 0), lastError: row.text(10),
-            updatedAt: row.real(11) ?? 0)
+            updatedAt: row.real(11) ?? 0,
+            placed: row.text(13).map { PlacedFile(path: $0, size: row.int(14) ?? 0, inode: row.int(15).map { UInt64(bitPattern: $0) }) })
     }
 }

@@ -14,6 +14,8 @@ final class StateWriter: @unchecked Sendable {
     private let store: StateStore
     private let queue = DispatchQueue(label: "dlpipe-state")
     private var pending: [DownloadRecord] = []
+    /// Files placed earlier that their downloads left for a new name (rare).
+    private var released: [ReleasedFile] = []
     /// Whether the file held records when it was opened (see `record`).
     private let hadRecords: Bool
 
@@ -23,21 +25,28 @@ final class StateWriter: @unchecked Sendable {
     }
 
     /// Records saved and not yet handed to the state thread.
-    var pendingCount: Int { pending.count }
+    var pendingCount: Int { pending.count + released.count }
 
     /// Adds a record to the next commit.
     func save(_ record: DownloadRecord) {
         pending.append(record)
     }
 
+    /// Adds a released file (see `StateStore.release`) to the next commit.
+    func release(_ file: ReleasedFile) {
+        released.append(file)
+    }
+
     /// Hands the records saved so far to the state thread to be written and
     /// committed; `next` runs there after the commit.
     func commit(then next: (@Sendable () -> Void)? = nil) {
         let batch = pending
+        let files = released
         pending = []
-        guard !batch.isEmpty || next != nil else { return }
+        released = []
+        guard !batch.isEmpty || !files.isEmpty || next != nil else { return }
         queue.async { [store] in
-            Self.write(batch, to: store)
+            Self.write(batch, files, to: store)
             next?()
         }
     }
@@ -49,14 +58,17 @@ final class StateWriter: @unchecked Sendable {
     /// pending it still waits for the commits handed over before.
     func commitAndWait() {
         let batch = pending
+        let files = released
         pending = []
-        queue.sync { [store] in Self.write(batch, to: store) }
+        released = []
+        queue.sync { [store] in Self.write(batch, files, to: store) }
     }
 
     /// Writes and commits records, on `queue`.
-    private static func write(_ batch: [DownloadRecord], to store: StateStore) {
-        guard !batch.isEmpty else { return }
+    private static func write(_ batch: [DownloadRecord], _ files: [ReleasedFile], to store: StateStore) {
+        guard !batch.isEmpty || !files.isEmpty else { return }
         for record in batch { store.save(record) }
+        for file in files { store.release(file) }
         store.flush()
     }
 

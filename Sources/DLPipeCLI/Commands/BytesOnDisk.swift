@@ -28,7 +28,7 @@ enum BytesOnDisk {
     }
 
     /// The size of a regular file (symlinks are not followed), or nil.
-    private static func regularFileSize(_ path: String) -> Int64? {
+    static func regularFileSize(_ path: String) -> Int64? {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         return Int64(info.st_size)

@@ -22,7 +22,7 @@ enum StatusCommand {
         }
         guard isDirectory.boolValue else { throw UsageError("\(directory): not a directory", command: "status") }
         let path = statePath ?? directory + "/.dlpipe/state.db"
-        let holder = runningHolder(directory)
+        let holder = RunLock.holder(path: statePath.map { $0 + ".lock" } ?? directory + "/.dlpipe/lock")
         guard FileManager.default.fileExists(atPath: path) else {
             if json {
                 print(#"{"state":null,"finished":0,"failed":0,"partial":0,"cancelled":0,"running_pid":\#(holder.map(String.init) ?? "null")}"#)
@@ -40,26 +40,23 @@ enum StatusCommand {
         }
         let records = BytesOnDisk.applied(to: store.records(), in: directory)
         let runs = store.runs(limit: 5)
+        // Only those still there: a user may have removed them since.
+        let untracked = store.releasedFiles().filter { BytesOnDisk.regularFileSize(directory + "/" + $0.path) != nil }
         if json {
-            print(StatusReport.json(path: path, records: records, runs: runs, holder: holder))
+            print(StatusReport.json(path: path, records: records, runs: runs, holder: holder, untracked: untracked))
         } else {
-            print(StatusReport.text(path: path, records: records, runs: runs, holder: holder), terminator: "")
+            print(StatusReport.text(path: path, records: records, runs: runs, holder: holder, untracked: untracked),
+                  terminator: "")
         }
         return ExitCode.ok
-    }
-
-    /// The PID in the directory's lock file when that process is alive.
-    private static func runningHolder(_ directory: String) -> Int32? {
-        guard let text = try? String(contentsOfFile: directory + "/.dlpipe/lock", encoding: .utf8),
-            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0, kill(pid, 0) == 0
-        else { return nil }
-        return pid
     }
 }
 
 /// The status report, for people and for machines.
 enum StatusReport {
-    static func text(path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?) -> String {
+    static func text(
+        path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?, untracked: [ReleasedFile] = []
+    ) -> String {
         var out = "state: \(path)\n"
         if let holder { out += "running: process \(holder) holds the lock\n" }
         let counts = Dictionary(grouping: records, by: \.status).mapValues(\.count)
@@ -81,20 +78,30 @@ enum StatusReport {
                 out += "  \(Terminal.clean(r.target ?? RedactedURL.text(r.url))): \(Format.bytes(r.bytes))\(total)\n"
             }
         }
+        if !untracked.isEmpty {
+            out += "no longer tracked (placed by an earlier run, then left for another name):\n"
+            for file in untracked {
+                out += "  \(Terminal.clean(file.path)): \(Format.bytes(file.size)) from \(Terminal.clean(RedactedURL.text(file.url)))\n"
+            }
+        }
         if !runs.isEmpty {
             out += "runs:\n"
             let formatter = DateFormatter()
             formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
-            for run in runs {
+            for (run, liveness) in zip(runs, RunLiveness.of(runs, holder: holder)) {
                 let start = formatter.string(from: Date(timeIntervalSince1970: run.startedAt))
-                let end = run.endedAt.map { formatter.string(from: Date(timeIntervalSince1970: $0)) } ?? "(not ended)"
-                out += "  #\(run.id) \(start) to \(end), pid \(run.pid): \(run.finished) finished (\(run.unchanged) unchanged), \(run.failed) failed\n"
+                // "to END" for a run that ended; "running" or "killed" for one that did not.
+                let span = run.endedAt.map { "\(start) to \(formatter.string(from: Date(timeIntervalSince1970: $0)))" }
+                    ?? "\(start), \(liveness.rawValue)"
+                out += "  #\(run.id) \(span), pid \(run.pid): \(run.finished) finished (\(run.unchanged) unchanged), \(run.failed) failed\n"
             }
         }
         return out
     }
 
-    static func json(path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?) -> String {
+    static func json(
+        path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?, untracked: [ReleasedFile] = []
+    ) -> String {
         func count(_ status: DownloadRecord.Status) -> Int { records.filter { $0.status == status }.count }
         var object = JSONObject()
         object.add("state", path)
@@ -117,9 +124,10 @@ enum StatusReport {
             o.add("last_error", r.lastError)
             return o.json
         }
-        let runList = runs.map { run -> String in
+        let runList = zip(runs, RunLiveness.of(runs, holder: holder)).map { run, liveness -> String in
             var o = JSONObject()
             o.add("id", run.id)
+            o.add("status", liveness.rawValue)
             o.add("started_at", run.startedAt)
             o.add("ended_at", run.endedAt)
             o.add("pid", run.pid)
@@ -130,6 +138,14 @@ enum StatusReport {
         }
         object.add("downloads", json: "[" + downloads.joined(separator: ",") + "]")
         object.add("runs", json: "[" + runList.joined(separator: ",") + "]")
+        let untrackedList = untracked.map { file -> String in
+            var o = JSONObject()
+            o.add("path", file.path)
+            o.add("url", RedactedURL.text(file.url))
+            o.add("size", file.size)
+            return o.json
+        }
+        object.add("untracked", json: "[" + untrackedList.joined(separator: ",") + "]")
         return object.json
     }
 }

@@ -1,0 +1,29 @@
+import Foundation
+import Testing
+
+@testable import DLPipe
+
+/// Who holds a run lock, read from the kernel's lock table without taking it.
+@Suite struct RunLockHolderTests {
+    @Test func theFlockOnTheInodeNamesItsHolder() {
+        let table = """
+            1: POSIX  ADVISORY  WRITE 5462 fe:00:5366815 1073741824 1073742335
+            2: FLOCK  ADVISORY  WRITE 9159 fe:00:16221969 0 EOF
+            2: -> FLOCK  ADVISORY  WRITE 9300 fe:00:16221969 0 EOF
+            3: FLOCK  ADVISORY  WRITE 7000 00:2a:42 0 EOF
+            """
+        #expect(RunLock.holder(inode: 16_221_969, locks: table) == 9159, "the holder, not the waiter")
+        #expect(RunLock.holder(inode: 42, locks: table) == 7000)
+        #expect(RunLock.holder(inode: 5_366_815, locks: table) == nil, "a POSIX lock is not the run lock")
+        #expect(RunLock.holder(inode: 1, locks: table) == nil)
+    }
+
+    @Test func aHeldLockIsSeenAndAReleasedOneIsNot() throws {
+        let path = NSTemporaryDirectory() + "dlpipe-lock-\(UUID().uuidString.prefix(8))/lock"
+        do {
+            let lock = try RunLock(path: path, wait: false)
+            #expect(RunLock.holder(path: lock.path) == getpid())
+        }
+        #expect(RunLock.holder(path: path) == nil, "released with its descriptor")
+    }
+}
