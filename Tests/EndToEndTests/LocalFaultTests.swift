@@ -23,7 +23,7 @@ import Testing
     @Test(.enabled(if: TmpfsMount.available, "needs root to mount a tmpfs"))
     func fullDiskBeforeTheStateCanBeWritten() async throws {
         let disk = try TmpfsMount(options: "size=256k")
-        FileManager.default.createFile(atPath: disk.path + "/filler", contents: Data(count: 256 * 1024))
+        _ = FileManager.default.createFile(atPath: disk.path + "/filler", contents: Data(count: 256 * 1024))
         try server.put("x.bin", randomBytes: 100)
         let run = try await DLPipeRun.run(["get", server.url("/files/x.bin"), "-d", disk.path], under: [], within: 30)
         #expect(run.status == 1)

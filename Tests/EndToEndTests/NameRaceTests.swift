@@ -23,7 +23,7 @@ import Testing
         // Then another program creates files under the names the next ones want.
         let foreign = Array("another program's bytes".utf8)
         for name in ["large.bin.part", "small.bin", "other.bin"] {
-            FileManager.default.createFile(atPath: out + "/" + name, contents: Data(foreign))
+            _ = FileManager.default.createFile(atPath: out + "/" + name, contents: Data(foreign))
         }
         var paths: [String: String] = [:]
         for name in ["large.bin", "small.bin", "other.bin"] {

@@ -39,7 +39,8 @@ import Testing
         #expect(run.status == 1, "\(run.stdout)")
         let failed = run.events("failed").first
         #expect(failed?["kind"] as? String == "http")
-        #expect((failed?["message"] as? String ?? "").contains("https to http"), "\(failed ?? [:])")
+        let message42 = failed?["message"] as? String ?? ""
+        #expect(message42.contains("https to http"), "\(failed ?? [:])")
         #expect(try plain.requests(matching: "/files/x.bin").isEmpty, "the http URL was never asked")
         #expect(listing(out).isEmpty)
     }
