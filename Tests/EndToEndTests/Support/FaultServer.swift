@@ -19,7 +19,8 @@ final class FaultServer: @unchecked Sendable {
         let script = Paths.repository + "/Tests/Support/fault_server.py"
         let tlsArguments = tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []
         process = try Subprocess(
-            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"] + tlsArguments)
+            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"] + tlsArguments,
+            timeout: nil)  // the test's server: it lives as long as the test
         guard let line = process.readStdoutLine(), line.hasPrefix("PORT "),
             let port = Int(line.dropFirst(5))
         else { throw TestFailure("the fault server did not report its port") }
