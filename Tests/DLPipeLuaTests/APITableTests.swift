@@ -130,7 +130,8 @@ import Testing
             "progress": keys(.progress(ProgressInfo(bytes: 1, total: 4, rate: 2))),
             "finished": keys(.finished(FinishedInfo(
                 path: "/p", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false))),
-            "failed": keys(.failure(error, attempt: 1, retrying: true)),
+            "retrying": keys(.failure(error, attempt: 1, retryAfter: 2)),
+            "failed": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "done": keys(.summary(RunSummary())),
         ]
         #expect(pushed == Self.events(try Self.api()))

@@ -14,7 +14,7 @@ public struct ScriptError: Error, Sendable, CustomStringConvertible {
 
 /// What one event's handlers decided, after all of them ran.
 struct DispatchOutcome {
-    /// "skip", "retry", "giveup", "exit" or nil (no verdict).
+    /// "skip", "retry", "giveup", "handled", "exit" or nil (no verdict).
     var verdict: String?
     var extra: LuaValue = .nil_
     /// The name and directory after the handlers, when a handler assigned them.
@@ -24,9 +24,10 @@ struct DispatchOutcome {
     /// A handler failed (error, time budget, memory): the download fails with kind `hook`.
     var error: ScriptError?
 
-    /// Takes a handler's verdict and its extra value from what `host.run` returned.
+    /// Takes a handler's verdict and its extra value from what `host.run`
+    /// returned; the first verdict of an event stands.
     mutating func take(verdict result: ArraySlice<LuaValue>) {
-        guard let verdict = result.first?.text else { return }
+        guard self.verdict == nil, let verdict = result.first?.text else { return }
         self.verdict = verdict
         extra = result.dropFirst().first ?? .nil_
     }
@@ -134,6 +135,8 @@ final class ScriptHost: @unchecked Sendable {
 
     /// Runs every handler of `event` in order, each with its own time budget;
     /// stops at the first verdict (the first skip wins) or the first failure.
+    /// `done` handlers all run (each may log or add downloads): the first exit
+    /// code returned stands.
     func dispatch(_ event: String, download: DownloadInfo?, argument: EventArgument) -> DispatchOutcome {
         if handlerCount(event) == 1, let once = hostFunctions["once"] {
             return dispatchOnce(once, event, download: download, argument: argument)
@@ -153,7 +156,7 @@ final class ScriptHost: @unchecked Sendable {
                         break
                     }
                     outcome.take(verdict: result[...])
-                    if outcome.verdict != nil { break }
+                    if outcome.verdict != nil && event != "done" { break }
                 }
             }
             outcome.take(rename: try callHost("finish", []).first)
@@ -299,6 +302,10 @@ final class ScriptHost: @unchecked Sendable {
             else { return [.nil_] }
             computedDigests[path] = digest
             return [LuaValue(digest)]
+        }
+        runtime.register("__dl.safename") { args in
+            guard let text = args.first?.text, let name = SafeName.sanitize(text) else { return [.nil_] }
+            return [LuaValue(name)]
         }
         runtime.register("__dl.resolve") { args throws(LuaCallError) in
             guard args.count >= 2, let base = args[0].text, let ref = args[1].text else {
