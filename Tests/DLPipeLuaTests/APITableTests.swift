@@ -73,11 +73,12 @@ import Testing
             Issue.record("no calls")
             return
         }
+        let events = Self.events(try Self.api()).keys
         for case .table(let call) in calls.values {
             let name = call[LuaValue("name")]?.text ?? "?"
             let places = Self.list(call[LuaValue("where")])
             #expect(!places.isEmpty, "\(name) has no where list")
-            let known: Set<String> = ["job", "top", "anywhere", "response", "progress", "finished", "failed", "done"]
+            let known = Set(["job", "top", "anywhere"]).union(events)
             #expect(Set(places).isSubset(of: known), "\(name): \(places)")
         }
     }
