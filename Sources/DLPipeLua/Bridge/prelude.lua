@@ -213,7 +213,8 @@ local PROXY = {
     -- title or a header never makes folders by accident (dl.safename cleans one).
     if k == "name" and (v:find("/", 1, true) or v == "" or v == "." or v == "..") then
       error("d.name is one file name, not " .. string.format("%q", v)
-        .. ": set d.dir for the folder (dl.safename(s) makes any text a safe name)", 2)
+        .. ": a folder goes in d.dir, which must stay inside the output directory"
+        .. " (dl.safename(s) makes any text a safe name)", 2)
     end
     if k ~= "meta" then
       local name, dir = fields.name, fields.dir

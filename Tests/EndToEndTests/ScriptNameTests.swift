@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+/// Names set by scripts (issue 14, item 5): `d.name` is one file name, and
+/// `dl.safename` gives scripts the sanitiser that server names get.
+@Suite struct ScriptNameTests {
+    let server: FaultServer
+    let job: LuaJob
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        job = try LuaJob()
+        out = try TempDir.make("names")
+        try server.put("a.txt", bytes: Array("alpha".utf8))
+    }
+
+    @Test func aSlashInDNameIsAnErrorThatPointsToDDir() async throws {
+        try job.write("job.lua", """
+            dl.add(dl.var.base .. "/a.txt")
+            dl.on("response", function(d, r)
+              d.name = "sub/a.txt"
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 1)
+        let message = run.events("failed").first?["message"] as? String ?? ""
+        #expect(message.hasPrefix("\(job.directory)/job.lua:3: d.name is one file name, not \"sub/a.txt\": a folder goes in d.dir"), "\(message)")
+        #expect(listing(out).isEmpty, "no folder made, nothing written")
+    }
+
+    @Test func safenameIsTheServerNamesSanitiser() async throws {
+        try job.write("job.lua", """
+            dl.log("1", dl.safename("../../etc/passwd"))
+            dl.log("2", dl.safename("..."))
+            dl.log("3", dl.safename("a\\0b\\tc.txt"))
+            dl.log("4", dl.safename(".hidden"))
+            """)
+        let run = try await job.run("job.lua", out: out)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.logLines(containing: "1\tpasswd").count == 1, "\(run.stderr)")
+        #expect(run.logLines(containing: "2\tnil").count == 1)
+        #expect(run.logLines(containing: "3\tabc.txt").count == 1)
+        #expect(run.logLines(containing: "4\thidden").count == 1)
+    }
+}
