@@ -44,3 +44,29 @@ import Testing
         #expect(run.logLines(containing: "4\thidden").count == 1)
     }
 }
+
+/// `dl.store` before `dl.config{ dir }` (issue 14, item 6): a load error at the
+/// dl.config line, not a store bound to the current directory.
+@Suite struct StoreBeforeConfigTests {
+    @Test func dirAfterTheStoreWasUsedIsALoadError() async throws {
+        let job = try LuaJob()
+        let cwd = try TempDir.make("store-cwd")
+        try job.write("job.lua", """
+            local last = dl.store.get("cursor")
+            dl.config{ dir = "\(cwd)/out" }
+            """)
+        // Run from a folder of its own: the store opens before the error.
+        let run = try await DLPipeRun.run(["run", job.directory + "/job.lua"], under: ["/usr/bin/env", "-C", cwd], within: 60)
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("job.lua:2: dl.config: dir is set after dl.store was used, which took the state of \".\""), "\(run.stderr)")
+        let check = try await DLPipeRun.run(["check", job.directory + "/job.lua"])
+        #expect(check.status == 2, "check finds it too: \(check.stderr)")
+        // In the right order, or with -d (which wins over dl.config), it loads.
+        try job.write("ok.lua", """
+            dl.config{ dir = "\(cwd)/out" }
+            dl.store.set("cursor", 1)
+            """)
+        #expect(try await DLPipeRun.run(["run", job.directory + "/ok.lua"], under: ["/usr/bin/env", "-C", cwd], within: 60).status == 0)
+        #expect(try await DLPipeRun.run(["run", job.directory + "/job.lua", "-d", cwd + "/out"]).status == 0)
+    }
+}

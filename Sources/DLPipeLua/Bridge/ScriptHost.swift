@@ -61,6 +61,11 @@ final class ScriptHost: @unchecked Sendable {
     /// output directory (`-d`, else the job's `dl.config{dir}` so far, else ".").
     var statePath: String?
     var stateDirectory: String?
+    /// The output directory `dl.store` took its state from when neither `-d`
+    /// nor `--state` said: the job's `dl.config{dir}` so far, or ".". A later
+    /// `dl.config{dir}` naming another is an error, not a store bound to the
+    /// wrong folder.
+    private var storeBoundTo: String?
     /// For `dlpipe check`: writes stay in `overlay`, and no state file is created.
     var readOnlyStore = false
     private var overlay: [String: LuaValue] = [:]
@@ -285,10 +290,13 @@ final class ScriptHost: @unchecked Sendable {
                 return [LuaValue(error.message)]
             }
         }
-        runtime.register("__dl.checkconfig") { args in
+        runtime.register("__dl.checkconfig") { [unowned self] args in
             // One key of dl.config, by the rules JobSettings reads it with: the
             // prelude raises the message at the script's line.
             guard let key = args.first?.text, args.count > 1 else { return [] }
+            if key == "dir", let bound = storeBoundTo, let dir = args[1].text, dir != bound {
+                return [LuaValue("dl.config: dir is set after dl.store was used, which took the state of \(bound.debugDescription); call dl.config{ dir = ... } before dl.store")]
+            }
             do throws(ScriptError) {
                 _ = try JobSettings([key: args[1]])
                 return []
@@ -331,6 +339,7 @@ final class ScriptHost: @unchecked Sendable {
     /// The store's own connection (the engine has another; SQLite's WAL lets both work).
     private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
+        if statePath == nil && stateDirectory == nil && storeBoundTo == nil { storeBoundTo = configDir ?? "." }
         let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
         if readOnlyStore && !FileManager.default.fileExists(atPath: path) {
             return .failure(ScriptError("no state yet"))
