@@ -70,3 +70,26 @@ import Testing
         #expect(try await DLPipeRun.run(["run", job.directory + "/job.lua", "-d", cwd + "/out"]).status == 0)
     }
 }
+
+/// A top-level `dl.add` whose name or dir leaves the output directory
+/// (issue 14, item 7): `check` finds it, and `run` stops before any request.
+@Suite struct AddOutsideTests {
+    @Test func checkAndRunRefuseItBeforeAnyRequest() async throws {
+        let server = try FaultServer()
+        try server.put("a.txt", bytes: Array("alpha".utf8))
+        let job = try LuaJob()
+        let out = try TempDir.make("add-outside")
+        try job.write("job.lua", """
+            dl.add{ url = dl.var.base .. "/a.txt", dir = "sub", name = "../../escaped.txt" }
+            """)
+        let expected = "job.lua:1: dl.add: path \"sub/../../escaped.txt\" leaves the output directory"
+        let check = try await DLPipeRun.run(["check", job.directory + "/job.lua", "--var", "base=\(server.url("/files"))"])
+        #expect(check.status == 2)
+        #expect(check.stderr.contains(expected), "\(check.stderr)")
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains(expected), "\(run.stderr)")
+        #expect(try server.requests(matching: "/files/a.txt").isEmpty, "no request was made")
+        #expect(!FileManager.default.fileExists(atPath: out + "/../escaped.txt"))
+    }
+}

@@ -366,6 +366,16 @@ final class ScriptHost: @unchecked Sendable {
         // Refused here, as an error of the dl.add call: a load error at the
         // job's top level, a failure of the handler's download in a handler.
         if let problem = HeaderField.problem(in: headers) { throw LuaCallError(problem) }
+        // A name or dir that leaves the output directory is refused here too, so
+        // that a top-level add fails to load (run and check, before any request)
+        // instead of failing after its request; symlinks wait for the response.
+        if text(1) != nil || text(2) != nil {
+            do throws(DownloadError) {
+                _ = try TargetPath.lexical(directory: text(2), name: text(1) ?? "x")
+            } catch {
+                throw LuaCallError(error.message)
+            }
+        }
         addedCount += 1
         guard addedCount <= maxDownloads else {
             throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")
