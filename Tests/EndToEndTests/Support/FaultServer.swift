@@ -18,8 +18,12 @@ final class FaultServer: @unchecked Sendable {
         scheme = tls == nil ? "http" : "https"
         let script = Paths.repository + "/Tests/Support/fault_server.py"
         let tlsArguments = tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []
+        // The server lives as long as its test, which on a loaded machine can
+        // pass the watchdog's 60 s: a killed server reads as "couldn't connect".
+        // It ends with its test (deinit) or with the test process (--exit-with-parent).
         process = try Subprocess(
-            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"] + tlsArguments)
+            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"] + tlsArguments,
+            timeout: 3600)
         guard let line = process.readStdoutLine(), line.hasPrefix("PORT "),
             let port = Int(line.dropFirst(5))
         else { throw TestFailure("the fault server did not report its port") }
