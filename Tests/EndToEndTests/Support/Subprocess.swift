@@ -22,7 +22,10 @@ final class Subprocess: @unchecked Sendable {
     /// Set when the watchdog killed the child.
     let timedOut = Atomic<Bool>(false)
     private let timeout: Double
-    static let defaultTimeout = 60.0
+    /// Long enough for a child of a full suite on two busy cores (tests there
+    /// ran 77-79 s, and 60 s killed healthy children: LockTests' holder, a
+    /// fault server), short enough that a hang still ends the suite.
+    static let defaultTimeout = 300.0
 
     /// Starts `path` with `arguments`; stdin is /dev/null unless `stdin` is given.
     init(_ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
