@@ -33,7 +33,9 @@ import Testing
     private func leaveALargePartFile() async throws {
         let first = try Subprocess(Paths.binary, ["get", bigURL, "-d", out, "--json"])
         let started = await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: first.waitForLine(containing: "\"progress\"")) }
+            // The progress of the stall point: the part file holds its 50 KB (an
+            // earlier progress event may come before the part file exists).
+            Thread.detachNewThread { continuation.resume(returning: first.waitForLine(containing: "\"bytes\":50000,")) }
         }
         #expect(started)
         first.signal(SIGKILL)

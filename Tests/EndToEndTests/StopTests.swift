@@ -14,6 +14,9 @@ import Testing
     let out: String
     static let stoppedLine = "dlpipe: stopped"
     static let quitLine = "dlpipe: interrupted again: quit at once"
+    /// The progress event of the stall point: the part file holds its 50 KB
+    /// (the first progress event may come before the part file exists).
+    static let stallPoint = "\"bytes\":50000,"
 
     init() throws {
         server = try FaultServer()
@@ -53,7 +56,7 @@ import Testing
         let (url, body) = try stallingURL()
         let process = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
         let (status, _, stderr) = await onThread {
-            process.waitForLine(containing: "\"progress\"")
+            process.waitForLine(containing: Self.stallPoint)
             process.signal(signal)
             return process.finish()
         }
@@ -73,7 +76,7 @@ import Testing
     @Test func secondInterruptExitsAtOnce() async throws {
         let (url, body) = try stallingURL()
         let hook = try TempDir.make("stop-hook") + "/mark.lua"
-        try #"dl.on("progress", function(d, p) dl.log("receiving") end)"#.write(toFile: hook, atomically: true, encoding: .utf8)
+        try #"dl.on("progress", function(d, p) if p.bytes == 50000 then dl.log("receiving") end end)"#.write(toFile: hook, atomically: true, encoding: .utf8)
         let process = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json", "--hook", hook], full: .stdout)
         let (status, seconds) = await onThread { () -> (Int32?, Double) in
             _ = Self.readStderr(of: process, until: "receiving")
@@ -99,7 +102,7 @@ import Testing
         let (url, body) = try stallingURL()
         let process = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"], full: .stderr)
         let status = await onThread { () -> Int32? in
-            process.waitForLine(containing: "\"progress\"")
+            process.waitForLine(containing: Self.stallPoint)
             process.signal(SIGINT)
             process.signal(SIGTERM)
             return process.waitForExit(within: 5)
