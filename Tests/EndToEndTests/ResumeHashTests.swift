@@ -24,8 +24,10 @@ import Testing
         try server.put("small.txt", bytes: Array("small".utf8))
     }
 
-    /// The URL of the big file: the first request stalls after 50 KB, the next not.
-    var bigURL: String { server.url("/files/big.bin?stall=50000&stall_times=1") }
+    /// The URL of the big file: every response stalls after 50 KB of its body,
+    /// so that the first run never finishes it, whatever retries it makes; the
+    /// resume asks for the last 1,000 bytes only, which come whole.
+    var bigURL: String { server.url("/files/big.bin?stall=50000") }
 
     /// A killed run leaves big.bin.part and its record; the part file is then
     /// grown (sparse) to all but the last 1,000 bytes, which are zeros like the
