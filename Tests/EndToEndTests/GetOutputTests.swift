@@ -99,6 +99,10 @@ import Testing
         #expect(stdout == data, "\(stdout.count) bytes on stdout")
         #expect(!FileManager.default.fileExists(atPath: out + "/d"), "nothing of -d is touched")
         #expect(listing(staging) == [], "the staging folder is removed")
+        // The plain line names stdout, not the staging folder the user never sees.
+        let message = String(decoding: stderr, as: UTF8.self)
+        #expect(message.contains("finished - (stdout) ("), "\(message)")
+        #expect(!message.contains("dlpipe-stdout-"), "\(message)")
     }
 
     @Test func dashWithJSONIsAUsageError() async throws {

@@ -34,6 +34,7 @@ extension EngineLoop {
                 continueTransfer(job)
             case .abortTransfer(let keepPart):
                 job.completedWhileHolding = false
+                job.resumeHash = nil  // a hash still being made is for a start that no longer comes
                 guard let transfer = job.transfer else { break }
                 if abort(transfer) { job.receivedThisRun += transfer.received }
                 job.transfer = nil

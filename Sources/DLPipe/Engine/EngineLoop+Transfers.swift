@@ -9,6 +9,8 @@ extension EngineLoop: TransferOwner {
     /// Configures a handle for the job's next request and adds it to the multi handle.
     func startTransfer(_ job: Job) {
         if job.startedAt == nil { job.startedAt = EngineLoop.now() }
+        // A resume with a checksum: the bytes on disk are hashed on a queue first.
+        if waitsForResumeHash(job) { return }
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
@@ -243,12 +245,8 @@ extension EngineLoop: TransferOwner {
             transfer.abortError = error
             return false
         }
-        if job.request.sha256 != nil || configuration.alwaysHash {
-            let hasher = SHA256Hasher()
-            if transfer.resumeOffset > 0, let target = job.target {
-                hasher.feed(file: partPath(target), upTo: transfer.resumeOffset)
-            }
-            transfer.hasher = hasher
+        if wantsHash(job) {
+            transfer.hasher = hasher(for: job, resumingAt: transfer.resumeOffset)
         }
         return true
     }

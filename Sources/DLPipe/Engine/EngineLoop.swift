@@ -21,6 +21,8 @@ final class EngineLoop: @unchecked Sendable {
         case drainedVerdict(Int?)
         /// The syncfs of the batch in `syncingBatch` returned.
         case synced
+        /// The part file's first bytes are hashed for a resume (ResumeHash).
+        case resumeHashed(DownloadID, ResumeHash)
         case waitIdle(@Sendable (RunSummary, Int?) -> Void)
         case waitOutcome(DownloadID, @Sendable (DownloadOutcome?) -> Void)
         /// Stop every transfer (part files stay) and end the thread; then `done`.
@@ -86,6 +88,8 @@ final class EngineLoop: @unchecked Sendable {
     static let stateCommitInterval = 0.05
     static let maxHeldBytes = 16 << 20
     let syncQueue = DispatchQueue(label: "dlpipe-syncfs")
+    /// Hashes the bytes a resumed part file already holds (ResumeHash).
+    let resumeHashQueue = DispatchQueue(label: "dlpipe-resume-hash")
     /// The output directory, open: file calls relative to it, and syncfs.
     let output: OutputDirectory
     /// What names the output directory's folders hold (read once per folder).
@@ -233,6 +237,7 @@ final class EngineLoop: @unchecked Sendable {
             let batch = syncingBatch
             syncingBatch = []
             settle(batch)
+        case .resumeHashed(let id, let hash): resumeHashed(id, hash)
         case .waitIdle(let reply):
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.

@@ -30,6 +30,9 @@ final class Job {
     var hops = 0
     var response: ResponseInfo?
     var transfer: Transfer?
+    /// The part file's first bytes, being hashed (or hashed) for the next
+    /// transfer, which resumes after them (EngineLoop+ResumeHash).
+    var resumeHash: ResumeHash?
     /// The transfer finished while the response hook was still deciding.
     var completedWhileHolding = false
     /// The whole body, handed to the syncfs queue to be written and named.

@@ -42,11 +42,19 @@ final class SHA256Hasher {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        return feed(descriptor: fd, upTo: limit)
+    }
+
+    /// Feeds the first `limit` bytes read from `fd` (from where it stands);
+    /// returns the count fed, nil on error.
+    @discardableResult
+    func feed(descriptor fd: Int32, upTo limit: Int64) -> Int64? {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var total: Int64 = 0
         while total < limit {
             let want = Int(min(Int64(buffer.count), limit - total))
             let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
+            if got < 0 && errno == EINTR { continue }
             if got < 0 { return nil }
             if got == 0 { break }
             buffer.withUnsafeBytes { update(UnsafeRawBufferPointer(rebasing: $0.prefix(got))) }
@@ -71,5 +79,14 @@ public enum FileDigest {
     /// The lower-case hex SHA-256 of a file, or nil when it cannot be read.
     public static func sha256Hex(ofFile path: String) -> String? {
         SHA256Hasher.hexDigest(ofFile: path)
+    }
+
+    /// The lower-case hex SHA-256 of what can be read from `descriptor` (from
+    /// where it stands to its end), or nil on a read error. For a file that was
+    /// opened and checked once: the digest is of what was checked.
+    public static func sha256Hex(ofDescriptor descriptor: Int32) -> String? {
+        let hasher = SHA256Hasher()
+        guard hasher.feed(descriptor: descriptor, upTo: .max) != nil else { return nil }
+        return hasher.finalHex()
     }
 }

@@ -136,7 +136,10 @@ enum RunDriver {
             Terminal.error("dlpipe: \(error.message)")
             return ExitCode.failed
         }
-        let reporter = Reporters.make(progress: options.progress, json: options.json, quiet: options.quiet)
+        let reporter = Reporters.make(
+            progress: options.progress, json: options.json, quiet: options.quiet,
+            // The engine's paths are under the folder's canonical path.
+            shownPath: ShownPath(stdoutFolder: options.stdout.map { TargetPath.canonical($0.folder) ?? $0.folder }))
         engine.observe { reporter.handle($0) }
         options.stdout?.start(engine: engine)
         let stopper = StopSignals.install(engine: engine, reporter: reporter)

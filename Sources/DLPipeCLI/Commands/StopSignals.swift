@@ -1,46 +1,42 @@
+internal import CPosix
 import DLPipe
-import Dispatch
 import Foundation
-import Synchronization
 
 /// SIGINT and SIGTERM: the first stops cleanly (transfers stop, part files stay,
-/// exit 130); a second SIGINT exits at once.
+/// exit 130); a second one exits at once, however slow the clean stop is.
+///
+/// The signals are caught by a C handler (Sources/CPosix/dl_stop_signals.h)
+/// that counts every delivered signal, so that two in a row are never merged
+/// into one (a dispatch signal source merged them, and the second Ctrl-C was
+/// lost); the first reaches the stop thread here through a pipe.
 final class StopSignals: Sendable {
-    private let state = Mutex<(stopping: Bool, sources: [DispatchSourceSignal])>((false, []))
-
     /// Whether a stop has begun (the run's result no longer matters).
-    var stopping: Bool { state.withLock { $0.stopping } }
+    var stopping: Bool { dl_stop_signals_received() > 0 }
 
     static func install(engine: DownloadEngine, reporter: any Reporter) -> StopSignals {
-        let stopper = StopSignals()
-        let queue = DispatchQueue(label: "dlpipe-signals")
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)  // delivered to the dispatch source instead
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                let first = stopper.state.withLock { state -> Bool in
-                    defer { state.stopping = true }
-                    return !state.stopping
-                }
-                guard first else {
-                    // The second signal: leave now. Part files are closed by the
-                    // kernel; nothing was renamed into place half-written.
-                    _exit(130)
-                }
-                Terminal.error("dlpipe: stopping (part files are kept; press Ctrl-C again to quit at once)")
-                Task {
-                    await engine.stop()
-                    Terminal.error("dlpipe: stopped")
-                    reporter.flushBeforeExit()
-                    exit(130)
-                }
-            }
-            source.resume()
-            sources.append(source)
+        let descriptor = dl_stop_signals_install()
+        if descriptor < 0 {
+            Terminal.error("dlpipe: cannot catch SIGINT and SIGTERM: \(String(cString: strerror(errno)))")
+        } else {
+            let thread = Thread { waitForTheFirstSignal(descriptor, engine: engine, reporter: reporter) }
+            thread.name = "dlpipe-stop"
+            thread.start()
         }
-        stopper.state.withLock { $0.sources = sources }
-        return stopper
+        return StopSignals()
+    }
+
+    /// Blocks until the first signal, then stops the engine and exits 130. The
+    /// second signal does not come here: the C handler exits at once.
+    private static func waitForTheFirstSignal(_ descriptor: Int32, engine: DownloadEngine, reporter: any Reporter) {
+        var byte: UInt8 = 0
+        while read(descriptor, &byte, 1) < 0 && errno == EINTR {}
+        Terminal.error("dlpipe: stopping (part files are kept; press Ctrl-C again to quit at once)")
+        Task {
+            await engine.stop()
+            Terminal.error("dlpipe: stopped")
+            reporter.flushBeforeExit()
+            exit(130)
+        }
     }
 
     /// Parks the caller while the stop task finishes and exits the process.

@@ -29,13 +29,15 @@ final class ProgressBars: Reporter, @unchecked Sendable {
 
     private let model = Mutex(Model())
     private let colors: Bool
+    private let shownPath: ShownPath
     private let timer: DispatchSourceTimer
     private let width: Int
     /// Bars shown at most; the rest are counted in the total line.
     private let maxRows = 10
 
-    init(colors: Bool) {
+    init(colors: Bool, shownPath: ShownPath = .plain) {
         self.colors = colors
+        self.shownPath = shownPath
         var size = winsize()
         width = ioctl(2, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 20 ? Int(size.ws_col) : 80
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "dlpipe-bars"))
@@ -50,20 +52,20 @@ final class ProgressBars: Reporter, @unchecked Sendable {
             case .queued: m.seen += 1
             case .response(let d, let r):
                 if m.rows[d.id] == nil { m.order.append(d.id) }
-                m.rows[d.id] = Row(label: d.name ?? r.filename, total: r.length)
+                m.rows[d.id] = Row(label: shownPath.label(d.name ?? r.filename), total: r.length)
             case .progress(let d, let p):
                 m.rows[d.id]?.bytes = p.bytes
                 m.rows[d.id]?.total = p.total
                 m.rows[d.id]?.rate = p.rate
             case .retrying:
-                if let line = LineReporter.line(for: event, onlyFailures: false) { m.log.append(line) }
+                if let line = LineReporter.line(for: event, onlyFailures: false, shownPath: shownPath) { m.log.append(line) }
             default:
                 guard event.isTerminal, let d = event.download else { return }
                 m.done += 1
                 if case .finished(_, let f) = event { m.finishedBytes += f.bytes }
                 m.rows[d.id] = nil
                 m.order.removeAll { $0 == d.id }
-                if let line = LineReporter.line(for: event, onlyFailures: false) {
+                if let line = LineReporter.line(for: event, onlyFailures: false, shownPath: shownPath) {
                     m.log.append(paint(line, failed: { if case .failed = event { return true }; return false }()))
                 }
             }

@@ -20,13 +20,14 @@ extension Reporter {
 
 enum Reporters {
     /// The reporter for the options: JSON Lines, live bars, plain lines, or quiet.
-    static func make(progress: ProgressMode, json: Bool, quiet: Bool) -> any Reporter {
+    /// `shownPath` tells how files are named (`get -o -`: stdout).
+    static func make(progress: ProgressMode, json: Bool, quiet: Bool, shownPath: ShownPath = .plain) -> any Reporter {
         if json { return JSONReporter() }
         let mode = progress == .auto ? (Terminal.stderrIsTerminal ? .bars : .lines) : progress
         switch mode {
-        case .bars where !quiet: return ProgressBars(colors: Terminal.colors)
-        case .none: return LineReporter(onlyFailures: true)
-        default: return LineReporter(onlyFailures: quiet)
+        case .bars where !quiet: return ProgressBars(colors: Terminal.colors, shownPath: shownPath)
+        case .none: return LineReporter(onlyFailures: true, shownPath: shownPath)
+        default: return LineReporter(onlyFailures: quiet, shownPath: shownPath)
         }
     }
 }
@@ -34,10 +35,14 @@ enum Reporters {
 /// One plain line on stderr per terminal event, no escape codes (for logs and cron).
 final class LineReporter: Reporter {
     let onlyFailures: Bool
-    init(onlyFailures: Bool) { self.onlyFailures = onlyFailures }
+    let shownPath: ShownPath
+    init(onlyFailures: Bool, shownPath: ShownPath = .plain) {
+        self.onlyFailures = onlyFailures
+        self.shownPath = shownPath
+    }
 
     func handle(_ event: DownloadEvent) {
-        guard let line = Self.line(for: event, onlyFailures: onlyFailures) else { return }
+        guard let line = Self.line(for: event, onlyFailures: onlyFailures, shownPath: shownPath) else { return }
         Terminal.error(line)
     }
 
@@ -47,12 +52,12 @@ final class LineReporter: Reporter {
     }
 
     /// The line for a terminal event (nil for the others).
-    static func line(for event: DownloadEvent, onlyFailures: Bool) -> String? {
+    static func line(for event: DownloadEvent, onlyFailures: Bool, shownPath: ShownPath = .plain) -> String? {
         switch event {
         case .finished(let d, let f) where !onlyFailures:
             let rate = f.seconds > 0 ? ", " + Format.rate(Double(f.bytes) / f.seconds) : ""
             let state = f.unchanged ? "unchanged" : "finished"
-            return "\(state) \(Terminal.clean(f.path)) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
+            return "\(state) \(shownPath.text(f.path)) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
         case .failed(let d, let e):
             // The id and kind end the first line; a traceback follows, indented.
             let (message, traceback) = Terminal.cleanLinesSplit(e.message)

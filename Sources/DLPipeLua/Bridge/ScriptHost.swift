@@ -305,8 +305,8 @@ final class ScriptHost: @unchecked Sendable {
             }
         }
         runtime.register("__dl.sha256") { [unowned self] args in
-            guard let path = args.first?.text, case .success = resolveInsideRoot(path),
-                let digest = FileDigest.sha256Hex(ofFile: path)
+            guard let path = args.first?.text, let root, let file = try? ConfinedFile(path, root: root),
+                let digest = FileDigest.sha256Hex(ofDescriptor: file.descriptor)
             else { return [.nil_] }
             computedDigests[path] = digest
             return [LuaValue(digest)]
@@ -397,24 +397,13 @@ final class ScriptHost: @unchecked Sendable {
         return [.integer(Int64(id.rawValue))]
     }
 
-    private func resolveInsideRoot(_ path: String) -> Result<String, ScriptError> {
-        guard let root else { return .failure(ScriptError("no output directory yet")) }
-        let full = path.hasPrefix("/") ? path : root + "/" + path
-        guard let real = TargetPath.canonical(full) else { return .failure(ScriptError("no such file: \(path)")) }
-        guard real == root || real.hasPrefix(root + "/") else {
-            return .failure(ScriptError("\(path) is outside the output directory"))
-        }
-        return .success(real)
-    }
-
+    /// The bytes of a regular file inside the output directory (ConfinedFile).
     private func readInsideRoot(_ path: String) -> Result<[UInt8], ScriptError> {
-        switch resolveInsideRoot(path) {
-        case .failure(let error): return .failure(error)
-        case .success(let real):
-            guard let data = FileManager.default.contents(atPath: real) else {
-                return .failure(ScriptError("cannot read \(path)"))
-            }
-            return .success([UInt8](data))
+        guard let root else { return .failure(ScriptError("no output directory yet")) }
+        do throws(ScriptError) {
+            return .success(try ConfinedFile(path, root: root).readAll())
+        } catch {
+            return .failure(error)
         }
     }
 }

@@ -26,12 +26,23 @@ final class Subprocess: @unchecked Sendable {
     private let timeout: Double?
     static let defaultTimeout = 300.0
 
+    /// An output pipe that starts full (see `init`).
+    enum FullPipe { case stdout, stderr }
+
     /// Starts `path` with `arguments`; stdin is /dev/null unless `stdin` is given.
+    /// With `full`, that pipe is filled before the child starts (with lines of
+    /// `#`), so that the child's first write to it blocks until the test reads:
+    /// a reader that does not read, as a terminal held with Ctrl-S.
     init(_ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
-         timeout: Double? = Subprocess.defaultTimeout) throws {
+         full: FullPipe? = nil, timeout: Double? = Subprocess.defaultTimeout) throws {
         var outPipe: [Int32] = [0, 0]
         var errPipe: [Int32] = [0, 0]
         guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw POSIXError(.EMFILE) }
+        switch full {
+        case .stdout: Self.fill(outPipe[1])
+        case .stderr: Self.fill(errPipe[1])
+        case nil: break
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -156,6 +167,21 @@ final class Subprocess: @unchecked Sendable {
         return (waitForExit(), out.data, err.data)
     }
 
+    /// Waits at most `seconds` for the child: its exit code, or 128 + signal; nil
+    /// when it was still running then (it is killed, so that a test of
+    /// something that would hang fails in seconds instead).
+    func waitForExit(within seconds: Double) -> Int32? {
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            self.waitForExit()
+            done.signal()
+        }
+        if done.wait(timeout: .now() + seconds) == .success { return exited }
+        reaped.withLock { done in if !done { kill(pid, SIGKILL) } }
+        done.wait()
+        return nil
+    }
+
     /// Waits for the child; its exit code, or 128 + signal.
     @discardableResult
     func waitForExit() -> Int32 {
@@ -172,6 +198,18 @@ final class Subprocess: @unchecked Sendable {
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         exited = code
         return code
+    }
+
+    /// Writes to the pipe's end `fd` until it is full, without blocking.
+    private static func fill(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        let line = [UInt8](repeating: UInt8(ascii: "#"), count: 1023) + [10]
+        while line.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        // A write of up to a page is all or nothing: less than a line may be left.
+        var newline: UInt8 = 10
+        while write(fd, &newline, 1) > 0 {}
+        _ = fcntl(fd, F_SETFL, flags)
     }
 
     private static func readAll(_ fd: Int32) -> [UInt8] {

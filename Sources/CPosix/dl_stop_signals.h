@@ -1,0 +1,62 @@
+// SIGINT and SIGTERM for a clean stop, and a second signal that always quits.
+//
+// A sigaction handler, not a dispatch signal source: a dispatch source merges
+// signals that arrive before its handler runs into one call, so a second
+// Ctrl-C sent while the first was still on its way was lost, and the run went
+// on with its (possibly slow) clean stop. This handler runs once per signal
+// the kernel delivers: the first is passed to a thread through a pipe (the
+// self-pipe: a handler may only call async-signal-safe functions), the second
+// leaves at once.
+//
+// The state below is file-static: only one Swift file (StopSignals.swift)
+// may call these functions, so that exactly one copy of it exists.
+#ifndef DL_STOP_SIGNALS_H
+#define DL_STOP_SIGNALS_H
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static int dl_stop_signal_count = 0;
+static int dl_stop_pipe_write = -1;
+
+static void dl_stop_signal_handler(int number) {
+    int saved = errno;
+    if (__atomic_add_fetch(&dl_stop_signal_count, 1, __ATOMIC_SEQ_CST) >= 2) {
+        // What the clean stop does not print: tells the two ways out apart.
+        // Only when stderr can take it now: a full pipe or a terminal held
+        // with Ctrl-S (what may be slowing the clean stop) must not keep the
+        // process from leaving.
+        static const char message[] = "dlpipe: interrupted again: quit at once (part files are kept)\n";
+        struct pollfd err = { .fd = 2, .events = POLLOUT, .revents = 0 };
+        if (poll(&err, 1, 0) == 1 && (err.revents & POLLOUT)) (void)!write(2, message, sizeof message - 1);
+        _exit(130);
+    }
+    unsigned char byte = (unsigned char)number;
+    (void)!write(dl_stop_pipe_write, &byte, 1);
+    errno = saved;
+}
+
+/// Installs the handler for SIGINT and SIGTERM and returns the descriptor
+/// from which the first signal's number can be read (one byte), or -1 with
+/// errno set.
+static inline int dl_stop_signals_install(void) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    dl_stop_pipe_write = fds[1];
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = dl_stop_signal_handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sigaction(SIGINT, &action, NULL) != 0 || sigaction(SIGTERM, &action, NULL) != 0) return -1;
+    return fds[0];
+}
+
+/// How many stop signals arrived so far (0, or 1: a second one exits).
+static inline int dl_stop_signals_received(void) {
+    return __atomic_load_n(&dl_stop_signal_count, __ATOMIC_SEQ_CST);
+}
+#endif
