@@ -92,6 +92,9 @@ extension EngineLoop {
 
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
+        // Before the event: a program that adds the request again when it sees
+        // the event gets a new download, not this ended one.
+        registry.ended(job.id)
         openJobs -= 1
         pausedJobs.remove(job.id)
         if let target = job.target { reservedPaths.remove(target.relative) }
@@ -110,6 +113,7 @@ extension EngineLoop {
         case .failed(let error): saveState(job, .failed, error: error)
         case .cancelled: saveState(job, .cancelled)
         case .skipped: saveState(job, .skipped)
+        case .stopped: break  // only the stop makes it (`shutDown`), never here
         }
         switch outcome {
         case .finished(let result):
@@ -127,6 +131,8 @@ extension EngineLoop {
         case .cancelled:
             summary.cancelled += 1
             emit(.cancelled(info))
+        case .stopped:
+            emit(.stopped(info))
         }
         for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(outcome) }
         // Only the outcome stays: an ended job's response, paths and request are

@@ -137,11 +137,19 @@ enum RunDriver {
             return ExitCode.failed
         }
         let reporter = Reporters.make(progress: options.progress, json: options.json, quiet: options.quiet)
-        engine.observe { reporter.handle($0) }
+        engine.observe { event in
+            // A stop (Ctrl-C) ends the open downloads with `stopped` events; the
+            // command line reports the stop itself and exits 130, as before.
+            if case .stopped = event { return }
+            reporter.handle(event)
+        }
         options.stdout?.start(engine: engine)
         let stopper = StopSignals.install(engine: engine, reporter: reporter)
         session?.start(with: engine)
-        for request in requests { engine.add(request) }
+        // A URL given twice is fetched once (the engine itself deduplicates only
+        // downloads still open, and a long list may repeat one that ended).
+        var added = Set<String>()
+        for request in requests where added.insert(request.deduplicationKey).inserted { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()
         if stopper.stopping { await stopper.waitForever() }
         options.stdout?.finish()

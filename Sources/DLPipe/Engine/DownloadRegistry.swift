@@ -1,0 +1,85 @@
+import Synchronization
+
+/// Which downloads of one engine are open (queued, running, paused or waiting
+/// for a hook), known from any thread at once: `add` deduplicates against them
+/// only, and `pause`, `resume` and `cancel` answer whether their id was open.
+///
+/// The engine thread reports each end (`ended`) before it publishes the
+/// terminal event, so a program that adds a request again when it sees that
+/// event gets a new download.
+final class DownloadRegistry: Sendable {
+    /// The serial of the engine whose ids these are.
+    let engine: Int
+    private struct State {
+        var lastNumber = 0
+        var openByKey: [String: DownloadID] = [:]
+        var keyOfOpen: [DownloadID: String] = [:]
+        /// After the stop: nothing is open any more, and new ids stay closed.
+        var stopped = false
+    }
+    private let state = Mutex<State>(State())
+
+    init(engine: Int) { self.engine = engine }
+
+    /// An id for each request: the open download's for a request already open
+    /// (or repeated in `requests`), else a new one. `post` gets the new ones,
+    /// in order, under the lock, so that the engine sees ids in the order made.
+    func admit(
+        _ requests: some Sequence<DownloadRequest>, post: ([(DownloadID, DownloadRequest)]) -> Void
+    ) -> [DownloadID] {
+        state.withLock { state in
+            var ids: [DownloadID] = []
+            var new: [(DownloadID, DownloadRequest)] = []
+            for request in requests {
+                let key = request.deduplicationKey
+                if let id = state.openByKey[key] {
+                    ids.append(id)
+                    continue
+                }
+                state.lastNumber += 1
+                let id = DownloadID(state.lastNumber, engine: engine)
+                if !state.stopped {
+                    state.openByKey[key] = id
+                    state.keyOfOpen[id] = key
+                }
+                ids.append(id)
+                new.append((id, request))
+            }
+            if !new.isEmpty { post(new) }
+            return ids
+        }
+    }
+
+    /// Whether `id` is this engine's and still open.
+    func isOpen(_ id: DownloadID) -> Bool {
+        id.engine == engine && state.withLock { $0.keyOfOpen[id] != nil }
+    }
+
+    /// Whether this engine made `id`.
+    func owns(_ id: DownloadID) -> Bool {
+        id.engine == engine && id.rawValue >= 1 && state.withLock { id.rawValue <= $0.lastNumber }
+    }
+
+    /// The id of this engine's download number `number`, if it made one.
+    func id(number: Int) -> DownloadID? {
+        let id = DownloadID(number, engine: engine)
+        return owns(id) && id.rawValue == number ? id : nil
+    }
+
+    /// The download ended (on the engine thread, before its terminal event).
+    func ended(_ id: DownloadID) {
+        state.withLock { state in
+            guard let key = state.keyOfOpen.removeValue(forKey: id) else { return }
+            if state.openByKey[key] == id { state.openByKey[key] = nil }
+        }
+    }
+
+    /// The engine stopped: nothing is open any more.
+    func close() {
+        state.withLock { state in
+            state.stopped = true
+            state.openByKey = [:]
+            state.keyOfOpen = [:]
+        }
+    }
+}
