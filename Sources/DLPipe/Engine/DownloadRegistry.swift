@@ -22,10 +22,13 @@ final class DownloadRegistry: Sendable {
     init(engine: Int) { self.engine = engine }
 
     /// An id for each request: the open download's for a request already open
-    /// (or repeated in `requests`), else a new one. `post` gets the new ones,
-    /// in order, under the lock, so that the engine sees ids in the order made.
+    /// (or repeated in `requests`), else a new one. `post` gets every id and
+    /// the new ones with their requests, in order, under the lock: the engine
+    /// sees ids in the order made, and no download given to `post` can end
+    /// before `post` returns (a task attaches to it there).
     func admit(
-        _ requests: some Sequence<DownloadRequest>, post: ([(DownloadID, DownloadRequest)]) -> Void
+        _ requests: some Sequence<DownloadRequest>,
+        post: (_ ids: [DownloadID], _ new: [(DownloadID, DownloadRequest)]) -> Void
     ) -> [DownloadID] {
         state.withLock { state in
             var ids: [DownloadID] = []
@@ -45,7 +48,7 @@ final class DownloadRegistry: Sendable {
                 ids.append(id)
                 new.append((id, request))
             }
-            if !new.isEmpty { post(new) }
+            post(ids, new)
             return ids
         }
     }

@@ -73,7 +73,9 @@ public final class DownloadEngine: Sendable {
     /// at once as `.stopped` (`outcome(of:)` says so) and publishes no event.
     @discardableResult
     public func add(_ request: DownloadRequest) -> DownloadID {
-        registry.admit(CollectionOfOne(request)) { new in loop.post(.add(new[0].0, new[0].1)) }[0]
+        registry.admit(CollectionOfOne(request)) { _, new in
+            if let (id, request) = new.first { loop.post(.add(id, request)) }
+        }[0]
     }
 
     /// Queues several downloads at once and returns their ids, in order (a
@@ -83,12 +85,31 @@ public final class DownloadEngine: Sendable {
     /// a slot before a more urgent one was even queued.
     @discardableResult
     public func add(contentsOf requests: some Sequence<DownloadRequest>) -> [DownloadID] {
-        registry.admit(requests) { new in loop.post(.addAll(new)) }
+        registry.admit(requests) { _, new in
+            if !new.isEmpty { loop.post(.addAll(new)) }
+        }
     }
 
     /// Queues a download of `url` with default settings.
     @discardableResult
     public func add(_ url: String) -> DownloadID { add(DownloadRequest(url: url)) }
+
+    /// Queues a download as `add` does and returns its task handle: its own
+    /// events from its first on, `pause`, `resume`, `cancel`, and its awaited
+    /// `result`. A repeat of an open request gets a handle of that download.
+    public func addTask(_ request: DownloadRequest) -> DownloadTask {
+        var attached: (AsyncStream<DownloadEvent>, OutcomeBox)?
+        let id = registry.admit(CollectionOfOne(request)) { ids, new in
+            // Attached before the add is posted: the task sees `queued`.
+            attached = hub.attach(ids[0])
+            if let (id, request) = new.first { loop.post(.add(id, request)) }
+        }[0]
+        let (events, outcome) = attached!
+        return DownloadTask(id: id, engine: self, events: events, outcome: outcome)
+    }
+
+    /// Queues a download of `url` with default settings and returns its task handle.
+    public func addTask(_ url: String) -> DownloadTask { addTask(DownloadRequest(url: url)) }
 
     /// Ends a download as failed (a hook that broke, for example), stopping its
     /// transfer. False when `id` is not an open download of this engine.
