@@ -10,16 +10,24 @@ import Synchronization
 final class DownloadRegistry: Sendable {
     /// The serial of the engine whose ids these are.
     let engine: Int
+    /// The command line's rule: an ended request keeps its id for the whole run
+    /// (`EngineConfiguration.deduplicatesWholeRun`).
+    let wholeRun: Bool
     private struct State {
         var lastNumber = 0
-        var openByKey: [String: DownloadID] = [:]
-        var keyOfOpen: [DownloadID: String] = [:]
+        /// The id of each request key: open downloads only, or every download
+        /// of the run with `wholeRun`.
+        var byKey: [String: DownloadID] = [:]
+        var open: Set<DownloadID> = []
         /// After the stop: nothing is open any more, and new ids stay closed.
         var stopped = false
     }
     private let state = Mutex<State>(State())
 
-    init(engine: Int) { self.engine = engine }
+    init(engine: Int, wholeRun: Bool = false) {
+        self.engine = engine
+        self.wholeRun = wholeRun
+    }
 
     /// An id for each request: the open download's for a request already open
     /// (or repeated in `requests`), else a new one. `post` gets every id and
@@ -35,15 +43,15 @@ final class DownloadRegistry: Sendable {
             var new: [(DownloadID, DownloadRequest)] = []
             for request in requests {
                 let key = request.deduplicationKey
-                if let id = state.openByKey[key] {
+                if let id = state.byKey[key] {
                     ids.append(id)
                     continue
                 }
                 state.lastNumber += 1
                 let id = DownloadID(state.lastNumber, engine: engine)
                 if !state.stopped {
-                    state.openByKey[key] = id
-                    state.keyOfOpen[id] = key
+                    state.byKey[key] = id
+                    state.open.insert(id)
                 }
                 ids.append(id)
                 new.append((id, request))
@@ -55,7 +63,7 @@ final class DownloadRegistry: Sendable {
 
     /// Whether `id` is this engine's and still open.
     func isOpen(_ id: DownloadID) -> Bool {
-        id.engine == engine && state.withLock { $0.keyOfOpen[id] != nil }
+        id.engine == engine && state.withLock { $0.open.contains(id) }
     }
 
     /// Whether this engine made `id`.
@@ -69,11 +77,15 @@ final class DownloadRegistry: Sendable {
         return owns(id) && id.rawValue == number ? id : nil
     }
 
-    /// The download ended (on the engine thread, before its terminal event).
-    func ended(_ id: DownloadID) {
+    /// The download of `request` ended (on the engine thread, before its
+    /// terminal event).
+    func ended(_ id: DownloadID, _ request: DownloadRequest) {
+        // The key is made again here rather than kept per open download: a
+        // queue of 100,000 would hold every key twice.
+        let key = wholeRun ? nil : request.deduplicationKey
         state.withLock { state in
-            guard let key = state.keyOfOpen.removeValue(forKey: id) else { return }
-            if state.openByKey[key] == id { state.openByKey[key] = nil }
+            guard state.open.remove(id) != nil, let key, state.byKey[key] == id else { return }
+            state.byKey[key] = nil
         }
     }
 
@@ -81,8 +93,8 @@ final class DownloadRegistry: Sendable {
     func close() {
         state.withLock { state in
             state.stopped = true
-            state.openByKey = [:]
-            state.keyOfOpen = [:]
+            state.byKey = [:]
+            state.open = []
         }
     }
 }

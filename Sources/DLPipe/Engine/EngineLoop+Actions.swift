@@ -94,7 +94,7 @@ extension EngineLoop {
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
         // Before the event: a program that adds the request again when it sees
         // the event gets a new download, not this ended one.
-        registry.ended(job.id)
+        registry.ended(job.id, job.request)
         openJobs -= 1
         pausedJobs.remove(job.id)
         if let target = job.target { reservedPaths.remove(target.relative) }

@@ -35,7 +35,7 @@ public final class DownloadEngine: Sendable {
                 throw DownloadError(.io, error.message)
             }
         }
-        registry = DownloadRegistry(engine: EngineSerial.next())
+        registry = DownloadRegistry(engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun)
         loop = EngineLoop(
             configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry, store: store)
         loop.start()
@@ -44,6 +44,10 @@ public final class DownloadEngine: Sendable {
     deinit {
         loop.post(.stop(done: nil))
     }
+
+    /// Whether an ended request keeps its id for the whole run (the command
+    /// line's engine): then a job's own rule needs no table of its own.
+    package var deduplicatesWholeRun: Bool { registry.wholeRun }
 
     /// The absolute output directory.
     public var directory: String { loop.root }

@@ -88,6 +88,8 @@ struct RunOptions {
         config.endPausedWhenDrained = true
         config.caFile = caFile
         config.keepsOutcomes = false  // output comes from events; a long queue stays small
+        // A URL listed twice is fetched once, even when the first has ended.
+        config.deduplicatesWholeRun = true
         config.statePath = state ?? config.directory + "/.dlpipe/state.db"
         if let fileFolder { config.directory = fileFolder }
         if let stdout {
@@ -146,10 +148,7 @@ enum RunDriver {
         options.stdout?.start(engine: engine)
         let stopper = StopSignals.install(engine: engine, reporter: reporter)
         session?.start(with: engine)
-        // A URL given twice is fetched once (the engine itself deduplicates only
-        // downloads still open, and a long list may repeat one that ended).
-        var added = Set<String>()
-        for request in requests where added.insert(request.deduplicationKey).inserted { engine.add(request) }
+        for request in requests { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()
         if stopper.stopping { await stopper.waitForever() }
         options.stdout?.finish()

@@ -361,12 +361,13 @@ final class ScriptHost: @unchecked Sendable {
             parent: args.count > 6 ? engineID(args[6]) : nil)
         // The job's rule (SPEC 6): a URL and target already added in this run
         // give the first id back, even after that download ended, so a crawl
-        // that meets a link twice never loops. (The engine's own `add`
+        // that meets a link twice never loops. (A library engine's own `add`
         // deduplicates only open downloads.)
         if let id = pendingKeys[request.deduplicationKey] { return [.integer(Int64(id))] }
         if let engine {
             let id = engine.add(request).rawValue
-            pendingKeys[request.deduplicationKey] = id
+            // The command line's engine keeps this rule itself: no second table.
+            if !engine.deduplicatesWholeRun { pendingKeys[request.deduplicationKey] = id }
             return [.integer(Int64(id))]
         }
         // Before the run starts: keep it, with the id the engine will give it
