@@ -14,25 +14,27 @@ struct AfterStop {
     /// What the caller is told, run outside the inbox's lock.
     typealias Reply = @Sendable () -> Void
 
-    /// The outcomes known at the stop (those `keepsOutcomes` kept, and every
-    /// download open at the stop or added after it: `stopped`).
-    var outcomes: [DownloadID: DownloadOutcome]
+    /// The outcomes of downloads that ended before the stop (those that
+    /// `keepsOutcomes` kept).
+    let outcomes: [DownloadID: DownloadOutcome]
+    /// Downloads open at the stop or added after it: their outcome is `stopped`.
+    var stopped: Set<DownloadID>
     let summary: RunSummary
     let exitCode: Int?
 
     mutating func answer(_ command: EngineLoop.Command) -> Reply? {
         switch command {
         case .add(let id, _):
-            outcomes[id] = .stopped
+            stopped.insert(id)
             return nil
         case .addAll(let requests):
-            for (id, _) in requests { outcomes[id] = .stopped }
+            for (id, _) in requests { stopped.insert(id) }
             return nil
         case .waitIdle(let reply):
             let (summary, exitCode) = (self.summary, self.exitCode)
             return { reply(summary, exitCode) }
         case .waitOutcome(let id, let reply):
-            let outcome = outcomes[id]
+            let outcome = stopped.contains(id) ? .stopped : outcomes[id]
             return { reply(outcome) }
         case .stop(let done):
             return done

@@ -388,13 +388,14 @@ final class EngineLoop: @unchecked Sendable {
         flushState(force: true)
         store?.endRun(runID, summary: summary)
         registry.close()
-        let open = jobs.values.map { $0.info(root: root) }
-            + waiting.map { Job.queuedInfo(id: $0.key, request: $0.value.request) }
-        for info in open.sorted(by: { $0.id < $1.id }) {
-            // Kept whatever `keepsOutcomes` says: no more come after these.
-            outcomes[info.id] = .stopped
+        // Ids first, then one event at a time: a queue of a million waiting
+        // requests must not become a million infos at once.
+        var openAtStop = Set(jobs.keys)
+        openAtStop.formUnion(waiting.keys)
+        for id in openAtStop.sorted() {
+            let info = jobs[id]?.info(root: root) ?? Job.queuedInfo(id: id, request: waiting[id]!.request)
             emit(.stopped(info))
-            for reply in outcomeWaiters.removeValue(forKey: info.id) ?? [] { reply(.stopped) }
+            for reply in outcomeWaiters.removeValue(forKey: id) ?? [] { reply(.stopped) }
         }
         jobs = [:]
         waiting = [:]
@@ -405,7 +406,7 @@ final class EngineLoop: @unchecked Sendable {
         idleWaiters = []
         for waiter in waiters { waiter(summary, exitCode) }
         let last = inbox.withLock { box in
-            box.afterStop = AfterStop(outcomes: outcomes, summary: summary, exitCode: exitCode)
+            box.afterStop = AfterStop(outcomes: outcomes, stopped: openAtStop, summary: summary, exitCode: exitCode)
             defer { box.commands = [] }
             return box.commands
         }
