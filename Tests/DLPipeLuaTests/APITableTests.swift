@@ -73,11 +73,12 @@ import Testing
             Issue.record("no calls")
             return
         }
+        let events = Self.events(try Self.api()).keys
         for case .table(let call) in calls.values {
             let name = call[LuaValue("name")]?.text ?? "?"
             let places = Self.list(call[LuaValue("where")])
             #expect(!places.isEmpty, "\(name) has no where list")
-            let known: Set<String> = ["job", "top", "anywhere", "response", "progress", "finished", "failed", "done"]
+            let known = Set(["job", "top", "anywhere"]).union(events)
             #expect(Set(places).isSubset(of: known), "\(name): \(places)")
         }
     }
@@ -130,7 +131,8 @@ import Testing
             "progress": keys(.progress(ProgressInfo(bytes: 1, total: 4, rate: 2))),
             "finished": keys(.finished(FinishedInfo(
                 path: "/p", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false))),
-            "failed": keys(.failure(error, attempt: 1, retrying: true)),
+            "retrying": keys(.failure(error, attempt: 1, retryAfter: 2)),
+            "failed": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "done": keys(.summary(RunSummary())),
         ]
         #expect(pushed == Self.events(try Self.api()))

@@ -39,7 +39,7 @@ import Testing
     @Test func retryableFailureWaitsThenRequeues() {
         var state = started()
         let error = DownloadError(.network, "reset")
-        let actions = state.handle(.transferFailed(error, policyDelay: 2, askHook: false))
+        let actions = state.handle(.transferFailed(error, policyDelay: 2, askRetrying: false, askFailed: true))
         #expect(actions == [.releaseSlot, .emitRetrying(error, delay: 2), .scheduleRetry(after: 2)])
         #expect(state.phase == .waitingRetry)
         #expect(state.handle(.retryDue) == [.enqueue])
@@ -50,7 +50,7 @@ import Testing
     @Test func failureWithoutRetryIsTerminal() {
         var state = started()
         let error = DownloadError(.http, "404", status: 404)
-        #expect(state.handle(.transferFailed(error, policyDelay: nil, askHook: false))
+        #expect(state.handle(.transferFailed(error, policyDelay: nil, askRetrying: true, askFailed: false))
             == [.releaseSlot, .removePartFile, .emitFailed(error)])
         #expect(state.phase == .failed)
     }
@@ -60,8 +60,8 @@ import Testing
         let error = DownloadError(.http, "404", status: 404)
         for round in 0...JobState.hookRetryCap {
             _ = state.handle(.start)
-            #expect(state.handle(.transferFailed(error, policyDelay: nil, askHook: true))
-                == [.releaseSlot, .askFailedHook(retrying: false)])
+            #expect(state.handle(.transferFailed(error, policyDelay: nil, askRetrying: true, askFailed: true))
+                == [.releaseSlot, .askFailedHook])
             let actions = state.handle(.failureVerdict(.retry(after: 5)))
             if round < JobState.hookRetryCap {
                 #expect(actions.contains(.scheduleRetry(after: 5)))
@@ -72,19 +72,74 @@ import Testing
         }
     }
 
-    @Test func failedHookCanGiveUpOnARetryableError() {
+    @Test func retryingHookCanGiveUpOnARetryableErrorThenFailedDecides() {
         var state = started()
         let error = DownloadError(.timeout, "slow")
-        _ = state.handle(.transferFailed(error, policyDelay: 1, askHook: true))
+        #expect(state.handle(.transferFailed(error, policyDelay: 1, askRetrying: true, askFailed: true))
+            == [.releaseSlot, .askRetryingHook(delay: 1)])
+        #expect(state.phase == .awaitingRetryVerdict)
+        #expect(state.handle(.retryVerdict(.giveUp)) == [.askFailedHook], "no retry follows: failed runs")
         #expect(state.handle(.failureVerdict(.giveUp)) == [.emitFailed(error)], "a timeout keeps its part file for the next run")
+        var alone = started()
+        _ = alone.handle(.transferFailed(error, policyDelay: 1, askRetrying: true, askFailed: false))
+        #expect(alone.handle(.retryVerdict(.giveUp)) == [.emitFailed(error)])
     }
 
-    @Test func pauseWhileTheFailedHookDecides() {
+    @Test func retryingHookKeepsOrChangesTheDelay() {
+        let error = DownloadError(.network, "reset")
+        var kept = started()
+        _ = kept.handle(.transferFailed(error, policyDelay: 2, askRetrying: true, askFailed: true))
+        #expect(kept.handle(.retryVerdict(.proceed)) == [.emitRetrying(error, delay: 2), .scheduleRetry(after: 2)])
+        var changed = started()
+        _ = changed.handle(.transferFailed(error, policyDelay: 2, askRetrying: true, askFailed: true))
+        #expect(changed.handle(.retryVerdict(.delay(7))) == [.emitRetrying(error, delay: 7), .scheduleRetry(after: 7)])
+        #expect(changed.hookRetries == 0, "a retry the policy granted is not one past the budget")
+    }
+
+    @Test func aBrokenRetryingHookFailsTheDownloadWithItsOwnError() {
         var state = started()
-        _ = state.handle(.transferFailed(DownloadError(.network, "reset"), policyDelay: 1, askHook: true))
+        _ = state.handle(.transferFailed(DownloadError(.network, "reset"), policyDelay: 2, askRetrying: true, askFailed: true))
+        let hookError = DownloadError(.hook, "job.lua:3: boom")
+        #expect(state.handle(.retryVerdict(.fail(hookError))) == [.removePartFile, .emitFailed(hookError)])
+        #expect(state.phase == .failed)
+    }
+
+    @Test func failedHookRunsOnlyWhenNoRetryFollows() {
+        var state = started()
+        let error = DownloadError(.network, "reset")
+        #expect(state.handle(.transferFailed(error, policyDelay: 1, askRetrying: false, askFailed: true))
+            == [.releaseSlot, .emitRetrying(error, delay: 1), .scheduleRetry(after: 1)], "a retry follows: no failed hook")
+    }
+
+    @Test func handledFailureEndsHandledAndDropsThePartFile() {
+        var state = started()
+        let error = DownloadError(.network, "reset")
+        _ = state.handle(.transferFailed(error, policyDelay: nil, askRetrying: true, askFailed: true))
+        #expect(state.handle(.failureVerdict(.handled)) == [.removePartFile, .emitHandled(error)],
+                "a fallback replaces it: its part file would only hold the name")
+        #expect(state.phase == .handled && state.isTerminal)
+    }
+
+    @Test func alreadyFinishedFilesRaiseFinishedThroughTheHook() {
+        var asked = JobState()
+        #expect(asked.handle(.alreadyFinished(askHook: true)) == [.askFinishedHook])
+        #expect(!asked.holdsSlot)
+        #expect(asked.handle(.finishedVerdict(.keep())) == [.emitFinished])
+        var plain = JobState()
+        #expect(plain.handle(.alreadyFinished(askHook: false)) == [.emitFinished])
+        #expect(plain.phase == .finished)
+    }
+
+    @Test func pauseWhileTheRetryingOrFailedHookDecides() {
+        var state = started()
+        _ = state.handle(.transferFailed(DownloadError(.network, "reset"), policyDelay: 1, askRetrying: true, askFailed: true))
         #expect(state.handle(.pause) == [.dequeue, .emitPaused])
-        #expect(state.handle(.failureVerdict(.policy)) == [], "the late verdict changes nothing")
+        #expect(state.handle(.retryVerdict(.proceed)) == [], "the late verdict changes nothing")
         #expect(state.handle(.resume) == [.enqueue])
+        var failing = started()
+        _ = failing.handle(.transferFailed(DownloadError(.http, "404", status: 404), policyDelay: nil, askRetrying: true, askFailed: true))
+        #expect(failing.handle(.cancel) == [.dequeue, .removePartFile, .emitCancelled])
+        #expect(failing.handle(.failureVerdict(.handled)) == [])
     }
 
     @Test func pauseKeepsThePartAndResumeRequeues() {

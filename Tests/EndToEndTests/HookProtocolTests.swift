@@ -8,18 +8,21 @@ final class ScriptedHooks: DownloadHooks {
     let interests: HookInterests
     let onResponse: @Sendable (DownloadInfo, ResponseInfo) -> ResponseVerdict
     let onFinished: @Sendable (DownloadInfo, FinishedInfo) -> FinishedVerdict
-    let onFailed: @Sendable (DownloadInfo, DownloadError, Bool) -> FailureVerdict
+    let onRetrying: @Sendable (DownloadInfo, DownloadError, Double) -> RetryVerdict
+    let onFailed: @Sendable (DownloadInfo, DownloadError) -> FailureVerdict
     let calls = Mutex<[String]>([])
 
     init(
         interests: HookInterests,
         response: @escaping @Sendable (DownloadInfo, ResponseInfo) -> ResponseVerdict = { _, _ in .proceed() },
         finished: @escaping @Sendable (DownloadInfo, FinishedInfo) -> FinishedVerdict = { _, _ in .keep() },
-        failed: @escaping @Sendable (DownloadInfo, DownloadError, Bool) -> FailureVerdict = { _, _, _ in .policy }
+        retrying: @escaping @Sendable (DownloadInfo, DownloadError, Double) -> RetryVerdict = { _, _, _ in .proceed },
+        failed: @escaping @Sendable (DownloadInfo, DownloadError) -> FailureVerdict = { _, _ in .giveUp }
     ) {
         self.interests = interests
         onResponse = response
         onFinished = finished
+        onRetrying = retrying
         onFailed = failed
     }
 
@@ -36,9 +39,14 @@ final class ScriptedHooks: DownloadHooks {
         DispatchQueue.global().async { reply(self.onFinished(download, result)) }
     }
 
-    func failed(_ download: DownloadInfo, _ error: DownloadError, retrying: Bool, reply: @escaping @Sendable (FailureVerdict) -> Void) {
-        calls.withLock { $0.append("failed \(download.id) \(retrying)") }
-        DispatchQueue.global().async { reply(self.onFailed(download, error, retrying)) }
+    func retrying(_ download: DownloadInfo, _ error: DownloadError, delay: Double, reply: @escaping @Sendable (RetryVerdict) -> Void) {
+        calls.withLock { $0.append("retrying \(download.id) \(download.attempt)") }
+        DispatchQueue.global().async { reply(self.onRetrying(download, error, delay)) }
+    }
+
+    func failed(_ download: DownloadInfo, _ error: DownloadError, reply: @escaping @Sendable (FailureVerdict) -> Void) {
+        calls.withLock { $0.append("failed \(download.id) \(download.attempt)") }
+        DispatchQueue.global().async { reply(self.onFailed(download, error)) }
     }
 }
 
@@ -117,17 +125,33 @@ final class ScriptedHooks: DownloadHooks {
         let data = try server.put("flaky.bin", randomBytes: 1000)
         // A 404 is not retried by policy; the hook forces one retry, and the
         // second request succeeds (fail_times=1).
-        let hooks = ScriptedHooks(interests: [.failed], failed: { d, e, retrying in
+        let hooks = ScriptedHooks(interests: [.failed], failed: { d, e in
             d.attempt == 1 ? .retry(after: 0.01) : .giveUp
         })
         let (summary, _) = try await run(hooks, ["/files/flaky.bin?status=404&fail_times=1"])
         #expect(summary.finished == 1)
         #expect(bytes(at: out + "/flaky.bin") == data)
-        // And a hook can refuse a retry the policy would have made.
-        let giveUp = ScriptedHooks(interests: [.failed], failed: { _, _, _ in .giveUp })
+        // And a retrying hook can refuse a retry the policy would have made;
+        // failed then runs once, for the end (SPEC 1.2: it used to run per attempt).
+        let giveUp = ScriptedHooks(interests: [.retrying, .failed], retrying: { _, _, _ in .giveUp })
         let (second, _) = try await run(giveUp, ["/files/flaky.bin?status=503&k=2"])
         #expect(second.failed == 1)
         #expect(try server.requests(matching: "/files/flaky.bin").filter { ($0["query"] as? [String: String])?["k"] == "2" }.count == 1)
-        #expect(giveUp.calls.withLock { $0 } == ["failed 1 true"])
+        #expect(giveUp.calls.withLock { $0 } == ["retrying 1 1", "failed 1 1"])
+    }
+
+    /// `retrying` runs before each retry the policy grants and may change its
+    /// delay; `failed` runs once, when no retry follows, and may mark the
+    /// failure handled: counted apart, a `handled` terminal event.
+    @Test func retryingRunsPerRetryAndFailedOnceAtTheEnd() async throws {
+        try server.put("down.bin", randomBytes: 10)
+        let hooks = ScriptedHooks(interests: [.retrying, .failed], retrying: { _, _, _ in .delay(0.01) }, failed: { _, _ in .handled })
+        let (summary, events) = try await run(hooks, ["/files/down.bin?status=503"])
+        #expect(hooks.calls.withLock { $0 } == ["retrying 1 1", "retrying 1 2", "retrying 1 3", "failed 1 4"])
+        let delays = events.compactMap { if case .retrying(_, _, let delay) = $0 { return delay } else { return nil } }
+        #expect(delays == [0.01, 0.01, 0.01], "the hook's delay replaced the policy's")
+        #expect(summary.failed == 0 && summary.handled == 1)
+        #expect(events.filter { if case .handled = $0 { return true } else { return false } }.count == 1)
+        #expect(events.filter(\.isTerminal).count == 1)
     }
 }

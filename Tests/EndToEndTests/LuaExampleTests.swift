@@ -54,8 +54,10 @@ import Testing
     @Test func retryPolicyFallsBackToTheMirror() async throws {
         let primary = try FaultServer()  // an empty root: every path is a 404
         let run = try await run("retry/job.lua", ["--var", "primary=\(primary.url("/files"))", "--var", "mirror=\(server.url("/files"))"])
-        #expect(run.status == 1, "the primary's failures stay failures: \(run.stderr)")
-        #expect(run.events("failed").count == 3)
+        #expect(run.status == 0, "the primary's failures are handled by the fallback: \(run.stderr)")
+        #expect(run.events("failed").isEmpty)
+        #expect(run.events("handled").count == 3)
+        #expect(run.events("done").first?["handled"] as? Int == 3)
         #expect(bytes(at: out + "/notes.txt") == bytes(at: site + "/notes.txt"))
         #expect(bytes(at: out + "/harbour.jpg") == bytes(at: site + "/img/harbour.jpg"))
         #expect(bytes(at: out + "/manual.pdf") == bytes(at: site + "/docs/manual.pdf"))

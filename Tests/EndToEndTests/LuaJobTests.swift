@@ -123,7 +123,7 @@ import Testing
             dl.add(dl.var.base .. "/a.txt?status=500&fail_times=1")
             dl.add(dl.var.base .. "/none.txt")
             dl.on("failed", function(d, e)
-              dl.log("failed", e.kind, e.status, e.attempt, e.retrying)
+              dl.log("failed", e.kind, e.status, e.attempt)
               if e.status == 500 then return dl.retry(0.05) end
               return false
             end)
@@ -134,8 +134,8 @@ import Testing
         let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
         #expect(run.status == 7, "\(run.stderr)")
         #expect(bytes(at: out + "/a.txt") == Array("alpha".utf8))
-        #expect(run.logLines(containing: "failed\thttp\t500\t1\tfalse").count == 1)
-        #expect(run.logLines(containing: "failed\thttp\t404\t1\tfalse").count == 1)
+        #expect(run.logLines(containing: "failed\thttp\t500\t1").count == 1)
+        #expect(run.logLines(containing: "failed\thttp\t404\t1").count == 1)
     }
 
     @Test func doneMayAddMoreWork() async throws {

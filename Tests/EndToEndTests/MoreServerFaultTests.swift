@@ -84,14 +84,15 @@ import Testing
         #expect(message83.contains("Retry-After asked for 999999s; capped at 300s"))
     }
 
-    /// A `failed` hook sees the capped value in e.retry_after and can give up.
-    @Test func failedHookSeesTheCappedRetryAfter() async throws {
+    /// A `retrying` hook sees the capped value in e.retry_after and can give up.
+    /// (It was the `failed` hook, which ran per attempt until issue 14.)
+    @Test func retryingHookSeesTheCappedRetryAfter() async throws {
         try server.put("s.bin", randomBytes: 10)
         let job = try LuaJob()
         try job.write("job.lua", """
             dl.add(dl.var.url)
-            dl.on("failed", function(d, e)
-              dl.log("retry_after", e.retry_after, "retrying", e.retrying)
+            dl.on("retrying", function(d, e)
+              dl.log("retry_after", e.retry_after)
               return false
             end)
             """)

@@ -38,8 +38,8 @@ struct AfterStop {
             return { reply(outcome) }
         case .stop(let done):
             return done
-        case .pause, .resume, .cancel, .fail, .responseVerdict, .finishedVerdict, .failureVerdict,
-            .drainedVerdict, .synced:
+        case .pause, .resume, .cancel, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
+            .failureVerdict, .drainedVerdict, .synced:
             return nil
         }
     }

@@ -56,11 +56,18 @@ extension EngineLoop {
                 hooks.finished(job.info(root: root), result) { [self] verdict in
                     post(.finishedVerdict(id, verdict))
                 }
-            case .askFailedHook(let retrying):
+            case .askRetryingHook(let delay):
                 guard let hooks, let error = job.state.pendingError else { break }
                 pendingHookCalls += 1
                 let id = job.id
-                hooks.failed(job.info(root: root), error, retrying: retrying) { [self] verdict in
+                hooks.retrying(job.info(root: root), error, delay: delay) { [self] verdict in
+                    post(.retryVerdict(id, verdict))
+                }
+            case .askFailedHook:
+                guard let hooks, let error = job.state.pendingError else { break }
+                pendingHookCalls += 1
+                let id = job.id
+                hooks.failed(job.info(root: root), error) { [self] verdict in
                     post(.failureVerdict(id, verdict))
                 }
             case .scheduleRetry(let delay):
@@ -79,6 +86,8 @@ extension EngineLoop {
                 finish(job, .finished(job.result!))
             case .emitFailed(let error):
                 finish(job, .failed(error))
+            case .emitHandled(let error):
+                finish(job, .handled(error))
             case .emitSkipped(let reason):
                 finish(job, .skipped(reason))
             case .emitCancelled:
@@ -110,7 +119,14 @@ extension EngineLoop {
         }
         switch outcome {
         case .finished: saveState(job, .finished)
-        case .failed(let error): saveState(job, .failed, error: error)
+        case .failed(let error):
+            // A part file the next run cannot resume (no validator for If-Range)
+            // would only hold the name: it goes.
+            if job.validator == nil, job.partFileMayExist, let target = job.target {
+                removePart(target)
+            }
+            saveState(job, .failed, error: error)
+        case .handled(let error): saveState(job, .handled, error: error)
         case .cancelled: saveState(job, .cancelled)
         case .skipped: saveState(job, .skipped)
         case .stopped: break  // only the stop makes it (`shutDown`), never here
@@ -125,6 +141,9 @@ extension EngineLoop {
         case .failed(let error):
             summary.failed += 1
             emit(.failed(info, error))
+        case .handled(let error):
+            summary.handled += 1
+            emit(.handled(info, error))
         case .skipped(let reason):
             summary.skipped += 1
             emit(.skipped(info, reason: reason))

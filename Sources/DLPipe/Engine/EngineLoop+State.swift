@@ -43,8 +43,8 @@ extension EngineLoop {
                 job.result = FinishedInfo(
                     path: final, bytes: finalSize ?? 0, sha256: record.sha256, type: record.mediaType ?? "",
                     seconds: 0, unchanged: true)
-                job.state.endBeforeStart(.finished)
-                finish(job, .finished(job.result!))
+                // Its `finished` event and hook run as for a 304 (unchanged).
+                feed(job, .alreadyFinished(askHook: interests.contains(.finished)))
                 return true
             case .conditional:
                 if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {

@@ -343,7 +343,8 @@ extension EngineLoop: TransferOwner {
         job.hops = 0
         job.currentURL = job.request.url
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
-        feed(job, .transferFailed(error, policyDelay: delay, askHook: interests.contains(.failed)))
+        feed(job, .transferFailed(
+            error, policyDelay: delay, askRetrying: interests.contains(.retrying), askFailed: interests.contains(.failed)))
     }
 
     /// Takes a transfer out of curl (pause, cancel, skip, shutdown); files stay.

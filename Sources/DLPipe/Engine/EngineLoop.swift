@@ -16,6 +16,7 @@ final class EngineLoop: @unchecked Sendable {
         case fail(DownloadID, DownloadError)
         case responseVerdict(DownloadID, ResponseVerdict)
         case finishedVerdict(DownloadID, FinishedVerdict)
+        case retryVerdict(DownloadID, RetryVerdict)
         case failureVerdict(DownloadID, FailureVerdict)
         case drainedVerdict(Int?)
         /// The syncfs of the batch in `syncingBatch` returned.
@@ -233,12 +234,13 @@ final class EngineLoop: @unchecked Sendable {
         case .finishedVerdict(let id, let verdict):
             pendingHookCalls -= 1
             applyFinishedVerdict(id, verdict)
+        case .retryVerdict(let id, var verdict):
+            pendingHookCalls -= 1
+            if case .delay(let seconds) = verdict { verdict = .delay(boundedDelay(seconds)) }
+            feed(id, .retryVerdict(verdict))
         case .failureVerdict(let id, var verdict):
             pendingHookCalls -= 1
-            // dl.retry(math.huge) would be a timer that never fires.
-            if case .retry(let seconds) = verdict {
-                verdict = .retry(after: seconds.isFinite ? min(max(0, seconds), configuration.backoffCap) : configuration.backoffCap)
-            }
+            if case .retry(let seconds) = verdict { verdict = .retry(after: boundedDelay(seconds)) }
             feed(id, .failureVerdict(verdict))
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
@@ -266,6 +268,12 @@ final class EngineLoop: @unchecked Sendable {
             stopped = true
             if let done { stopWaiters.append(done) }
         }
+    }
+
+    /// A hook's retry delay within 0 and the backoff cap: `dl.retry(math.huge)`
+    /// would be a timer that never fires.
+    private func boundedDelay(_ seconds: Double) -> Double {
+        seconds.isFinite ? min(max(0, seconds), configuration.backoffCap) : configuration.backoffCap
     }
 
     private func add(_ id: DownloadID, _ request: DownloadRequest) {

@@ -2,9 +2,11 @@
 /// actions to perform. No I/O here, so every transition is unit-tested directly.
 ///
 /// queued -> requesting -> awaitingVerdict -> receiving -> finalizing -> finished
-///                     \-> receiving (no response hook)          \-> failed | skipped | cancelled
-/// Any running phase can fail the attempt: then awaitingFailureVerdict (when a hook
-/// wants to decide) or straight to waitingRetry / failed by the retry policy.
+///                     \-> receiving (no response hook)          \-> failed | handled | skipped | cancelled
+/// Any running phase can fail the attempt. When the retry policy grants a retry,
+/// the `retrying` hook (if any) may change its delay or give up (awaitingRetryVerdict),
+/// then waitingRetry. When no retry follows, the `failed` hook (if any) decides once
+/// (awaitingFailureVerdict): the failure stands, is handled, or is retried past the budget.
 struct JobState: Equatable {
     enum Phase: Equatable {
         /// Waiting for a transfer slot.
@@ -19,11 +21,14 @@ struct JobState: Equatable {
         case receiving
         /// Body complete: the file is renamed into place and the `finished` hook runs.
         case finalizing
-        /// The `failed` hook is deciding whether to retry.
+        /// The `retrying` hook is deciding about a retry the policy grants.
+        case awaitingRetryVerdict
+        /// The `failed` hook is deciding about a failure no retry follows.
         case awaitingFailureVerdict
         /// Stopped by the caller; the part file stays for a later resume.
         case paused
-        case finished, skipped, failed, cancelled
+        /// Terminal; `handled` is a failure that a `failed` hook dealt with.
+        case finished, skipped, failed, handled, cancelled
     }
 
     enum Input: Equatable {
@@ -35,9 +40,13 @@ struct JobState: Equatable {
         /// The body arrived whole and the file is in place.
         case transferSucceeded(askHook: Bool)
         case finishedVerdict(FinishedVerdict)
+        /// The file is whole from an earlier run and is kept without a request
+        /// (refresh "never"); `askHook` when a finished hook wants it.
+        case alreadyFinished(askHook: Bool)
         /// The attempt failed. `policyDelay` is the backoff the retry policy grants
-        /// (nil: no retry); `askHook` when a failed hook wants to decide.
-        case transferFailed(DownloadError, policyDelay: Double?, askHook: Bool)
+        /// (nil: no retry); `askRetrying` / `askFailed` when those hooks want to decide.
+        case transferFailed(DownloadError, policyDelay: Double?, askRetrying: Bool, askFailed: Bool)
+        case retryVerdict(RetryVerdict)
         case failureVerdict(FailureVerdict)
         case retryDue
         case pause, resume, cancel
@@ -54,7 +63,8 @@ struct JobState: Equatable {
         case removePartFile
         case askResponseHook
         case askFinishedHook
-        case askFailedHook(retrying: Bool)
+        case askRetryingHook(delay: Double)
+        case askFailedHook
         case scheduleRetry(after: Double)
         case enqueue
         case dequeue
@@ -63,6 +73,7 @@ struct JobState: Equatable {
         case emitRetrying(DownloadError, delay: Double)
         case emitFinished
         case emitFailed(DownloadError)
+        case emitHandled(DownloadError)
         case emitSkipped(String)
         case emitCancelled
         case emitPaused
@@ -73,15 +84,16 @@ struct JobState: Equatable {
     private(set) var attempt = 0
     /// Retries granted by hooks past the policy's budget.
     private(set) var hookRetries = 0
-    /// The failure waiting for the `failed` hook's verdict.
-    private var pendingFailure: (error: DownloadError, policyDelay: Double?)?
-    /// The failure the `failed` hook is deciding about.
+    /// The failure waiting for the `retrying` or `failed` hook's verdict, with
+    /// the policy's delay and whether a `failed` hook follows a give-up.
+    private var pendingFailure: (error: DownloadError, policyDelay: Double?, askFailed: Bool)?
+    /// The failure the `retrying` or `failed` hook is deciding about.
     var pendingError: DownloadError? { pendingFailure?.error }
     /// Retries a hook may force past the budget: a bound on `dl.retry` loops.
     static let hookRetryCap = 20
 
     var isTerminal: Bool {
-        [.finished, .skipped, .failed, .cancelled].contains(phase)
+        [.finished, .skipped, .failed, .handled, .cancelled].contains(phase)
     }
 
     /// Whether a transfer slot is held.
@@ -93,10 +105,9 @@ struct JobState: Equatable {
         a.phase == b.phase && a.attempt == b.attempt && a.hookRetries == b.hookRetries
     }
 
-    /// Ends a download that never started (a rejected URL, a file the state
-    /// knows as finished under refresh "never").
+    /// Ends a download that never started (a rejected URL).
     mutating func endBeforeStart(_ terminal: Phase) {
-        precondition(phase == .queued && [.failed, .skipped, .finished].contains(terminal))
+        precondition(phase == .queued && [.failed, .skipped].contains(terminal))
         phase = terminal
     }
 
@@ -152,39 +163,61 @@ struct JobState: Equatable {
                 return [.emitFailed(error)]
             }
 
-        case (.requesting, .transferFailed(let error, let delay, let askHook)),
-            (.awaitingVerdict, .transferFailed(let error, let delay, let askHook)),
-            (.receiving, .transferFailed(let error, let delay, let askHook)):
+        case (.queued, .alreadyFinished(let askHook)):
             if askHook {
-                phase = .awaitingFailureVerdict
-                pendingFailure = (error, delay)
-                return [.releaseSlot, .askFailedHook(retrying: delay != nil)]
+                phase = .finalizing
+                return [.askFinishedHook]
             }
-            return [.releaseSlot] + settle(error, retryAfter: delay)
+            phase = .finished
+            return [.emitFinished]
 
-        case (.awaitingFailureVerdict, .failureVerdict(let verdict)):
-            guard let (error, delay) = pendingFailure else { return [] }
+        case (.requesting, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
+            (.awaitingVerdict, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
+            (.receiving, .transferFailed(let error, let delay, let askRetrying, let askFailed)):
+            guard let delay else { return [.releaseSlot] + conclude(error, askFailed: askFailed) }
+            if askRetrying {
+                phase = .awaitingRetryVerdict
+                pendingFailure = (error, delay, askFailed)
+                return [.releaseSlot, .askRetryingHook(delay: delay)]
+            }
+            return [.releaseSlot] + retry(error, after: delay)
+
+        case (.awaitingRetryVerdict, .retryVerdict(let verdict)):
+            guard let (error, delay, askFailed) = pendingFailure else { return [] }
             pendingFailure = nil
             switch verdict {
-            case .policy:
-                return settle(error, retryAfter: delay)
+            case .proceed: return retry(error, after: delay ?? 0)
+            case .delay(let seconds): return retry(error, after: max(0, seconds))
+            case .giveUp: return conclude(error, askFailed: askFailed)
+            case .fail(let hookError):
+                // The hook broke: no retry, and no `failed` hook for a hook's own error.
+                phase = .failed
+                return [.removePartFile, .emitFailed(hookError)]
+            }
+
+        case (.awaitingFailureVerdict, .failureVerdict(let verdict)):
+            guard let (error, _, _) = pendingFailure else { return [] }
+            pendingFailure = nil
+            switch verdict {
             case .giveUp:
-                return settle(error, retryAfter: nil)
+                return fail(error)
             case .retry(let seconds):
-                if delay == nil {
-                    guard hookRetries < Self.hookRetryCap else {
-                        return settle(error, retryAfter: nil)
-                    }
-                    hookRetries += 1
-                }
-                return settle(error, retryAfter: max(0, seconds))
+                guard hookRetries < Self.hookRetryCap else { return fail(error) }
+                hookRetries += 1
+                return retry(error, after: max(0, seconds))
+            case .handled:
+                // A fallback replaces this download: its part file will never be
+                // resumed, and must not hold the name the fallback may take.
+                phase = .handled
+                return [.removePartFile, .emitHandled(error)]
             }
 
         case (.waitingRetry, .retryDue):
             phase = .queued
             return [.enqueue]
 
-        case (.queued, .pause), (.waitingRetry, .pause), (.awaitingFailureVerdict, .pause):
+        case (.queued, .pause), (.waitingRetry, .pause), (.awaitingRetryVerdict, .pause),
+            (.awaitingFailureVerdict, .pause):
             phase = .paused
             return [.dequeue, .emitPaused]
         case (.requesting, .pause), (.awaitingVerdict, .pause), (.receiving, .pause):
@@ -196,7 +229,7 @@ struct JobState: Equatable {
             return [.enqueue]
 
         case (.queued, .cancel), (.waitingRetry, .cancel), (.paused, .cancel),
-            (.awaitingFailureVerdict, .cancel):
+            (.awaitingRetryVerdict, .cancel), (.awaitingFailureVerdict, .cancel):
             phase = .cancelled
             return [.dequeue, .removePartFile, .emitCancelled]
         case (.requesting, .cancel), (.awaitingVerdict, .cancel), (.receiving, .cancel):
@@ -209,7 +242,8 @@ struct JobState: Equatable {
             phase = .failed
             return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitFailed(error)]
         case (.queued, .fail(let error)), (.waitingRetry, .fail(let error)),
-            (.paused, .fail(let error)), (.awaitingFailureVerdict, .fail(let error)):
+            (.paused, .fail(let error)), (.awaitingRetryVerdict, .fail(let error)),
+            (.awaitingFailureVerdict, .fail(let error)):
             phase = .failed
             return [.dequeue, .removePartFile, .emitFailed(error)]
 
@@ -218,15 +252,27 @@ struct JobState: Equatable {
         }
     }
 
-    /// Ends an attempt's failure: a retry after `retryAfter` seconds, or the end.
-    private mutating func settle(_ error: DownloadError, retryAfter: Double?) -> [Action] {
-        if let retryAfter {
-            phase = .waitingRetry
-            return [.emitRetrying(error, delay: retryAfter), .scheduleRetry(after: retryAfter)]
-        }
+    /// Another attempt after `seconds`.
+    private mutating func retry(_ error: DownloadError, after seconds: Double) -> [Action] {
+        phase = .waitingRetry
+        return [.emitRetrying(error, delay: seconds), .scheduleRetry(after: seconds)]
+    }
+
+    /// No retry follows: the `failed` hook decides when one wants to, else the
+    /// download fails.
+    private mutating func conclude(_ error: DownloadError, askFailed: Bool) -> [Action] {
+        guard askFailed else { return fail(error) }
+        phase = .awaitingFailureVerdict
+        pendingFailure = (error, nil, false)
+        return [.askFailedHook]
+    }
+
+    /// The end, failed.
+    private mutating func fail(_ error: DownloadError) -> [Action] {
         phase = .failed
         // A network error or timeout keeps its part file: the next run resumes
-        // it (SPEC 3). Other failures leave nothing behind.
+        // it (SPEC 3; the engine drops one it could not resume, without a
+        // validator). Other failures leave nothing behind.
         return error.isRetryable ? [.emitFailed(error)] : [.removePartFile, .emitFailed(error)]
     }
 }

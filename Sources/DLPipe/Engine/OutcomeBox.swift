@@ -40,6 +40,7 @@ extension DownloadEvent {
         switch self {
         case .finished(_, let result): return .finished(result)
         case .failed(_, let error): return .failed(error)
+        case .handled(_, let error): return .handled(error)
         case .skipped(_, let reason): return .skipped(reason)
         case .cancelled: return .cancelled
         case .stopped: return .stopped

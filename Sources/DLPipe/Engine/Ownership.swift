@@ -41,7 +41,7 @@ struct Ownership {
             // With no inode to tell them apart, a file of the placed size is
             // taken for the old one: at worst it is fetched once more.
             validatorsFit = !partExists && found.size == record.total && !isPlacedFile
-        case .failed, .cancelled, .skipped:
+        case .failed, .handled, .cancelled, .skipped:
             validatorsFit = false
         }
         ownsFile = record.status == .finished || placedHere

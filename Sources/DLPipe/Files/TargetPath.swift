@@ -29,6 +29,15 @@ public struct TargetPath: Equatable, Sendable {
             if checkingLeaf { try target.checkSymlinks(root: root) }
             return target
         }
+        let target = try lexical(directory: directory, name: name)
+        try target.checkSymlinks(root: root, checkingLeaf: checkingLeaf)
+        return target
+    }
+
+    /// `resolve` without the file system: `..` above the top, absolute paths,
+    /// NUL bytes and empty names are refused; symlinks are not looked at. For
+    /// checks made before the output directory exists (a job's top level).
+    public static func lexical(directory: String?, name: String) throws(DownloadError) -> TargetPath {
         let prefix = directory.flatMap { $0.isEmpty ? nil : $0 + "/" } ?? ""
         let joined = prefix + name
         if joined.hasPrefix("/") {
@@ -52,9 +61,7 @@ public struct TargetPath: Equatable, Sendable {
         guard let base = parts.popLast() else {
             throw DownloadError(.hook, "path \(quoted(joined)) names no file")
         }
-        let target = TargetPath(directory: parts.joined(separator: "/"), name: String(base))
-        try target.checkSymlinks(root: root, checkingLeaf: checkingLeaf)
-        return target
+        return TargetPath(directory: parts.joined(separator: "/"), name: String(base))
     }
 
     /// A name that `resolve` would return as it is: not empty, not `.` or

@@ -5,14 +5,14 @@ import Foundation
 /// Guarantees for every non-nil result: no `/`, `\`, NUL or control characters, no bidi or
 /// invisible format characters, not `.` or `..`, no leading dot, at most 255 UTF-8 bytes, NFC.
 /// It is a pure function, so the same input always yields the same output.
-enum SafeName {
+public enum SafeName {
     /// Largest file name, in bytes, that common Linux filesystems (ext4, xfs, btrfs) accept.
     static let maxBytes = 250
     /// Extensions longer than this are not preserved when shortening (they are probably not extensions).
     static let maxExtensionBytes = 16
 
     /// Returns a safe base name for `raw`, or nil when nothing usable is left.
-    static func sanitize(_ raw: String) -> String? {
+    public static func sanitize(_ raw: String) -> String? {
         isPlainASCII(raw) ? raw : sanitizeFully(raw)
     }
 

@@ -63,10 +63,13 @@ public struct FinishedInfo: Sendable, Hashable {
 
 /// Counts of a drained queue. `finished` counts files downloaded in this run;
 /// files found current (304, or refresh "never") count as `unchanged` instead.
+/// `failed` leaves out the failures a `failed` hook handled: they are `handled`.
 /// `bytes` are the body bytes received in this run.
 public struct RunSummary: Sendable, Hashable {
     public var finished = 0
     public var failed = 0
+    /// Failures a `failed` hook dealt with (`FailureVerdict.handled`).
+    public var handled = 0
     public var skipped = 0
     public var cancelled = 0
     public var unchanged = 0
@@ -76,7 +79,7 @@ public struct RunSummary: Sendable, Hashable {
 }
 
 /// A lifecycle event. Every download gets exactly one terminal event:
-/// `finished`, `failed`, `skipped`, `cancelled` or `stopped`.
+/// `finished`, `failed`, `handled`, `skipped`, `cancelled` or `stopped`.
 public enum DownloadEvent: Sendable {
     /// Queued (emitted once, when the engine accepts the request).
     case queued(DownloadInfo)
@@ -92,6 +95,8 @@ public enum DownloadEvent: Sendable {
     case finished(DownloadInfo, FinishedInfo)
     /// Terminal: no more attempts.
     case failed(DownloadInfo, DownloadError)
+    /// Terminal: failed, and a `failed` hook dealt with it (a fallback); not a failure of the run.
+    case handled(DownloadInfo, DownloadError)
     /// Terminal: a hook skipped it; nothing was written.
     case skipped(DownloadInfo, reason: String)
     /// Terminal: cancelled by the caller or a hook; the part file is removed.
@@ -108,7 +113,8 @@ public enum DownloadEvent: Sendable {
         switch self {
         case .queued(let d), .response(let d, _), .progress(let d, _), .retrying(let d, _, _),
             .paused(let d),
-            .finished(let d, _), .failed(let d, _), .skipped(let d, _), .cancelled(let d), .stopped(let d):
+            .finished(let d, _), .failed(let d, _), .handled(let d, _), .skipped(let d, _), .cancelled(let d),
+            .stopped(let d):
             return d
         case .drained: return nil
         }
@@ -117,7 +123,7 @@ public enum DownloadEvent: Sendable {
     /// Whether this is the last event of its download.
     public var isTerminal: Bool {
         switch self {
-        case .finished, .failed, .skipped, .cancelled, .stopped: return true
+        case .finished, .failed, .handled, .skipped, .cancelled, .stopped: return true
         default: return false
         }
     }
@@ -129,6 +135,8 @@ public enum DownloadOutcome: Sendable, Hashable {
     case finished(FinishedInfo)
     /// No more attempts (`DownloadEvent.failed`).
     case failed(DownloadError)
+    /// Failed, and a `failed` hook dealt with it (`DownloadEvent.handled`).
+    case handled(DownloadError)
     /// A hook skipped it, with its reason (`DownloadEvent.skipped`).
     case skipped(String)
     /// Cancelled by the caller or a hook; the part file is removed.

@@ -18,14 +18,28 @@ public enum FinishedVerdict: Sendable, Hashable {
     case fail(DownloadError)
 }
 
-/// What a `failed` hook decided.
-public enum FailureVerdict: Sendable, Hashable {
-    /// Let the engine's retry policy decide.
-    case policy
-    /// Do not retry.
+/// What a `retrying` hook decided, before a retry the policy grants.
+public enum RetryVerdict: Sendable, Hashable {
+    /// Retry after the policy's delay.
+    case proceed
+    /// Retry after this many seconds instead.
+    case delay(Double)
+    /// No retry: the download fails now (and the `failed` hook runs).
     case giveUp
-    /// Retry after this many seconds even when the retry budget is spent (hard cap applies).
+    /// The hook itself failed: the download fails with kind `hook`, no retry.
+    case fail(DownloadError)
+}
+
+/// What a `failed` hook decided, once no retry follows.
+public enum FailureVerdict: Sendable, Hashable {
+    /// The failure stands.
+    case giveUp
+    /// Retry after this many seconds although the retry budget is spent (at
+    /// most `JobState.hookRetryCap` times per download).
     case retry(after: Double)
+    /// The hook dealt with the failure (a fallback): the download ends
+    /// `handled`, which the summary, the exit status and `-q` do not count as failed.
+    case handled
 }
 
 /// The events a hook implementation wants; the engine never pays for the others.
@@ -37,6 +51,7 @@ public struct HookInterests: OptionSet, Sendable {
     public static let finished = HookInterests(rawValue: 4)
     public static let failed = HookInterests(rawValue: 8)
     public static let drained = HookInterests(rawValue: 16)
+    public static let retrying = HookInterests(rawValue: 32)
 }
 
 /// The plug-in point for scripts: the engine calls these and waits for `reply`
@@ -56,9 +71,15 @@ public protocol DownloadHooks: AnyObject, Sendable {
     func finished(
         _ download: DownloadInfo, _ result: FinishedInfo,
         reply: @escaping @Sendable (FinishedVerdict) -> Void)
-    /// After an attempt failed; `retrying` says what the policy would do.
+    /// An attempt failed and the retry policy grants another after `delay`
+    /// seconds: the hook may change the delay or give up.
+    func retrying(
+        _ download: DownloadInfo, _ error: DownloadError, delay: Double,
+        reply: @escaping @Sendable (RetryVerdict) -> Void)
+    /// The download failed and no retry follows (once per download, unless the
+    /// hook retries): the hook may retry past the budget or mark it handled.
     func failed(
-        _ download: DownloadInfo, _ error: DownloadError, retrying: Bool,
+        _ download: DownloadInfo, _ error: DownloadError,
         reply: @escaping @Sendable (FailureVerdict) -> Void)
     /// When the queue drains; the reply may carry an exit code. Downloads added
     /// before replying keep the run going.
@@ -80,10 +101,14 @@ extension DownloadHooks {
         _ download: DownloadInfo, _ result: FinishedInfo,
         reply: @escaping @Sendable (FinishedVerdict) -> Void
     ) { reply(.keep()) }
+    public func retrying(
+        _ download: DownloadInfo, _ error: DownloadError, delay: Double,
+        reply: @escaping @Sendable (RetryVerdict) -> Void
+    ) { reply(.proceed) }
     public func failed(
-        _ download: DownloadInfo, _ error: DownloadError, retrying: Bool,
+        _ download: DownloadInfo, _ error: DownloadError,
         reply: @escaping @Sendable (FailureVerdict) -> Void
-    ) { reply(.policy) }
+    ) { reply(.giveUp) }
     public func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void) {
         reply(nil)
     }

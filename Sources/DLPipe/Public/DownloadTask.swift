@@ -43,7 +43,8 @@ public struct DownloadTask: Sendable {
     }
 
     /// The finished file, or the error: `DownloadError` for a failed download,
-    /// `DownloadTask.NotFinished` for one skipped, cancelled or stopped.
+    /// `DownloadTask.NotFinished` for one handled (a failure a hook dealt
+    /// with), skipped, cancelled or stopped.
     public var value: FinishedInfo {
         get async throws {
             switch await result {
@@ -70,7 +71,7 @@ public struct DownloadTask: Sendable {
     /// What `value` throws for a download that ended without a file and
     /// without an error of its own.
     public struct NotFinished: Error, Sendable, Hashable {
-        /// `.skipped`, `.cancelled` or `.stopped`.
+        /// `.handled`, `.skipped`, `.cancelled` or `.stopped`.
         public let outcome: DownloadOutcome
     }
 }

@@ -2,7 +2,9 @@ import Foundation
 
 /// What the state remembers of one download (SPEC 4).
 public struct DownloadRecord: Sendable, Hashable {
-    public enum Status: String, Sendable { case partial, finished, failed, cancelled, skipped }
+    /// `handled`: failed, and a `failed` hook dealt with it (stored as text: an
+    /// older dlpipe reads it as failed, no schema change).
+    public enum Status: String, Sendable { case partial, finished, failed, handled, cancelled, skipped }
     /// The request's identity: URL and requested target (`DownloadRequest.deduplicationKey`).
     public var key: String
     public var url: String

@@ -25,7 +25,7 @@ enum StatusCommand {
         let holder = RunLock.holder(path: statePath.map { $0 + ".lock" } ?? directory + "/.dlpipe/lock")
         guard FileManager.default.fileExists(atPath: path) else {
             if json {
-                print(#"{"state":null,"finished":0,"failed":0,"partial":0,"cancelled":0,"running_pid":\#(holder.map(String.init) ?? "null")}"#)
+                print(#"{"state":null,"finished":0,"failed":0,"handled":0,"partial":0,"cancelled":0,"running_pid":\#(holder.map(String.init) ?? "null")}"#)
             } else {
                 print("\(directory): no dlpipe state (no download has run here)")
             }
@@ -60,13 +60,21 @@ enum StatusReport {
         var out = "state: \(path)\n"
         if let holder { out += "running: process \(holder) holds the lock\n" }
         let counts = Dictionary(grouping: records, by: \.status).mapValues(\.count)
-        let order: [DownloadRecord.Status] = [.finished, .partial, .failed, .cancelled]
+        let order: [DownloadRecord.Status] = [.finished, .partial, .failed, .handled, .cancelled]
         let parts = order.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
         out += "downloads: \(parts.isEmpty ? "none" : parts.joined(separator: ", "))\n"
         let failed = records.filter { $0.status == .failed }
         if !failed.isEmpty {
             out += "failed:\n"
             for r in failed {
+                out += "  \(Terminal.clean(RedactedURL.text(r.url))): \(Terminal.clean(r.lastError ?? "unknown error")) (attempts: \(r.attempts))\n"
+            }
+        }
+        // Failures a handler dealt with: listed apart, so they read as settled.
+        let handled = records.filter { $0.status == .handled }
+        if !handled.isEmpty {
+            out += "handled:\n"
+            for r in handled {
                 out += "  \(Terminal.clean(RedactedURL.text(r.url))): \(Terminal.clean(r.lastError ?? "unknown error")) (attempts: \(r.attempts))\n"
             }
         }
@@ -107,6 +115,7 @@ enum StatusReport {
         object.add("state", path)
         object.add("finished", count(.finished))
         object.add("failed", count(.failed))
+        object.add("handled", count(.handled))
         object.add("partial", count(.partial))
         object.add("cancelled", count(.cancelled))
         object.add("running_pid", holder)

@@ -34,6 +34,8 @@ enum JSONLine {
             object.add("unchanged", f.unchanged)
         case .failed(let d, let e):
             object.add("event", "failed"); add(d, to: &object); add(e, to: &object)
+        case .handled(let d, let e):
+            object.add("event", "handled"); add(d, to: &object); add(e, to: &object)
         case .skipped(let d, let reason):
             object.add("event", "skipped"); add(d, to: &object)
             object.add("reason", reason)
@@ -49,6 +51,7 @@ enum JSONLine {
             object.add("event", "done")
             object.add("finished", s.finished)
             object.add("failed", s.failed)
+            object.add("handled", s.handled)
             object.add("skipped", s.skipped)
             object.add("cancelled", s.cancelled)
             object.add("unchanged", s.unchanged)

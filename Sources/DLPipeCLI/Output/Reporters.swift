@@ -57,6 +57,10 @@ final class LineReporter: Reporter {
             // The id and kind end the first line; a traceback follows, indented.
             let (message, traceback) = Terminal.cleanLinesSplit(e.message)
             return "failed \(Terminal.clean(RedactedURL.text(d.url))): \(message) [\(d.id), \(e.kind.rawValue)]\(traceback)"
+        case .handled(let d, let e) where !onlyFailures:
+            // A failure a handler dealt with (a fallback): not a failure of the run.
+            let (message, traceback) = Terminal.cleanLinesSplit(e.message)
+            return "handled \(Terminal.clean(RedactedURL.text(d.url))): \(message) [\(d.id), \(e.kind.rawValue)]\(traceback)"
         case .skipped(let d, let reason) where !onlyFailures:
             return "skipped \(Terminal.clean(RedactedURL.text(d.url))): \(Terminal.clean(reason)) [\(d.id)]"
         case .cancelled(let d) where !onlyFailures:
@@ -73,6 +77,7 @@ final class LineReporter: Reporter {
         var parts = ["\(s.finished) finished"]
         if s.unchanged > 0 { parts.append("\(s.unchanged) unchanged") }
         if s.failed > 0 { parts.append("\(s.failed) failed") }
+        if s.handled > 0 { parts.append("\(s.handled) handled") }
         if s.skipped > 0 { parts.append("\(s.skipped) skipped") }
         if s.cancelled > 0 { parts.append("\(s.cancelled) cancelled") }
         return "dlpipe: " + parts.joined(separator: ", ")

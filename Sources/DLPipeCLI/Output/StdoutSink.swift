@@ -72,7 +72,7 @@ final class StdoutSink: Sendable {
             if broken { engine.cancel(d.id) }
         case .finished(_, let f):
             progress.withLock { $0.placed = f.path; $0.ended = true }
-        case .failed, .cancelled, .skipped:
+        case .failed, .handled, .cancelled, .skipped:
             progress.withLock { $0.ended = true }
         default:
             return

@@ -7,7 +7,9 @@ enum EventArgument {
     case response(ResponseInfo)
     case progress(ProgressInfo)
     case finished(FinishedInfo)
-    case failure(DownloadError, attempt: Int, retrying: Bool)
+    /// `failed` and `retrying`: `retryAfter` is the server's Retry-After for
+    /// `failed`, and the delay before the retry for `retrying`.
+    case failure(DownloadError, attempt: Int, retryAfter: Double?)
     case summary(RunSummary)
 
     func push(on L: OpaquePointer) {
@@ -35,18 +37,18 @@ enum EventArgument {
             t.set("type", f.type)
             t.set("seconds", f.seconds)
             t.set("unchanged", f.unchanged)
-        case .failure(let e, let attempt, let retrying):
-            let t = LuaFieldWriter(L, fields: 6)
+        case .failure(let e, let attempt, let retryAfter):
+            let t = LuaFieldWriter(L, fields: 5)
             t.set("kind", e.kind.rawValue)
             t.set("message", e.message)
             t.set("status", e.status)
             t.set("attempt", attempt)
-            t.set("retrying", retrying)
-            t.set("retry_after", e.retryAfter)
+            t.set("retry_after", retryAfter)
         case .summary(let s):
-            let t = LuaFieldWriter(L, fields: 7)
+            let t = LuaFieldWriter(L, fields: 8)
             t.set("finished", s.finished)
             t.set("failed", s.failed)
+            t.set("handled", s.handled)
             t.set("skipped", s.skipped)
             t.set("unchanged", s.unchanged)
             t.set("cancelled", s.cancelled)

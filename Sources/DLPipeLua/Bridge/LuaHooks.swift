@@ -28,6 +28,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         if counts["response", default: 0] > 0 { interests.insert(.response) }
         if counts["progress", default: 0] > 0 { interests.insert(.progress) }
         if counts["finished", default: 0] > 0 { interests.insert(.finished) }
+        if counts["retrying", default: 0] > 0 { interests.insert(.retrying) }
         if counts["failed", default: 0] > 0 { interests.insert(.failed) }
         if counts["done", default: 0] > 0 { interests.insert(.drained) }
         self.interests = interests
@@ -90,9 +91,26 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         }
     }
 
-    func failed(_ download: DownloadInfo, _ error: DownloadError, retrying: Bool, reply: @escaping @Sendable (FailureVerdict) -> Void) {
+    func retrying(_ download: DownloadInfo, _ error: DownloadError, delay: Double, reply: @escaping @Sendable (RetryVerdict) -> Void) {
         enqueue { [self] replies in
-            let outcome = host.dispatch("failed", download: download, argument: .failure(error, attempt: download.attempt, retrying: retrying))
+            let outcome = host.dispatch("retrying", download: download, argument: .failure(error, attempt: download.attempt, retryAfter: delay))
+            let verdict: RetryVerdict
+            if let failure = outcome.error {
+                verdict = .fail(DownloadError(.hook, failure.message))
+            } else {
+                switch outcome.verdict {
+                case "retry": verdict = .delay(outcome.extra.double ?? 0)
+                case "giveup": verdict = .giveUp
+                default: verdict = .proceed
+                }
+            }
+            replies.append { reply(verdict) }
+        }
+    }
+
+    func failed(_ download: DownloadInfo, _ error: DownloadError, reply: @escaping @Sendable (FailureVerdict) -> Void) {
+        enqueue { [self] replies in
+            let outcome = host.dispatch("failed", download: download, argument: .failure(error, attempt: download.attempt, retryAfter: error.retryAfter))
             let verdict: FailureVerdict
             if let failure = outcome.error {
                 report("failed handler for download \(download.id): \(failure.message)")
@@ -100,8 +118,8 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
             } else {
                 switch outcome.verdict {
                 case "retry": verdict = .retry(after: outcome.extra.double ?? 0)
-                case "giveup": verdict = .giveUp
-                default: verdict = .policy
+                case "handled": verdict = .handled
+                default: verdict = .giveUp
                 }
             }
             replies.append { reply(verdict) }
@@ -112,7 +130,8 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         enqueue { [self] replies in
             let outcome = host.dispatch("done", download: nil, argument: .summary(summary))
             if let error = outcome.error { report("done handler: \(error.message)") }
-            let code = outcome.error == nil && outcome.verdict == "exit" ? outcome.extra.int.map { Int($0) } : nil
+            // A code an earlier handler returned stands even when a later one failed.
+            let code = outcome.verdict == "exit" ? outcome.extra.int.map { Int($0) } : nil
             replies.append { reply(code) }
         }
     }

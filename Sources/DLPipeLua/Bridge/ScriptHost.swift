@@ -14,7 +14,7 @@ public struct ScriptError: Error, Sendable, CustomStringConvertible {
 
 /// What one event's handlers decided, after all of them ran.
 struct DispatchOutcome {
-    /// "skip", "retry", "giveup", "exit" or nil (no verdict).
+    /// "skip", "retry", "giveup", "handled", "exit" or nil (no verdict).
     var verdict: String?
     var extra: LuaValue = .nil_
     /// The name and directory after the handlers, when a handler assigned them.
@@ -24,9 +24,10 @@ struct DispatchOutcome {
     /// A handler failed (error, time budget, memory): the download fails with kind `hook`.
     var error: ScriptError?
 
-    /// Takes a handler's verdict and its extra value from what `host.run` returned.
+    /// Takes a handler's verdict and its extra value from what `host.run`
+    /// returned; the first verdict of an event stands.
     mutating func take(verdict result: ArraySlice<LuaValue>) {
-        guard let verdict = result.first?.text else { return }
+        guard self.verdict == nil, let verdict = result.first?.text else { return }
         self.verdict = verdict
         extra = result.dropFirst().first ?? .nil_
     }
@@ -61,6 +62,11 @@ final class ScriptHost: @unchecked Sendable {
     /// output directory (`-d`, else the job's `dl.config{dir}` so far, else ".").
     var statePath: String?
     var stateDirectory: String?
+    /// The output directory `dl.store` took its state from when neither `-d`
+    /// nor `--state` said: the job's `dl.config{dir}` so far, or ".". A later
+    /// `dl.config{dir}` naming another is an error, not a store bound to the
+    /// wrong folder.
+    private var storeBoundTo: String?
     /// For `dlpipe check`: writes stay in `overlay`, and no state file is created.
     var readOnlyStore = false
     private var overlay: [String: LuaValue] = [:]
@@ -135,6 +141,8 @@ final class ScriptHost: @unchecked Sendable {
 
     /// Runs every handler of `event` in order, each with its own time budget;
     /// stops at the first verdict (the first skip wins) or the first failure.
+    /// `done` handlers all run (each may log or add downloads): the first exit
+    /// code returned stands.
     func dispatch(_ event: String, download: DownloadInfo?, argument: EventArgument) -> DispatchOutcome {
         if handlerCount(event) == 1, let once = hostFunctions["once"] {
             return dispatchOnce(once, event, download: download, argument: argument)
@@ -154,7 +162,7 @@ final class ScriptHost: @unchecked Sendable {
                         break
                     }
                     outcome.take(verdict: result[...])
-                    if outcome.verdict != nil { break }
+                    if outcome.verdict != nil && event != "done" { break }
                 }
             }
             outcome.take(rename: try callHost("finish", []).first)
@@ -283,10 +291,13 @@ final class ScriptHost: @unchecked Sendable {
                 return [LuaValue(error.message)]
             }
         }
-        runtime.register("__dl.checkconfig") { args in
+        runtime.register("__dl.checkconfig") { [unowned self] args in
             // One key of dl.config, by the rules JobSettings reads it with: the
             // prelude raises the message at the script's line.
             guard let key = args.first?.text, args.count > 1 else { return [] }
+            if key == "dir", let bound = storeBoundTo, let dir = args[1].text, dir != bound {
+                return [LuaValue("dl.config: dir is set after dl.store was used, which took the state of \(bound.debugDescription); call dl.config{ dir = ... } before dl.store")]
+            }
             do throws(ScriptError) {
                 _ = try JobSettings([key: args[1]])
                 return []
@@ -300,6 +311,10 @@ final class ScriptHost: @unchecked Sendable {
             else { return [.nil_] }
             computedDigests[path] = digest
             return [LuaValue(digest)]
+        }
+        runtime.register("__dl.safename") { args in
+            guard let text = args.first?.text, let name = SafeName.sanitize(text) else { return [.nil_] }
+            return [LuaValue(name)]
         }
         runtime.register("__dl.resolve") { args throws(LuaCallError) in
             guard args.count >= 2, let base = args[0].text, let ref = args[1].text else {
@@ -325,6 +340,7 @@ final class ScriptHost: @unchecked Sendable {
     /// The store's own connection (the engine has another; SQLite's WAL lets both work).
     private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
+        if statePath == nil && stateDirectory == nil && storeBoundTo == nil { storeBoundTo = configDir ?? "." }
         let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
         if readOnlyStore && !FileManager.default.fileExists(atPath: path) {
             return .failure(ScriptError("no state yet"))
@@ -351,6 +367,16 @@ final class ScriptHost: @unchecked Sendable {
         // Refused here, as an error of the dl.add call: a load error at the
         // job's top level, a failure of the handler's download in a handler.
         if let problem = HeaderField.problem(in: headers) { throw LuaCallError(problem) }
+        // A name or dir that leaves the output directory is refused here too, so
+        // that a top-level add fails to load (run and check, before any request)
+        // instead of failing after its request; symlinks wait for the response.
+        if text(1) != nil || text(2) != nil {
+            do throws(DownloadError) {
+                _ = try TargetPath.lexical(directory: text(2), name: text(1) ?? "x")
+            } catch {
+                throw LuaCallError(error.message)
+            }
+        }
         addedCount += 1
         guard addedCount <= maxDownloads else {
             throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")

@@ -28,7 +28,10 @@ local metas = {}          -- id -> meta table (meta stays on the Lua side)
 local context = "job"
 local current = nil       -- the download a handler runs for: { fields, proxy }
 local current_arg = nil
-local SKIP, RETRY = {}, {}
+local SKIP, RETRY, HANDLED = {}, {}, {}
+-- The verdict a call of dl.skip, dl.retry or dl.handled made in the running
+-- handler: the call takes effect whether or not the handler returns it.
+local recorded, recorded_extra = nil, nil
 
 local PRELUDE = "dlpipe/prelude.lua:"
 local positions = {}      -- handler -> "file:line: " where dl.on registered it
@@ -114,12 +117,24 @@ end
 
 function dl.skip(reason)
   allowed("dl.skip")
-  return SKIP, tostring(reason or "skipped by a hook")
+  recorded, recorded_extra = SKIP, tostring(reason or "skipped by a hook")
+  return recorded, recorded_extra
 end
 
 function dl.retry(seconds)
   allowed("dl.retry")
-  return RETRY, tonumber(seconds) or 0
+  if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 then
+    error(script_position() .. "dl.retry wants a delay in seconds (a number from 0), not "
+      .. tostring(seconds), 0)
+  end
+  recorded, recorded_extra = RETRY, seconds
+  return recorded, recorded_extra
+end
+
+function dl.handled()
+  allowed("dl.handled")
+  recorded, recorded_extra = HANDLED, nil
+  return recorded
 end
 
 local function control(name, fn)
@@ -142,6 +157,13 @@ function dl.read(path)
 end
 
 dl.url = { resolve = raw.resolve, parse = raw.parse }
+
+-- The sanitiser server names go through: one safe file name, or nil when
+-- nothing usable is left.
+function dl.safename(s)
+  if type(s) ~= "string" then error("dl.safename wants a string", 2) end
+  return raw.safename(s)
+end
 dl.var = raw.vars
 
 function dl.log(...)
@@ -187,6 +209,13 @@ local PROXY = {
     local want = WRITABLE[k]
     if want == nil then error("d." .. tostring(k) .. " is read-only", 2) end
     if type(v) ~= want then error("d." .. k .. " wants a " .. want, 2) end
+    -- A name is one file name: a folder goes in d.dir, so that a "/" from a
+    -- title or a header never makes folders by accident (dl.safename cleans one).
+    if k == "name" and (v:find("/", 1, true) or v == "" or v == "." or v == "..") then
+      error("d.name is one file name, not " .. string.format("%q", v)
+        .. ": a folder goes in d.dir, which must stay inside the output directory"
+        .. " (dl.safename(s) makes any text a safe name)", 2)
+    end
     if k ~= "meta" then
       local name, dir = fields.name, fields.dir
       if k == "name" then name = v else dir = v end
@@ -223,17 +252,42 @@ function host.begin(event, fields, arg)
   return #handlers[event]
 end
 
+local RETURNS = API.returns
+local RESERVED_EXIT = API.reserved_exit_codes
+
+-- What a handler's return value means, or a hook error naming what it may return.
+local function verdict(event, handler, result, extra)
+  if RETURNS[event] == nil then return nil end    -- progress, finished: no verdict
+  if result == SKIP then return "skip", extra end  -- each call checks where it may be made
+  if result == RETRY then return "retry", extra end
+  if result == HANDLED then return "handled" end
+  if result == false and (event == "retrying" or event == "failed") then return "giveup" end
+  local problem = ""
+  if event == "done" and math.type(result) then
+    local code = math.tointeger(result)
+    if code and code >= 0 and code <= 125 and not RESERVED_EXIT[code] then return "exit", code end
+    if code and RESERVED_EXIT[code] then
+      problem = ": dlpipe exits " .. code .. " when " .. RESERVED_EXIT[code]
+    end
+  end
+  local shown = type(result) == "string" and string.format("%q", result)
+    or (type(result) == "table" and "a table") or tostring(result)
+  error((positions[handler] or "") .. "a " .. event .. " handler returns " .. RETURNS[event]
+    .. ", not " .. shown .. problem, 0)
+end
+
 function host.run(event, index)
-  running = handlers[event][index]
+  local handler = handlers[event][index]
+  running, recorded = handler, nil
   -- done has no download: its handlers get the summary first (and second).
   local first = current and current.proxy or current_arg
-  local result, extra = running(first, current_arg)
+  local result, extra = handler(first, current_arg)
   running = nil
-  if result == SKIP then return "skip", extra end
-  if result == RETRY then return "retry", extra end
-  if result == false then return "giveup" end
-  if event == "done" and math.tointeger(result) then return "exit", math.tointeger(result) end
-  return nil
+  if result == nil then
+    if recorded == nil then return nil end
+    result, extra = recorded, recorded_extra
+  end
+  return verdict(event, handler, result, extra)
 end
 
 function host.finish()

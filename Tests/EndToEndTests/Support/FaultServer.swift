@@ -18,8 +18,11 @@ final class FaultServer: @unchecked Sendable {
         scheme = tls == nil ? "http" : "https"
         let script = Paths.repository + "/Tests/Support/fault_server.py"
         let tlsArguments = tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []
+        // No watchdog: the server lives as long as its test, and ends with it
+        // (deinit) or with the test process (--exit-with-parent).
         process = try Subprocess(
-            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"] + tlsArguments)
+            "/usr/bin/env", ["python3", script, "--root", self.root, "--log", logPath, "--exit-with-parent"] + tlsArguments,
+            timeout: nil)
         guard let line = process.readStdoutLine(), line.hasPrefix("PORT "),
             let port = Int(line.dropFirst(5))
         else { throw TestFailure("the fault server did not report its port") }

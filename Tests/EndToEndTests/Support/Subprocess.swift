@@ -5,7 +5,9 @@ import Synchronization
 /// (a Foundation `Process` started from a test thread can inherit a mask that
 /// blocks SIGTERM), stopped with kill + waitpid.
 ///
-/// Every child has a deadline (`timeout`, 60 s unless a test asks for less):
+/// Every child but a server has a deadline (`timeout`, 300 s unless a test
+/// asks for less; far above what any healthy run takes, even on a loaded
+/// machine; nil for a server that lives as long as its test):
 /// past it the child is killed (exit 137) and its stderr ends with a line that
 /// says so, so a hang fails that test's expectations instead of the suite's
 /// whole run.
@@ -21,12 +23,12 @@ final class Subprocess: @unchecked Sendable {
     private let reaped = Mutex(false)
     /// Set when the watchdog killed the child.
     let timedOut = Atomic<Bool>(false)
-    private let timeout: Double
-    static let defaultTimeout = 60.0
+    private let timeout: Double?
+    static let defaultTimeout = 300.0
 
     /// Starts `path` with `arguments`; stdin is /dev/null unless `stdin` is given.
     init(_ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
-         timeout: Double = Subprocess.defaultTimeout) throws {
+         timeout: Double? = Subprocess.defaultTimeout) throws {
         var outPipe: [Int32] = [0, 0]
         var errPipe: [Int32] = [0, 0]
         guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw POSIXError(.EMFILE) }
@@ -76,7 +78,9 @@ final class Subprocess: @unchecked Sendable {
         stdoutFD = outPipe[0]
         stderrFD = errPipe[0]
         self.timeout = timeout
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in self?.expire() }
+        if let timeout {
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in self?.expire() }
+        }
     }
 
     /// The watchdog: kills a child still running at its deadline.
@@ -131,7 +135,7 @@ final class Subprocess: @unchecked Sendable {
         let (status, out, err) = finishBytes()
         var stderr = String(decoding: err, as: UTF8.self)
         if timedOut.load(ordering: .relaxed) {
-            stderr += "\n[test watchdog: killed after \(timeout) s: the child hung]\n"
+            stderr += "\n[test watchdog: killed after \(timeout ?? 0) s: the child hung]\n"
         }
         return (status, String(decoding: out, as: UTF8.self), stderr)
     }
