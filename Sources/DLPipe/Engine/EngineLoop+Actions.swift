@@ -102,6 +102,9 @@ extension EngineLoop {
 
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
+        // Before the event: a program that adds the request again when it sees
+        // the event gets a new download, not this ended one.
+        registry.ended(job.id, job.request)
         openJobs -= 1
         pausedJobs.remove(job.id)
         if let target = job.target { reservedPaths.remove(target.relative) }
@@ -127,6 +130,7 @@ extension EngineLoop {
         case .handled(let error): saveState(job, .handled, error: error)
         case .cancelled: saveState(job, .cancelled)
         case .skipped: saveState(job, .skipped)
+        case .stopped: break  // only the stop makes it (`shutDown`), never here
         }
         switch outcome {
         case .finished(let result):
@@ -147,6 +151,8 @@ extension EngineLoop {
         case .cancelled:
             summary.cancelled += 1
             emit(.cancelled(info))
+        case .stopped:
+            emit(.stopped(info))
         }
         for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(outcome) }
         // Only the outcome stays: an ended job's response, paths and request are

@@ -9,7 +9,9 @@ extension EngineLoop {
     /// Applies what the state knows of a newly added download. Returns true when
     /// the download ended at once (a finished file under refresh "never").
     func applyState(_ job: Job) -> Bool {
-        guard let store, let record = store.record(key: job.key) else { return false }
+        guard let store,
+            let record = store.record(key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun)
+        else { return false }
         // Whatever happens below, the file placed before stays known until a
         // new one replaces it (or it turns out to be gone).
         job.placed = record.placed

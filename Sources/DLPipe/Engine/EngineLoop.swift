@@ -35,6 +35,8 @@ final class EngineLoop: @unchecked Sendable {
     let hooks: (any DownloadHooks)?
     let interests: HookInterests
     let events: EventHub
+    /// Which downloads are open, for the public side (told of every end).
+    let registry: DownloadRegistry
     let policy: RetryPolicy
     /// The speed cap shared by every transfer; nil (no cost at all) without one.
     let pacer: RatePacer?
@@ -42,7 +44,10 @@ final class EngineLoop: @unchecked Sendable {
     let store: StateWriter?
     var runID: Int64 = 0
 
-    private let inbox = Mutex<[Command]>([])
+    private let inbox = Mutex<Inbox>(Inbox())
+    /// Commands that came after the stop in the stop's own batch: answered as
+    /// the stopped engine answers them (`AfterStop`), once the loop has ended.
+    private var lateCommands: [Command] = []
     /// True while the loop is in (or about to enter) `curl_multi_poll`: only then
     /// does a command need a wake-up. A loop that is awake takes the inbox at
     /// the start of its next turn anyway.
@@ -114,7 +119,8 @@ final class EngineLoop: @unchecked Sendable {
     private var stopWaiters: [@Sendable () -> Void] = []
 
     init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub,
-         store: StateStore?) {
+         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: StateStore?) {
+        self.registry = registry
         self.configuration = configuration
         self.store = store.map(StateWriter.init)
         self.root = root
@@ -155,18 +161,23 @@ final class EngineLoop: @unchecked Sendable {
     /// loop works cost none. (The loop sets `sleeping` before it looks at the
     /// inbox a last time, and a poster appends before it reads `sleeping`, so
     /// one of the two always sees the other.)
+    ///
+    /// After the loop has ended, the command is answered at once on the
+    /// caller's thread, as `AfterStop` says: no call waits for a loop that is gone.
     func post(_ command: Command) {
-        let wasEmpty = inbox.withLock { box in
-            box.append(command)
-            return box.count == 1
+        let (wasEmpty, answer) = inbox.withLock { box -> (Bool, AfterStop.Reply?) in
+            if box.afterStop != nil { return (false, box.afterStop!.answer(command)) }
+            box.commands.append(command)
+            return (box.commands.count == 1, nil)
         }
+        answer?()
         if wasEmpty && sleeping.load(ordering: .sequentiallyConsistent) { multi.wakeup() }
     }
 
     /// Polls curl until a socket, a timeout or a command wakes the loop.
     private func sleep(milliseconds: Int) {
         sleeping.store(true, ordering: .sequentiallyConsistent)
-        if inbox.withLock({ $0.isEmpty }) { multi.poll(milliseconds: milliseconds) }
+        if inbox.withLock({ $0.commands.isEmpty }) { multi.poll(milliseconds: milliseconds) }
         sleeping.store(false, ordering: .sequentiallyConsistent)
     }
 
@@ -179,8 +190,13 @@ final class EngineLoop: @unchecked Sendable {
 
     private func run() {
         while !stopped {
-            let commands = inbox.takeAll()
-            for command in commands { handle(command) }
+            let commands = inbox.withLock { box in
+                defer { box.commands = [] }
+                return box.commands
+            }
+            for command in commands {
+                if stopped { lateCommands.append(command) } else { handle(command) }
+            }
             if stopped { break }
             fireDueTimers()
             startQueued()
@@ -203,7 +219,7 @@ final class EngineLoop: @unchecked Sendable {
             if slotFreed && scheduler.queued > 0 { continue }
             sleep(milliseconds: pollTimeout())
         }
-        shutDownTransfers()
+        shutDown()
     }
 
     private func handle(_ command: Command) {
@@ -372,7 +388,10 @@ final class EngineLoop: @unchecked Sendable {
         for waiter in waiters { waiter(summary, exitCode) }
     }
 
-    private func shutDownTransfers() {
+    /// The stop: transfers end with their part files kept, every download still
+    /// open ends as `stopped` (its one terminal event), the streams end, and the
+    /// inbox closes: what comes later is answered at once (`AfterStop`).
+    private func shutDown() {
         placeDurableFiles(force: true)
         hooks?.endOfTurn()
         for job in jobs.values where job.transfer != nil {
@@ -381,12 +400,36 @@ final class EngineLoop: @unchecked Sendable {
         }
         flushState(force: true)
         store?.endRun(runID, summary: summary)
+        registry.close()
+        // Ids first, then one event at a time: a queue of a million waiting
+        // requests must not become a million infos at once.
+        var openAtStop = Set(jobs.keys)
+        openAtStop.formUnion(waiting.keys)
+        for id in openAtStop.sorted() {
+            let info = jobs[id]?.info(root: root) ?? Job.queuedInfo(id: id, request: waiting[id]!.request)
+            emit(.stopped(info))
+            for reply in outcomeWaiters.removeValue(forKey: id) ?? [] { reply(.stopped) }
+        }
+        jobs = [:]
+        waiting = [:]
+        for (_, replies) in outcomeWaiters { for reply in replies { reply(nil) } }
+        outcomeWaiters = [:]
+        events.finish()
         let waiters = idleWaiters
         idleWaiters = []
         for waiter in waiters { waiter(summary, exitCode) }
-        for (_, replies) in outcomeWaiters { for reply in replies { reply(nil) } }
-        outcomeWaiters = [:]
+        let last = inbox.withLock { box in
+            box.afterStop = AfterStop(outcomes: outcomes, stopped: openAtStop, summary: summary, exitCode: exitCode)
+            defer { box.commands = [] }
+            return box.commands
+        }
+        outcomes = [:]
+        for command in lateCommands + last {
+            inbox.withLock { $0.afterStop!.answer(command) }?()
+        }
+        lateCommands = []
         for waiter in stopWaiters { waiter() }
+        stopWaiters = []
     }
 
     func emit(_ event: DownloadEvent) { events.publish(event) }

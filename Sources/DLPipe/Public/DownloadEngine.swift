@@ -12,9 +12,10 @@ import Synchronization
 /// ```
 public final class DownloadEngine: Sendable {
     private let loop: EngineLoop
-    private let hub = EventHub()
-    /// Every request queued so far, by deduplication key.
-    private let known = Mutex<[String: DownloadID]>([:])
+    /// Internal for tests: the subscriptions it holds.
+    let hub = EventHub()
+    /// Which downloads are open; makes this engine's ids.
+    let registry: DownloadRegistry
 
     /// Creates the output directory when missing and starts the engine's thread.
     public init(configuration: EngineConfiguration = EngineConfiguration(), hooks: (any DownloadHooks)? = nil)
@@ -34,20 +35,31 @@ public final class DownloadEngine: Sendable {
                 throw DownloadError(.io, error.message)
             }
         }
-        loop = EngineLoop(configuration: configuration, root: root, hooks: hooks, events: hub, store: store)
+        registry = DownloadRegistry(engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun)
+        loop = EngineLoop(
+            configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry, store: store)
         loop.start()
     }
 
     deinit {
         loop.post(.stop(done: nil))
-        hub.finish()
     }
+
+    /// Whether an ended request keeps its id for the whole run (the command
+    /// line's engine): then a job's own rule needs no table of its own.
+    package var deduplicatesWholeRun: Bool { registry.wholeRun }
 
     /// The absolute output directory.
     public var directory: String { loop.root }
 
     /// Events from now on, as an AsyncSequence. Subscribe before adding downloads
     /// to see all of theirs. Every download ends with exactly one terminal event.
+    ///
+    /// The stream never slows the engine: while its reader lags, each
+    /// download's progress events are coalesced to the latest, and the other
+    /// events wait, in order (a few per download, whatever the bytes). It ends
+    /// after the stop's events; after a stop, a new stream ends at once. Drop
+    /// it (or cancel the task reading it) to unsubscribe.
     public func events() -> AsyncStream<DownloadEvent> { hub.subscribe() }
 
     /// Runs `observer` on the engine's thread for each event (it must be quick).
@@ -56,90 +68,120 @@ public final class DownloadEngine: Sendable {
     }
 
     /// Queues a download and returns its id at once.
-    /// A repeat of a request already queued (same URL, same target; see
-    /// `DownloadRequest.deduplicationKey`) is not queued again: its id comes back.
+    ///
+    /// A repeat of a request still open (queued, running, paused or waiting
+    /// for a hook: same URL, same target; see `DownloadRequest.deduplicationKey`)
+    /// is not queued again: its id comes back. Once a download has ended (its
+    /// terminal event), the same request is a new download with a new id: a
+    /// reload, or a retry of a failed one. After a stop, the new download ends
+    /// at once as `.stopped` (`outcome(of:)` says so) and publishes no event.
     @discardableResult
     public func add(_ request: DownloadRequest) -> DownloadID {
-        known.withLock { known in
-            if let id = known[request.deduplicationKey] { return id }
-            let id = DownloadID(known.count + 1)
-            known[request.deduplicationKey] = id
-            // Posted under the lock so the loop sees ids in order.
-            loop.post(.add(id, request))
-            return id
-        }
+        registry.admit(CollectionOfOne(request)) { _, new in
+            if let (id, request) = new.first { loop.post(.add(id, request)) }
+        }[0]
     }
 
     /// Queues several downloads at once and returns their ids, in order (a
-    /// repeat gets the first id back, as with `add`). They all reach the queue
-    /// in one step, before any of them starts, so their priorities order them
-    /// from the first free slot on: one by one, the first could take a slot
-    /// before a more urgent one was even queued.
+    /// repeat of an open one gets its id back, as with `add`). They all reach
+    /// the queue in one step, before any of them starts, so their priorities
+    /// order them from the first free slot on: one by one, the first could take
+    /// a slot before a more urgent one was even queued.
     @discardableResult
     public func add(contentsOf requests: some Sequence<DownloadRequest>) -> [DownloadID] {
-        known.withLock { known in
-            var ids: [DownloadID] = []
-            var new: [(DownloadID, DownloadRequest)] = []
-            for request in requests {
-                if let id = known[request.deduplicationKey] {
-                    ids.append(id)
-                    continue
-                }
-                let id = DownloadID(known.count + 1)
-                known[request.deduplicationKey] = id
-                ids.append(id)
-                new.append((id, request))
-            }
-            // Posted under the lock so the loop sees ids in order.
+        registry.admit(requests) { _, new in
             if !new.isEmpty { loop.post(.addAll(new)) }
-            return ids
         }
     }
-
-    /// Ends a download as failed (a hook that broke, for example), stopping its transfer.
-    public func fail(_ id: DownloadID, _ error: DownloadError) { loop.post(.fail(id, error)) }
 
     /// Queues a download of `url` with default settings.
     @discardableResult
     public func add(_ url: String) -> DownloadID { add(DownloadRequest(url: url)) }
 
-    /// Stops a download, keeping its part file; `resume` continues it with a Range request.
-    public func pause(_ id: DownloadID) { loop.post(.pause(id)) }
+    /// Queues a download as `add` does and returns its task handle: its own
+    /// events from its first on, `pause`, `resume`, `cancel`, and its awaited
+    /// `result`. A repeat of an open request gets a handle of that download.
+    public func addTask(_ request: DownloadRequest) -> DownloadTask {
+        var attached: (AsyncStream<DownloadEvent>, OutcomeBox)?
+        let id = registry.admit(CollectionOfOne(request)) { ids, new in
+            // Attached before the add is posted: the task sees `queued`.
+            attached = hub.attach(ids[0])
+            if let (id, request) = new.first { loop.post(.add(id, request)) }
+        }[0]
+        let (events, outcome) = attached!
+        return DownloadTask(id: id, engine: self, events: events, outcome: outcome)
+    }
 
-    /// Queues a paused download again.
-    public func resume(_ id: DownloadID) { loop.post(.resume(id)) }
+    /// Queues a download of `url` with default settings and returns its task handle.
+    public func addTask(_ url: String) -> DownloadTask { addTask(DownloadRequest(url: url)) }
 
-    /// Ends a download for good, removing its part file.
-    public func cancel(_ id: DownloadID) { loop.post(.cancel(id)) }
+    /// Ends a download as failed (a hook that broke, for example), stopping its
+    /// transfer. False when `id` is not an open download of this engine.
+    @discardableResult
+    public func fail(_ id: DownloadID, _ error: DownloadError) -> Bool {
+        send(.fail(id, error), to: id)
+    }
 
-    /// Waits for one download's outcome (nil if the id is unknown or the engine
-    /// stopped, or the download ended earlier and `keepsOutcomes` is off).
+    /// Stops a download, keeping its part file; `resume` continues it with a
+    /// Range request. False when `id` is not an open download of this engine
+    /// (another engine's, or one that ended): nothing happens then.
+    @discardableResult
+    public func pause(_ id: DownloadID) -> Bool { send(.pause(id), to: id) }
+
+    /// Queues a paused download again. False when `id` is not an open download
+    /// of this engine.
+    @discardableResult
+    public func resume(_ id: DownloadID) -> Bool { send(.resume(id), to: id) }
+
+    /// Ends a download for good, removing its part file. False when `id` is not
+    /// an open download of this engine (one that ended stays as it ended).
+    @discardableResult
+    public func cancel(_ id: DownloadID) -> Bool { send(.cancel(id), to: id) }
+
+    /// This engine's id of download number `number` (`DownloadID.rawValue`),
+    /// for bridges that carry ids as numbers; nil if it made no such download.
+    public func downloadID(number: Int) -> DownloadID? { registry.id(number: number) }
+
+    /// Waits for one download's outcome. Nil at once for an id of another
+    /// engine, and for a download that ended earlier when `keepsOutcomes` is
+    /// off. After a stop it answers at once: `.stopped` for what was open at
+    /// the stop or added after it.
     public func outcome(of id: DownloadID) async -> DownloadOutcome? {
-        await withCheckedContinuation { continuation in
+        guard registry.owns(id) else { return nil }
+        return await withCheckedContinuation { continuation in
             loop.post(.waitOutcome(id, { continuation.resume(returning: $0) }))
         }
     }
 
     /// Waits until the queue is drained and no hook is running; returns the counts
-    /// and the exit code a `drained` hook chose, if any.
+    /// and the exit code a `drained` hook chose, if any. After a stop it
+    /// answers at once with the counts at the stop.
     public func waitUntilDrained() async -> (summary: RunSummary, exitCode: Int?) {
         await withCheckedContinuation { continuation in
             loop.post(.waitIdle({ continuation.resume(returning: ($0, $1)) }))
         }
     }
 
-    /// Stops every transfer (part files stay) and the engine's thread; ends event streams.
+    /// Stops every transfer (part files stay) and the engine's thread, without
+    /// waiting: every open download gets its `stopped` event, then the event
+    /// streams end. Calling it again does nothing.
     public func shutdown() {
         loop.post(.stop(done: nil))
-        hub.finish()
     }
 
-    /// Like `shutdown`, and returns once every transfer has stopped and its part
-    /// file is closed (a clean stop on SIGINT).
+    /// Like `shutdown`, and returns once every transfer has stopped, its part
+    /// file is closed and the event streams have ended (a clean stop on
+    /// SIGINT). Calling it again returns at once.
     public func stop() async {
         await withCheckedContinuation { continuation in
             loop.post(.stop(done: { continuation.resume() }))
         }
-        hub.finish()
+    }
+
+    /// Posts a control for `id` if it is open here.
+    private func send(_ command: EngineLoop.Command, to id: DownloadID) -> Bool {
+        guard registry.isOpen(id) else { return false }
+        loop.post(command)
+        return true
     }
 }

@@ -79,7 +79,7 @@ public struct RunSummary: Sendable, Hashable {
 }
 
 /// A lifecycle event. Every download gets exactly one terminal event:
-/// `finished`, `failed`, `handled`, `skipped` or `cancelled`.
+/// `finished`, `failed`, `handled`, `skipped`, `cancelled` or `stopped`.
 public enum DownloadEvent: Sendable {
     /// Queued (emitted once, when the engine accepts the request).
     case queued(DownloadInfo)
@@ -101,6 +101,10 @@ public enum DownloadEvent: Sendable {
     case skipped(DownloadInfo, reason: String)
     /// Terminal: cancelled by the caller or a hook; the part file is removed.
     case cancelled(DownloadInfo)
+    /// Terminal: the engine stopped (`stop()`, `shutdown()`) while the download
+    /// was open; its part file stays for a later run to resume. Published for
+    /// every open download just before the event streams end.
+    case stopped(DownloadInfo)
     /// The queue is empty and no hook added more work.
     case drained(RunSummary)
 
@@ -109,7 +113,8 @@ public enum DownloadEvent: Sendable {
         switch self {
         case .queued(let d), .response(let d, _), .progress(let d, _), .retrying(let d, _, _),
             .paused(let d),
-            .finished(let d, _), .failed(let d, _), .handled(let d, _), .skipped(let d, _), .cancelled(let d):
+            .finished(let d, _), .failed(let d, _), .handled(let d, _), .skipped(let d, _), .cancelled(let d),
+            .stopped(let d):
             return d
         case .drained: return nil
         }
@@ -118,18 +123,25 @@ public enum DownloadEvent: Sendable {
     /// Whether this is the last event of its download.
     public var isTerminal: Bool {
         switch self {
-        case .finished, .failed, .handled, .skipped, .cancelled: return true
+        case .finished, .failed, .handled, .skipped, .cancelled, .stopped: return true
         default: return false
         }
     }
 }
 
-/// How a download ended.
+/// How a download ended: the outcome of its terminal event.
 public enum DownloadOutcome: Sendable, Hashable {
+    /// The file is in place (`DownloadEvent.finished`).
     case finished(FinishedInfo)
+    /// No more attempts (`DownloadEvent.failed`).
     case failed(DownloadError)
-    /// Failed, and a `failed` hook dealt with it.
+    /// Failed, and a `failed` hook dealt with it (`DownloadEvent.handled`).
     case handled(DownloadError)
+    /// A hook skipped it, with its reason (`DownloadEvent.skipped`).
     case skipped(String)
+    /// Cancelled by the caller or a hook; the part file is removed.
     case cancelled
+    /// The engine stopped first: open at the stop, or added after it (such a
+    /// download never starts). A part file stays.
+    case stopped
 }

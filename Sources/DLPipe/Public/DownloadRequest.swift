@@ -1,16 +1,3 @@
-/// Identifies one download for the life of an engine.
-public struct DownloadID: Hashable, Comparable, Sendable, CustomStringConvertible {
-    /// The number, unique within one engine, counting from 1.
-    public let rawValue: Int
-
-    /// Wraps a raw number (mostly for tests and bridges).
-    public init(_ rawValue: Int) { self.rawValue = rawValue }
-
-    public var description: String { String(rawValue) }
-
-    public static func < (a: DownloadID, b: DownloadID) -> Bool { a.rawValue < b.rawValue }
-}
-
 /// What to download and where to put it.
 public struct DownloadRequest: Sendable, Hashable {
     /// The http or https URL.

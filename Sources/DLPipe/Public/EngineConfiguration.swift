@@ -39,6 +39,11 @@ public struct EngineConfiguration: Sendable {
     /// waiters already there), and memory does not grow with every download of
     /// a long queue: the command line turns it off.
     public var keepsOutcomes = true
+    /// The command line's rule for repeats: a request added again in the same
+    /// run gets its first id back even after that download ended, so a list
+    /// that repeats a URL fetches it once. Off (the library's rule), only open
+    /// downloads are deduplicated and an ended request can be added again.
+    package var deduplicatesWholeRun = false
     /// How often progress events are emitted per transfer, in seconds.
     public var progressInterval: Double = 0.25
     /// Whether small bodies may skip the part file (`HeldFile`); internal, so

@@ -77,13 +77,15 @@ final class StateWriter: @unchecked Sendable {
     func wait() { queue.sync {} }
 
     /// The record of a request, with every earlier save applied. The engine asks
-    /// once per download, when it starts, before any save of its own, and one
-    /// engine makes one download per key (`DownloadEngine.add`); so in a file
-    /// that held no records when it was opened, no key has one yet, and a first
-    /// run asks no query at all. (A set of the keys written, kept instead, cost
-    /// 20 MB at 100,000 downloads.)
-    func record(key: String) -> DownloadRecord? {
-        if !hadRecords { return nil }
+    /// once per download, when it starts, before any save of its own. An engine
+    /// that makes one download per key (the command line's: whole-run
+    /// deduplication) passes `repeatsKeys: false`: then in a file that held no
+    /// records when it was opened, no key has one yet, and a first run asks no
+    /// query at all. (A set of the keys written, kept instead, cost 20 MB at
+    /// 100,000 downloads.) A library engine may download a key again after it
+    /// ended, and always asks.
+    func record(key: String, repeatsKeys: Bool) -> DownloadRecord? {
+        if !hadRecords && !repeatsKeys { return nil }
         commit()
         return queue.sync { store.record(key: key) }
     }

@@ -88,6 +88,8 @@ struct RunOptions {
         config.endPausedWhenDrained = true
         config.caFile = caFile
         config.keepsOutcomes = false  // output comes from events; a long queue stays small
+        // A URL listed twice is fetched once, even when the first has ended.
+        config.deduplicatesWholeRun = true
         config.statePath = state ?? config.directory + "/.dlpipe/state.db"
         if let fileFolder { config.directory = fileFolder }
         if let stdout {
@@ -140,7 +142,12 @@ enum RunDriver {
             progress: options.progress, json: options.json, quiet: options.quiet,
             // The engine's paths are under the folder's canonical path.
             shownPath: ShownPath(stdoutFolder: options.stdout.map { TargetPath.canonical($0.folder) ?? $0.folder }))
-        engine.observe { reporter.handle($0) }
+        engine.observe { event in
+            // A stop (Ctrl-C) ends the open downloads with `stopped` events; the
+            // command line reports the stop itself and exits 130, as before.
+            if case .stopped = event { return }
+            reporter.handle(event)
+        }
         options.stdout?.start(engine: engine)
         let stopper = StopSignals.install(engine: engine, reporter: reporter)
         session?.start(with: engine)

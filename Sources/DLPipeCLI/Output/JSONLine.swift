@@ -43,6 +43,10 @@ enum JSONLine {
             object.add("event", "paused"); add(d, to: &object)
         case .cancelled(let d):
             object.add("event", "cancelled"); add(d, to: &object)
+        case .stopped(let d):
+            // Never written by the command line (RunDriver keeps stop events
+            // from its reporters); here so that a library user can encode it.
+            object.add("event", "stopped"); add(d, to: &object)
         case .drained(let s):
             object.add("event", "done")
             object.add("finished", s.finished)

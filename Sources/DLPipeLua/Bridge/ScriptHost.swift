@@ -54,7 +54,8 @@ final class ScriptHost: @unchecked Sendable {
     var engine: DownloadEngine?
     /// Downloads added at the top level, before the engine exists.
     private(set) var pending: [DownloadRequest] = []
-    private var pendingKeys: [String: DownloadID] = [:]
+    /// Every URL and target that `dl.add` took in this run, with the id it gave.
+    private var pendingKeys: [String: Int] = [:]
     /// The output directory (canonical), for `dl.read`.
     var root: String?
     /// The state file for `dl.store`: given (`--state`), or found from the
@@ -230,15 +231,15 @@ final class ScriptHost: @unchecked Sendable {
     private func registerPrimitives() {
         runtime.register("__dl.add") { [unowned self] args throws(LuaCallError) in try add(args) }
         runtime.register("__dl.pause") { [unowned self] args in
-            if let id = args.first?.int { engine?.pause(DownloadID(Int(id))) }
+            if let id = engineID(args.first) { engine?.pause(id) }
             return []
         }
         runtime.register("__dl.resume") { [unowned self] args in
-            if let id = args.first?.int { engine?.resume(DownloadID(Int(id))) }
+            if let id = engineID(args.first) { engine?.resume(id) }
             return []
         }
         runtime.register("__dl.cancel") { [unowned self] args in
-            if let id = args.first?.int { engine?.cancel(DownloadID(Int(id))) }
+            if let id = engineID(args.first) { engine?.cancel(id) }
             return []
         }
         runtime.register("__dl.read") { [unowned self] args in
@@ -383,18 +384,31 @@ final class ScriptHost: @unchecked Sendable {
         let request = DownloadRequest(
             url: url, name: text(1), directory: text(2), headers: headers, sha256: text(4),
             priority: Int(args.count > 5 ? args[5].int ?? 0 : 0),
-            parent: (args.count > 6 ? args[6].int : nil).map { DownloadID(Int($0)) })
+            parent: args.count > 6 ? engineID(args[6]) : nil)
+        // The job's rule (SPEC 6): a URL and target already added in this run
+        // give the first id back, even after that download ended, so a crawl
+        // that meets a link twice never loops. (A library engine's own `add`
+        // deduplicates only open downloads.)
+        if let id = pendingKeys[request.deduplicationKey] { return [.integer(Int64(id))] }
         if let engine {
-            return [.integer(Int64(engine.add(request).rawValue))]
+            let id = engine.add(request).rawValue
+            // The command line's engine keeps this rule itself: no second table.
+            if !engine.deduplicatesWholeRun { pendingKeys[request.deduplicationKey] = id }
+            return [.integer(Int64(id))]
         }
         // Before the run starts: keep it, with the id the engine will give it
-        // (the engine numbers new requests 1, 2, 3... and returns the first id
-        // for a repeat, exactly as done here).
-        if let id = pendingKeys[request.deduplicationKey] { return [.integer(Int64(id.rawValue))] }
+        // (the engine numbers new requests 1, 2, 3..., and these are all new).
         pending.append(request)
-        let id = DownloadID(pending.count)
+        let id = pending.count
         pendingKeys[request.deduplicationKey] = id
-        return [.integer(Int64(id.rawValue))]
+        return [.integer(Int64(id))]
+    }
+
+    /// The engine's id of a number a script passed (nil before the run, or
+    /// for a number the engine never gave).
+    private func engineID(_ value: LuaValue?) -> DownloadID? {
+        guard let number = value?.int else { return nil }
+        return engine?.downloadID(number: Int(number))
     }
 
     /// The bytes of a regular file inside the output directory (ConfinedFile).
