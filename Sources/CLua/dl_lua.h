@@ -180,8 +180,11 @@ static inline void dl_check_deadline(lua_State *L, const char *what) {
     dl_lua_ctl *c = dl_ctl(L);
     if (!c->timed_out && (c->deadline_ns == 0 || dl_now_ns() < c->deadline_ns)) return;
     lua_Debug ar;
-    int known = lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar);
-    dl_raise_timeout(L, known ? &ar : NULL, what);
+    /* the first Lua frame: table.sort's comparator is called by sort, itself a C function */
+    for (int level = 1; level < 10 && lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) dl_raise_timeout(L, &ar, what);
+    }
+    dl_raise_timeout(L, NULL, what);
 }
 
 /* The watchdog's side (another thread, while the Lua thread may be inside one long
