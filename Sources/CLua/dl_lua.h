@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdio.h>
+#include <locale.h>
 
 /* ---- Macro stand-ins ---- */
 static inline int dl_pcall(lua_State *L, int nargs, int nresults, int msgh) {
@@ -35,6 +37,9 @@ static inline void dl_gc_restart(lua_State *L) {
     if (!lua_gc(L, LUA_GCISRUNNING)) lua_gc(L, LUA_GCRESTART);
 }
 
+/* strcoll in the C locale: a byte-wise compare (LuaRuntime sets it once per process). */
+static inline void dl_use_byte_collation(void) { setlocale(LC_COLLATE, "C"); }
+
 /* ---- Shared control block: memory cap, time budget, owner ----
  * One per lua_State. The allocator gets it as `ud`; Lua code reaches it through
  * lua_getextraspace, which lua_newthread copies into every coroutine, so one budget
@@ -54,13 +59,36 @@ typedef struct dl_lua_ctl {
     char last_src[LUA_IDSIZE];
     int err_line;         /* first Lua frame of the last error that reached the runtime's handler */
     char err_src[LUA_IDSIZE];
+    char stop_in[32];     /* the C function the deadline caught the script in ("" for Lua code) */
     void *owner;          /* the Swift LuaRuntime (unretained), for the dispatcher */
+    uintptr_t stack_base; /* C stack address where the outermost call entered Lua */
+    unsigned c_steps;     /* calls of the sandbox's sort comparator (a clock read every 1024) */
+    struct dl_watch *watch; /* what the watchdog thread shares (outside the block: the runtime
+                             * saves and restores the block around nested calls) */
 } dl_lua_ctl;
+
+/* Shared with the watchdog thread (LuaWatchdog.swift), which wakes a few times a second. */
+typedef struct dl_watch {
+    lua_State *running;   /* the thread running script code now (NULL: none) */
+    int64_t poked_ns;     /* the deadline the watchdog last acted on */
+    int poking;           /* 1 while the watchdog is inside lua_sethook on `running` */
+} dl_watch;
+
+/* Changes the running thread. Waits for a poke in progress, so that the watchdog never
+ * touches a thread after the Lua thread stopped naming it (the thread could then be
+ * collected): both sides use sequentially consistent atomics (a Dekker-style handshake). */
+static inline void dl_set_running(dl_lua_ctl *c, lua_State *L) {
+    dl_watch *w = c->watch;
+    if (w == NULL) return;
+    __atomic_store_n(&w->running, L, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&w->poking, __ATOMIC_SEQ_CST)) { /* a few nanoseconds */ }
+}
 
 static inline dl_lua_ctl *dl_ctl(lua_State *L) { return *(dl_lua_ctl **)lua_getextraspace(L); }
 static inline const char *dl_ctl_stop_src(const dl_lua_ctl *c) { return c->stop_src; }
 static inline const char *dl_ctl_last_src(const dl_lua_ctl *c) { return c->last_src; }
 static inline const char *dl_ctl_err_src(const dl_lua_ctl *c) { return c->err_src; }
+static inline const char *dl_ctl_stop_in(const dl_lua_ctl *c) { return c->stop_in; }
 
 static inline int64_t dl_now_ns(void) {
     struct timespec ts;
@@ -97,11 +125,43 @@ static inline void dl_copy_position(char *dst, int *line, const lua_Debug *ar) {
     *line = ar->currentline;
 }
 
-/* Count hook: checks the shared deadline every DL_HOOK_COUNT instructions. Past it, the
- * hook re-arms itself for every instruction and raises on each one, so neither pcall
- * nor a fresh coroutine (which inherits the hook and its count) can keep the script going. */
+static inline void dl_hook(lua_State *L, lua_Debug *ar);
+
+/* Names `thread` (also on top of L's stack, which this pops) as the running one for the
+ * watchdog, and keeps it in the registry so that it cannot be collected while named. The
+ * registry slot exists from the start (dl_newstate), so the assignment never allocates. */
+static inline void dl_name_running(lua_State *L, lua_State *thread) {
+    lua_setfield(L, LUA_REGISTRYINDEX, "dl.running");
+    dl_set_running(dl_ctl(L), thread);
+}
+
+/* Marks the call timed out (once: the first position and place stick), switches L's hook to
+ * every instruction, and raises "time budget exceeded". `ar` is where the script was (NULL:
+ * unknown), `what` the C function that caught it (NULL: Lua code). */
+static inline int dl_raise_timeout(lua_State *L, lua_Debug *ar, const char *what) {
+    dl_lua_ctl *c = dl_ctl(L);
+    if (!c->timed_out) {
+        c->timed_out = 1;
+        if (ar != NULL) dl_copy_position(c->stop_src, &c->stop_line, ar);
+        snprintf(c->stop_in, sizeof c->stop_in, "%s", what ? what : "");
+    }
+    if (lua_gethookcount(L) != 1) lua_sethook(L, dl_hook, LUA_MASKCOUNT, 1);
+    luaL_where(L, what ? 1 : 0);
+    lua_pushliteral(L, "time budget exceeded");
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
+/* Count hook: checks the shared deadline every DL_HOOK_COUNT instructions (every one once the
+ * watchdog saw the deadline pass). Past it, the hook re-arms itself for every instruction and
+ * raises on each one, so neither pcall nor a fresh coroutine (which inherits the hook and its
+ * count) can keep the script going. */
 static inline void dl_hook(lua_State *L, lua_Debug *ar) {
     dl_lua_ctl *c = dl_ctl(L);
+    if (c->watch && __atomic_load_n(&c->watch->running, __ATOMIC_RELAXED) != L) {
+        lua_pushthread(L);
+        dl_name_running(L, L);
+    }
     if (!c->timed_out) {
         if (c->deadline_ns == 0 || dl_now_ns() < c->deadline_ns) {
             if (lua_getinfo(L, "Sl", ar)) dl_copy_position(c->last_src, &c->last_line, ar);
@@ -109,14 +169,42 @@ static inline void dl_hook(lua_State *L, lua_Debug *ar) {
             if (lua_gethookcount(L) != DL_HOOK_COUNT) lua_sethook(L, dl_hook, LUA_MASKCOUNT, DL_HOOK_COUNT);
             return;
         }
-        c->timed_out = 1;
-        if (lua_getinfo(L, "Sl", ar)) dl_copy_position(c->stop_src, &c->stop_line, ar);
+        if (!lua_getinfo(L, "Sl", ar)) ar = NULL;
     }
-    if (lua_gethookcount(L) != 1) lua_sethook(L, dl_hook, LUA_MASKCOUNT, 1);
-    luaL_where(L, 0);
-    lua_pushliteral(L, "time budget exceeded");
-    lua_concat(L, 2);
-    lua_error(L);
+    dl_raise_timeout(L, ar, NULL);
+}
+
+/* For C functions that can run long (pattern matching, table.move, sort): raises the timeout
+ * at the Lua caller's line once the deadline has passed. Costs one clock read. */
+static inline void dl_check_deadline(lua_State *L, const char *what) {
+    dl_lua_ctl *c = dl_ctl(L);
+    if (!c->timed_out && (c->deadline_ns == 0 || dl_now_ns() < c->deadline_ns)) return;
+    lua_Debug ar;
+    /* the first Lua frame: table.sort's comparator is called by sort, itself a C function */
+    for (int level = 1; level < 10 && lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) dl_raise_timeout(L, &ar, what);
+    }
+    dl_raise_timeout(L, NULL, what);
+}
+
+/* The watchdog's side (another thread, while the Lua thread may be inside one long
+ * instruction): once the deadline has passed, makes the running thread's count hook fire on
+ * its next instruction. lua_sethook is written to be called asynchronously (from a signal
+ * handler; ldebug.c); the pointers it writes are word-sized. Returns 1 when it poked. */
+static inline int dl_watchdog_poke(dl_lua_ctl *c, int64_t now) {
+    dl_watch *w = c->watch;
+    int64_t deadline = __atomic_load_n(&c->deadline_ns, __ATOMIC_RELAXED);
+    if (w == NULL || deadline == 0 || now < deadline || w->poked_ns == deadline) return 0;
+    w->poked_ns = deadline;
+    int poked = 0;
+    __atomic_store_n(&w->poking, 1, __ATOMIC_SEQ_CST);
+    lua_State *running = __atomic_load_n(&w->running, __ATOMIC_SEQ_CST);
+    if (running != NULL) {
+        lua_sethook(running, dl_hook, LUA_MASKCOUNT, 1);
+        poked = 1;
+    }
+    __atomic_store_n(&w->poking, 0, __ATOMIC_SEQ_CST);
+    return poked;
 }
 
 /* Puts the hook on a thread at the normal rate (the runtime calls it before each call). */
@@ -201,6 +289,8 @@ static inline lua_State *dl_newstate(dl_lua_ctl *c) {
     lua_State *L = lua_newstate(dl_lua_alloc, c);
     if (L == NULL) return NULL;
     *(dl_lua_ctl **)lua_getextraspace(L) = c;
+    lua_pushthread(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "dl.running"); /* the slot dl_name_running assigns */
     dl_arm_hook(L);
     return L;
 }
@@ -211,7 +301,8 @@ static inline void dl_begin_positions(lua_State *L, int idx) {
     dl_lua_ctl *c = dl_ctl(L);
     lua_Debug ar;
     c->err_line = c->stop_line = c->last_line = -1;
-    c->err_src[0] = c->stop_src[0] = c->last_src[0] = 0;
+    c->err_src[0] = c->stop_src[0] = c->last_src[0] = c->stop_in[0] = 0;
+    dl_set_running(c, L);
     if (lua_type(L, idx) != LUA_TFUNCTION) return;
     lua_pushvalue(L, idx);
     if (lua_getinfo(L, ">S", &ar)) {

@@ -2,6 +2,8 @@
 // per-script environments, the wrapped base and coroutine functions, and library opening.
 #ifndef DL_LUA_SANDBOX_H
 #define DL_LUA_SANDBOX_H
+#include "dl_lua_match.h"
+#include "dl_lua_bounds.h"
 
 /* ---- Environments and the sandbox ---- */
 /* Pushes a fresh environment: reads fall through to the shared globals, writes stay in it,
@@ -44,6 +46,7 @@ static inline void dl_push_caller_env(lua_State *L) {
 /* Sandboxed `load`: mode forced to "t" (binary chunks can break the VM), and without an
  * explicit env the chunk gets the caller's environment. Upvalue 1: the original load. */
 static inline int dl_sandbox_load(lua_State *L) {
+    if (dl_bound_load_source(L)) return 2; /* too long: fail and a message, as load does */
     int env_given = lua_gettop(L) >= 4;
     lua_settop(L, 4);
     lua_pushliteral(L, "t");
@@ -137,6 +140,17 @@ static inline int dl_sandbox_cocreate(lua_State *L) {
     return 1;
 }
 
+/* Sandboxed coroutine.wrap (upvalue 1: the original): wraps the body as coroutine.create
+ * does, and the function it returns in dl_sandbox_wrapcall (which knows its coroutine from
+ * the original function's upvalue), so that resuming through it is tracked and bounded too. */
+static inline int dl_sandbox_cowrap(lua_State *L) {
+    dl_sandbox_cocreate(L);
+    if (lua_getupvalue(L, -1, 1) == NULL || lua_type(L, -1) != LUA_TTHREAD)
+        return luaL_error(L, "coroutine.wrap: unexpected function"); /* not Lua 5.4's auxwrap */
+    lua_pushcclosure(L, dl_sandbox_wrapcall, 2);
+    return 1;
+}
+
 /* Sandboxed string.rep. Lua's own copies the piece n times in C, where the hook never runs:
  * string.rep("", 2^60) would spin forever and string.rep("x", 1e8) takes most of a second.
  * This one fills the buffer by doubling (a few memcpy calls), and a result larger than the
@@ -215,6 +229,13 @@ static inline int dl_open_sandbox(lua_State *L) {
     lua_setfield(L, -2, "dump");
     lua_pushcfunction(L, dl_sandbox_rep);
     lua_setfield(L, -2, "rep");
+    static const luaL_Reg matchers[] = {{"find", dl_sm_str_find}, {"match", dl_sm_str_match},
+        {"gmatch", dl_sm_gmatch}, {"gsub", dl_sm_str_gsub}, {NULL, NULL}};
+    luaL_setfuncs(L, matchers, 0); /* with deadline checks (dl_lua_match.h) */
+    lua_pop(L, 1);
+    lua_getglobal(L, "table");
+    dl_wrap_field(L, "move", dl_sandbox_move);
+    dl_wrap_field(L, "sort", dl_sandbox_sort);
     lua_pop(L, 1);
     dl_pushglobaltable(L);
     dl_wrap_field(L, "load", dl_sandbox_load);
@@ -224,7 +245,9 @@ static inline int dl_open_sandbox(lua_State *L) {
     lua_setfield(L, -2, "setmetatable");
     lua_getfield(L, -1, "coroutine");
     dl_wrap_field(L, "create", dl_sandbox_cocreate);
-    dl_wrap_field(L, "wrap", dl_sandbox_cocreate);
+    dl_wrap_field(L, "wrap", dl_sandbox_cowrap);
+    dl_wrap_field(L, "resume", dl_sandbox_coresume);
+    dl_wrap_field(L, "close", dl_sandbox_coclose);
     lua_pop(L, 2);
     return 0;
 }

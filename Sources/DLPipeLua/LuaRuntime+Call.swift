@@ -34,7 +34,7 @@ extension LuaRuntime {
         let saved = ctl.pointee
         begin(budget: budget, on: L, functionIndex: base + 2)
         callDepth += 1
-        let status = dl_pcall(L, Int32(argumentCount), dl_multret(), base + 1)
+        let status = dl_pcall_script(L, Int32(argumentCount), dl_multret(), base + 1)
         callDepth -= 1
         ctl.pointee.enforce = saved.enforce
         let failure = self.failure(status: status, on: L, budget: budget, refusalsBefore: saved.refusals)
@@ -44,6 +44,8 @@ extension LuaRuntime {
         restored.in_use = ctl.pointee.in_use
         restored.refusals = ctl.pointee.refusals
         ctl.pointee = restored
+        // The watchdog must not keep a thread of this call (it may be collected now).
+        dl_set_running(ctl, callDepth == 0 ? nil : L)
         if let failure {
             if failure.kind == .memory { dl_gc_collect(L) }
             throw failure
@@ -81,7 +83,9 @@ extension LuaRuntime {
         // The stop is sticky: even if the script caught the error and returned, it timed out.
         if ctl.pointee.timed_out != 0 {
             let position = Self.position(dl_ctl_stop_src(ctl), Int(ctl.pointee.stop_line))
-            return LuaError(kind: .timeout, message: "\(position)time budget of \(Self.describe(seconds: budget)) s exceeded")
+            let place = String(cString: dl_ctl_stop_in(ctl))
+            return LuaError(kind: .timeout, message: "\(position)time budget of \(Self.describe(seconds: budget)) s exceeded"
+                + (place.isEmpty ? "" : " in \(place)"))
         }
         if status == LUA_OK { return nil }
         let message = string(at: -1, on: L) ?? "(error object is not a string)"

@@ -118,6 +118,12 @@ extension LuaRuntime {
         }
     }
 
+    /// The most table entries (nested ones included) the arguments of one call into Swift may
+    /// hold. Converting them is Swift work that neither the time budget nor the memory cap
+    /// can interrupt (500,000 entries took 15 s in `dl.store.set`), so larger arguments are
+    /// refused before conversion, with an error at the caller's line.
+    static let maxArgumentEntries = 100_000
+
     /// Runs the Swift function a trampoline stands for: converts the arguments, calls it with
     /// this thread as the current one, pushes the results or an error message (return -1).
     func dispatch(_ L: OpaquePointer) -> Int32 {
@@ -128,6 +134,14 @@ extension LuaRuntime {
         }
         let function = functions[id]
         let count = lua_gettop(L)
+        var entries = 0
+        for index in stride(from: 1, through: count, by: 1) {
+            entries += dl_count_entries(L, index, Self.maxArgumentEntries - entries, 0)
+            if entries > Self.maxArgumentEntries {
+                Self.pushString("the arguments hold more than \(Self.maxArgumentEntries) table entries, the most a call into dlpipe takes", on: L)
+                return -1
+            }
+        }
         let arguments = count > 0 ? (1...count).map { value(at: $0, on: L) } : []
         activeThreads.append(L)
         let outcome = Result { () throws(LuaCallError) in try function(arguments) }

@@ -12,13 +12,18 @@ internal import CLua
 /// `os` with only `time`, `clock`, `date`, `getenv`. No `io`, `package`/`require`, `debug`.
 /// `unsafe: true` opens the full standard library untouched; per-script environments, the
 /// cap and the budget still apply (though `debug.sethook` can defeat the budget).
-/// Known gap: a single C call (a pathological pattern match, say) runs no Lua instructions,
-/// so the hook cannot stop it before it returns.
+/// Long C calls are bounded too: `string.find`/`match`/`gmatch`/`gsub` (a copy of Lua's
+/// matcher that checks the deadline), `table.move` and `table.sort` (deadline checks),
+/// `load` (at most 1 MiB of source), `coroutine.resume`/`close`/`wrap` (a bound on the C
+/// stack: Lua 5.4.4 crashes on nested closes), and a watchdog thread makes the hook fire on
+/// the next instruction once the deadline passed (`LuaWatchdog`).
 public final class LuaRuntime {
     /// The main thread of the state.
     let mainState: OpaquePointer
     /// The control block shared with the C allocator, hook and trampoline.
     let ctl: UnsafeMutablePointer<dl_lua_ctl>
+    /// What the watchdog thread reads and writes (`LuaWatchdog`).
+    private let watch: UnsafeMutablePointer<dl_watch>
     /// Where dead function refs wait to be unreferenced on this thread.
     let pool = LuaRefPool()
     /// Swift functions exposed to Lua; the index is upvalue 2 of their trampoline closure.
@@ -40,6 +45,10 @@ public final class LuaRuntime {
         ctl = .allocate(capacity: 1)
         ctl.initialize(to: dl_lua_ctl())
         ctl.pointee.limit = self.memoryLimit
+        watch = .allocate(capacity: 1)
+        watch.initialize(to: dl_watch())
+        ctl.pointee.watch = watch
+        Self.useByteWiseCollation
         guard let state = dl_newstate(ctl) else { fatalError("Lua: cannot create a state (out of memory)") }
         mainState = state
         ctl.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
@@ -47,15 +56,25 @@ public final class LuaRuntime {
         let status = dl_open_libs(state, unsafe ? 1 : 0)
         precondition(status == LUA_OK, "Lua: cannot open the standard libraries")
         lua_settop(state, 0)
+        LuaWatchdog.shared.register(ctl)
     }
+
+    /// `<` on two strings is `strcoll` in Lua, once per NUL byte; in the C locale that is a
+    /// byte-wise compare, the fastest there is (and the same order on every machine). Set
+    /// once per process; dlpipe never asks for another collation.
+    private static let useByteWiseCollation: Void = {
+        dl_use_byte_collation()
+    }()
 
     /// Closes the state (pending refs are forgotten, not freed one by one).
     deinit {
+        LuaWatchdog.shared.unregister(ctl)
         ctl.pointee.enforce = 0
         ctl.pointee.deadline_ns = 0
         lua_close(mainState)
         pool.close()
         ctl.deallocate()
+        watch.deallocate()
     }
 
     /// The thread API calls must use: the one running a Swift callback, else the main thread.

@@ -177,13 +177,16 @@ print = dl.log
 dl.store = {
   get = function(key)
     if type(key) ~= "string" then error("dl.store.get wants a string key", 2) end
-    local value, err = raw.store_get(key, config.dir)
+    local ok, value, err = pcall(raw.store_get, key, config.dir)
+    if not ok then error(script_position() .. "dl.store.get: " .. tostring(value), 0) end
     if err then error("dl.store.get: " .. err, 2) end
     return value
   end,
   set = function(key, value)
     if type(key) ~= "string" then error("dl.store.set wants a string key", 2) end
-    local ok, err = raw.store_set(key, value, config.dir)
+    -- pcall: an argument too large for Swift is refused with an error, named at the script's line
+    local called, ok, err = pcall(raw.store_set, key, value, config.dir)
+    if not called then error(script_position() .. "dl.store.set: " .. tostring(ok), 0) end
     if not ok then error("dl.store.set: " .. err, 2) end
   end,
 }

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+/// The probes of issue 19 run by `dlpipe run`: a handler stuck in one long C call, or one
+/// that crashed Lua 5.4.4, fails only its own download, soon; the bystander finishes and the
+/// run exits 1. Each run is killed after 60 s, so a hang shows as status 137, not a stuck suite;
+/// alone each takes 1 to 3 s, the bound on its time leaves room for a loaded machine.
+/// One at a time: each probe keeps a core busy until its deadline and holds up to 100 MB, and
+/// a dozen at once on a small machine is a test of the machine, not of the budget.
+@Suite(.serialized) struct LuaLongCallRunTests {
+    let server: FaultServer
+    let job: LuaJob
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        job = try LuaJob()
+        out = try TempDir.make("longcall")
+        try server.put("victim.txt", bytes: Array("victim".utf8))
+        try server.put("bystander.txt", bytes: Array("bystander".utf8))
+    }
+
+    private func expectHookFailure(_ body: String, message: String, line: Int = 6, budget: Double = 1, within seconds: Double = 40) async throws {
+        try job.write("job.lua", """
+            dl.config{ budget = \(budget) }
+            dl.add(dl.var.base .. "/victim.txt")
+            dl.add(dl.var.base .. "/bystander.txt")
+            dl.on("response", function(d)
+              if not d.url:match("victim") then return end
+            \(body)
+            end)
+            """)
+        let start = Date()
+        let run = try await DLPipeRun.run(
+            ["run", job.directory + "/job.lua", "-d", out, "--json", "--var", "base=\(server.url("/files"))"],
+            under: [], within: 60)
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(run.status == 1, "\(body): status \(run.status) \(run.stderr)")
+        #expect(elapsed < seconds, "\(body): \(elapsed) s")
+        let failed = run.events("failed")
+        #expect(failed.count == 1, "\(body): \(run.stdout)")
+        #expect(failed.first?["kind"] as? String == "hook")
+        let text = failed.first?["message"] as? String ?? ""
+        #expect(text.contains("job.lua:\(line):"), "names the script and line: \(text)")
+        #expect(text.contains(message), "\(body): \(text)")
+        #expect(bytes(at: out + "/bystander.txt") == Array("bystander".utf8), "the run goes on")
+    }
+
+    @Test(arguments: [
+        ("string.find(('a'):rep(40), '.-.-.-.-.-.-.-.-.-.-b')", "time budget of 1 s exceeded in string.find"),
+        ("local s = ('a'):rep(100000) s:match('a*b')", "in string.match"),
+        ("local s = ('a'):rep(100000) s:gsub('a*b', 'x')", "in string.gsub"),
+        ("local s = ('a'):rep(100000) for x in s:gmatch('a*b') do end", "in string.gmatch"),
+        ("table.move({}, 1, 2^62, 2)", "in table.move"),
+    ])
+    func aHandlerInALongCCall(_ body: String, _ message: String) async throws {
+        try await expectHookFailure(body, message: message)
+    }
+
+    @Test func aPlainFindOfALongNeedleFinishes() async throws {
+        try await expectHookFailure(
+            "local hay = ('a'):rep(2 * 2^20) assert(not hay:find(('a'):rep(2^20 - 1) .. 'b', 1, true)) error('found nothing')",
+            message: "found nothing")
+    }
+
+    @Test func comparingAndSortingLargeStringsFullOfNul() async throws {
+        try await expectHookFailure(
+            "local a = ('\\0'):rep(48 * 2^20) local b = a .. 'x' while true do local _ = a < b end",
+            message: "time budget of 1 s exceeded")
+        try await expectHookFailure(
+            "local a = ('\\0'):rep(24 * 2^20) local b = a .. 'x' local t = {} for i = 1, 64 do t[i] = i % 2 == 0 and a or b end table.sort(t)",
+            message: "in table.sort")
+    }
+
+    @Test func loadingALongChunk() async throws {
+        try await expectHookFailure("assert(load(('a=1 '):rep(2^19)))", message: "the sandbox's limit")
+    }
+
+    @Test func dlStoreSetOfAHugeTable() async throws {
+        try await expectHookFailure(
+            "local t = {} for i = 1, 500000 do t[i] = i end dl.store.set('big', t)",
+            message: "dl.store.set: the arguments hold more than 100000 table entries")
+    }
+
+    @Test func urlParseOfAHugeTableInALoop() async throws {
+        try await expectHookFailure(
+            "local t = {} for i = 1, 500000 do t[i] = i end while true do pcall(dl.url.parse, t) end",
+            message: "time budget of 1 s exceeded")
+    }
+
+    @Test func nestedCoroutineClosesDoNotCrash() async throws {
+        try await expectHookFailure("""
+            local coro = false
+              for i = 1, 30000 do
+                local previous = coro
+                coro = coroutine.create(function()
+                  local cc <close> = setmetatable({}, { __close = function()
+                    if previous then assert(coroutine.close(previous)) end
+                  end })
+                  coroutine.yield()
+                end)
+                coroutine.resume(coro)
+              end
+              assert(coroutine.close(coro))
+            """, message: "C stack overflow", line: 17, budget: 20)
+    }
+}
