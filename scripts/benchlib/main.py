@@ -56,7 +56,10 @@ class Bench:
             order = order[1:] + order[:1]
         results = [report.Result(label, samples[label], total_bytes, len(expected))
                    for label, _ in contenders if samples[label]]
-        lines = report.table(results, baseline)
+        if not results or (baseline and not any(r.label == baseline for r in results)):
+            # Every run failed (listed at the end): no table to show.
+            self.markdown += ["", "### " + title, "", "Every measured run failed; see the failures below."]
+            return {r.label: r for r in results}
         print("\n".join(lines), flush=True)
         self.markdown += ["", "### " + title, ""] + ([note, ""] if note else []) + lines
         return {r.label: r for r in results}
@@ -102,6 +105,8 @@ class Bench:
         self.finish(targets)
 
     def finish(self, targets):
+        if self.failures:
+            self.markdown += ["", "## Failed runs", ""] + ["    " + f.replace("\n", "\n    ") for f in self.failures]
         lines = ["| target | measured | limit | met |", "| --- | ---: | ---: | --- |"]
         lines += ["| %s | %.2f | %.2f | %s |" % (name, value, limit, "yes" if value <= limit else "**no**")
                   for name, value, limit in targets]

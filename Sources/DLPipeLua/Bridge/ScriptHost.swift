@@ -299,7 +299,9 @@ final class ScriptHost: @unchecked Sendable {
                 return [LuaValue("dl.config: dir is set after dl.store was used, which took the state of \(bound.debugDescription); call dl.config{ dir = ... } before dl.store")]
             }
             do throws(ScriptError) {
-                _ = try JobSettings([key: args[1]])
+                let settings = try JobSettings([key: args[1]])
+                // The job's own top-level adds that follow count against it.
+                if let limit = settings.maxDownloads { maxDownloads = limit }
                 return []
             } catch {
                 return [LuaValue(error.message)]
