@@ -60,6 +60,7 @@ class Bench:
             # Every run failed (listed at the end): no table to show.
             self.markdown += ["", "### " + title, "", "Every measured run failed; see the failures below."]
             return {r.label: r for r in results}
+        lines = report.table(results, baseline)
         print("\n".join(lines), flush=True)
         self.markdown += ["", "### " + title, ""] + ([note, ""] if note else []) + lines
         return {r.label: r for r in results}
