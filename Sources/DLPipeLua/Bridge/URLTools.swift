@@ -29,7 +29,15 @@ enum URLTools {
             // first segment, so such a reference does not parse.
             hasScheme(resolved)
         else { return nil }
-        return resolved.absoluteURL.absoluteString
+        let text = resolved.absoluteURL.absoluteString
+        // A base without an authority ("s:") and a reference whose dots fold to a
+        // path of "//..." give "s://...": read again, that path is an authority
+        // (RFC 3986 §3.3 forbids such a path without one), and may not parse at
+        // all (found by fuzzing). A result must parse again as what it is.
+        guard let again = URLComponents(string: text), (again.host == nil) == (resolved.host == nil) else {
+            return nil
+        }
+        return text
     }
 
     /// True when the URL has a non-empty scheme (Foundation reports "" for ":x").
