@@ -229,7 +229,7 @@ extension EngineLoop {
             job.transfer = nil
             job.partBytes = transfer.resumeOffset + transfer.received
             job.receivedThisRun += transfer.received
-            transfer.file?.closeFile()
+            transfer.file?.finish()
             return bodyComplete(job, transfer)
         }
         transfer.easy.unpause()

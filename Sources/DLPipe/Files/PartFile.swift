@@ -61,7 +61,7 @@ final class PartFile {
     private func startWriteBack() {
         let (offset, length) = (writeBackAsked, end - writeBackAsked)
         writeBackAsked = end
-        let copy = dup(fd)
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { return }  // only a hint: the batch's sync still writes it
         Self.writeBackQueue.async {
             dl_start_write_back(copy, offset, length)
