@@ -44,6 +44,9 @@ static inline CURLcode dl_easy_getinfo_pointer(CURL *h, CURLINFO i, void **out) 
 static inline CURLMcode dl_multi_setopt_long(CURLM *m, CURLMoption o, long v) {
     return curl_multi_setopt(m, o, v);
 }
+/// Authentication masks as plain values: the macros are casts and shifts Swift does not import.
+static inline long dl_curlauth_digest(void) { return (long)CURLAUTH_DIGEST; }
+static inline long dl_curlauth_any(void) { return (long)CURLAUTH_ANY; }
 /// CURL_WRITEFUNC_PAUSE as a plain value: the macro is an expression Swift does not import.
 static inline size_t dl_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
 

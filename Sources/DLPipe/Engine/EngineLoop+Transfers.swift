@@ -23,7 +23,8 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.timeout * 1000))
-        if let caFile = configuration.caFile { easy.set(CURLOPT_CAINFO, caFile) }
+        TransferOptions(options: configuration.transport, caFile: configuration.caFile)
+            .apply(to: easy, url: job.currentURL, firstHost: job.host)
         // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
         // fewer write(2) calls per megabyte on fast links. Under a speed cap, a
         // smaller one, so that the pacer's steps stay small.
@@ -277,7 +278,9 @@ extension EngineLoop: TransferOwner {
     }
 
     private func transferEnded(_ job: Job, _ transfer: Transfer, code: Int) {
-        if let error = transfer.abortError { return attemptFailed(job, error) }
+        if let error = transfer.abortError {
+            return attemptFailed(job, CurlErrors.blame(error, transfer.easy, url: RedactedURL.text(job.currentURL)))
+        }
         if code != Int(CURLE_OK.rawValue) {
             return attemptFailed(job, CurlErrors.map(code, transfer.easy, url: RedactedURL.text(job.currentURL)))
         }
@@ -311,7 +314,9 @@ extension EngineLoop: TransferOwner {
         guard let next = transfer.easy.string(CURLINFO_REDIRECT_URL) else {
             return attemptFailed(job, DownloadError(.http, "a redirect from \(RedactedURL.text(job.currentURL)) without a usable Location"))
         }
-        if let refusal = RedirectRule.refusal(from: job.currentURL, to: next) {
+        if let refusal = RedirectRule.refusal(
+            from: job.currentURL, to: next, allowInsecure: configuration.transport.allowInsecureRedirects)
+        {
             return attemptFailed(job, DownloadError(.http, refusal))
         }
         job.hops += 1

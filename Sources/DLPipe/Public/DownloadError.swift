@@ -3,6 +3,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The failure classes of the product contract (SPEC 1.2, `e.kind`).
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case http, network, timeout, checksum, io, hook, cancelled
+        /// TLS failed: an untrusted or wrong certificate, a failed handshake.
+        case tls
+        /// The proxy failed: unreachable, refused the tunnel, wants credentials (407).
+        case proxy
     }
 
     /// The class of failure.
@@ -24,13 +28,16 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// Whether the engine retries this failure on its own (SPEC 3: network errors,
     /// timeouts, 408, 429 and 5xx). Decided here and nowhere else.
+    /// Never what cannot succeed on retry: TLS failures (the certificate will
+    /// not change in seconds), a proxy that cannot be reached, refuses the
+    /// tunnel or wants credentials; a proxy's 408, 429 and 5xx are retried.
     public var isRetryable: Bool {
         switch kind {
         case .network, .timeout: return true
-        case .http:
+        case .http, .proxy:
             guard let status else { return false }
             return status == 408 || status == 429 || (500...599).contains(status)
-        case .checksum, .io, .hook, .cancelled: return false
+        case .checksum, .io, .hook, .cancelled, .tls: return false
         }
     }
 

@@ -28,6 +28,9 @@ public struct EngineConfiguration: Sendable {
     /// A PEM file of certificate authorities to trust for https instead of the
     /// system's (curl's `--cacert`): a private CA, or a test server's own.
     public var caFile: String? = nil
+    /// Proxies, TLS checks, host mapping, credentials and redirect rules
+    /// (curl's options of the same names).
+    public var transport = TransportOptions()
     /// What a re-run does with downloads the state knows as finished.
     public var refresh: RefreshPolicy = .conditional
     /// When the queue drains with only paused downloads left (and `drained`

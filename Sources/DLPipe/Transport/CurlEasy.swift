@@ -13,16 +13,28 @@ enum CurlGlobal {
 final class CurlEasy {
     let handle: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// Lists of other options (`--resolve`, `--connect-to`): curl keeps the
+    /// pointer, so each list lives until the next reset.
+    private var otherLists: [UnsafeMutablePointer<curl_slist>] = []
+    /// curl's own text for the last failure (CURLOPT_ERRORBUFFER): names the
+    /// certificate problem, the proxy's answer, the host it could not reach.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    /// The proxy the current request goes through (set with its options), for
+    /// error messages; nil when direct.
+    var proxy: String?
 
     init() {
         precondition(CurlGlobal.initialised, "curl_global_init failed")
         guard let handle = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
         self.handle = handle
+        installErrorBuffer()
     }
 
     deinit {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
+        otherLists.forEach { curl_slist_free_all($0) }
+        errorBuffer.deallocate()
     }
 
     /// Back to a fresh handle's options; keeps the handle's buffers for reuse.
@@ -30,6 +42,31 @@ final class CurlEasy {
         curl_easy_reset(handle)
         curl_slist_free_all(headerList)
         headerList = nil
+        otherLists.forEach { curl_slist_free_all($0) }
+        otherLists = []
+        proxy = nil
+        installErrorBuffer()
+    }
+
+    private func installErrorBuffer() {
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        _ = dl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
+    }
+
+    /// curl's text for the failure of the last transfer, when it wrote one.
+    var errorText: String? {
+        var text = Substring(String(cString: errorBuffer))
+        while let last = text.last, last == " " || last == "\n" || last == "\r" { text.removeLast() }
+        return text.isEmpty ? nil : String(text)
+    }
+
+    /// Sets a list option other than the request headers.
+    func setList(_ option: CURLoption, _ lines: [String]) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in lines { list = curl_slist_append(list, line) }
+        guard let list else { return }
+        otherLists.append(list)
+        _ = dl_easy_setopt_slist(handle, option, list)
     }
 
     func set(_ option: CURLoption, _ value: Int) {

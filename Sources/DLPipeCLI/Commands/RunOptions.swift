@@ -17,6 +17,9 @@ struct RunOptions {
     var waitLock = false
     var state: String?
     var caFile: String?
+    /// Proxy, TLS, host mapping, credentials (TransportArguments).
+    var transport = TransportOptions()
+    var maxRedirects: Int?
     var scripts = ScriptOptions()
     /// `get -o /folder/name`: the folder the file goes to (the engine's root);
     /// the state and the lock stay those of the output directory.
@@ -55,6 +58,7 @@ struct RunOptions {
             }
             options.caFile = caFile
         }
+        try TransportArguments.parse(&args, into: &options)
         options.scripts.statePath = options.state
         options.scripts.outputDirectory = options.dir
         options.quiet = args.flag("-q", "--quiet")
@@ -86,7 +90,18 @@ struct RunOptions {
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        config.transport = transport
+        config.transport.proxy = transport.proxy ?? job?.proxy
+        config.transport.noProxy = transport.noProxy ?? job?.noProxy
+        config.transport.allowInsecureRedirects = transport.allowInsecureRedirects || job?.allowInsecureRedirects == true
+        config.maxRedirects = maxRedirects ?? job?.maxRedirects ?? config.maxRedirects
         config.caFile = caFile
+        if caFile == nil {
+            // As curl: without --cacert, the bundle the environment names.
+            let fromEnvironment = TransportArguments.caFromEnvironment(ProcessInfo.processInfo.environment)
+            config.caFile = fromEnvironment.file
+            config.transport.caPath = fromEnvironment.directory
+        }
         config.keepsOutcomes = false  // output comes from events; a long queue stays small
         // A URL listed twice is fetched once, even when the first has ended.
         config.deduplicatesWholeRun = true
@@ -130,6 +145,10 @@ enum RunDriver {
             return ExitCode.locked
         }
         defer { withExtendedLifetime(lock) {} }
+        if configuration.transport.insecure {
+            // Every run, even with -q: a setting left in a cron line must keep saying so.
+            Terminal.error("dlpipe: warning: --insecure: certificates and host names are not checked; anyone on the path can read and change what is downloaded")
+        }
         let engine: DownloadEngine
         do {
             let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })

@@ -62,6 +62,10 @@ public struct JobSettings: Sendable {
     public var refresh: String?
     public var budget: Double?
     public var maxDownloads: Int?
+    public var proxy: String?
+    public var noProxy: String?
+    public var maxRedirects: Int?
+    public var allowInsecureRedirects: Bool?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -163,6 +167,10 @@ extension JobSettings {
         timeout = try seconds("timeout")
         budget = try seconds("budget")
         maxDownloads = try whole("max_downloads", 1...10_000_000)
+        maxRedirects = try whole("max_redirs", 0...1000)
+        proxy = table["proxy"]?.text
+        noProxy = table["noproxy"]?.text
+        allowInsecureRedirects = table["allow_insecure_redirects"]?.bool
         if let value = table["rate"] {
             guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), rate > 0 else {
                 throw ScriptError("dl.config: rate wants bytes per second like 500000, \"500K\" or \"2M\"")

@@ -16,7 +16,8 @@ local EVENTS = {}
 for event in pairs(API.events) do EVENTS[event] = true end
 local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number",
   retries = "number", timeout = "number", rate = "any", refresh = "string",
-  budget = "number", max_downloads = "number" }
+  budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
+  max_redirs = "number", allow_insecure_redirects = "boolean" }
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
   meta = true, priority = true }
 
