@@ -26,4 +26,10 @@ struct RedirectRuleTests {
         let refusal = try #require(RedirectRule.refusal(from: "http://h/a", to: to))
         #expect(refusal.contains("only http and https"))
     }
+
+    @Test func allowingInsecureRedirectsFollowsHttpsToHttpOnly() throws {
+        #expect(RedirectRule.refusal(from: "https://h/a", to: "http://h/b", allowInsecure: true) == nil)
+        let refusal = try #require(RedirectRule.refusal(from: "https://h/a", to: "ftp://h/b", allowInsecure: true))
+        #expect(refusal.contains("only http and https"), "other schemes stay refused")
+    }
 }

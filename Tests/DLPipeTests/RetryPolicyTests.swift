@@ -23,8 +23,15 @@ import Testing
         for status in [400, 401, 403, 404, 410, 416] {
             #expect(policy.delay(after: DownloadError(.http, "", status: status), attempt: 1, unit: 0) == nil)
         }
-        for kind in [DownloadError.Kind.checksum, .io, .hook, .cancelled] {
+        for kind in [DownloadError.Kind.checksum, .io, .hook, .cancelled, .tls, .proxy] {
             #expect(policy.delay(after: DownloadError(kind, ""), attempt: 1, unit: 0) == nil)
+        }
+        // A proxy that answers 407 or 403 will answer it again; its 5xx may pass.
+        for status in [403, 407] {
+            #expect(policy.delay(after: DownloadError(.proxy, "", status: status), attempt: 1, unit: 0) == nil)
+        }
+        for status in [408, 429, 502, 503] {
+            #expect(policy.delay(after: DownloadError(.proxy, "", status: status), attempt: 1, unit: 0) != nil)
         }
         #expect(policy.delay(after: DownloadError(.timeout, ""), attempt: 1, unit: 0) != nil)
     }
