@@ -69,6 +69,22 @@ import Testing
         #expect(logged.map(\.authorization) == ["", basicHeader])
     }
 
+    @Test func digestAnswersTheServersChallenge() async throws {
+        // nginx has no Digest auth: the fault server's /digest/ has (alice, secret).
+        let server = try FaultServer()
+        let data = try server.put("d.bin", randomBytes: 5000)
+        let url = server.url("/digest/d.bin")
+        let basic = try await DLPipeRun.run(["get", url, "-d", out, "-u", "alice:secret", "--json"])
+        #expect(basic.status == 1, "Basic is not what the server takes")
+        #expect(basic.events("failed").first?["status"] as? Int == 401)
+        let run = try await DLPipeRun.run(["get", url, "-d", out, "-u", "alice:secret", "--digest"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(sameBytes(out + "/d.bin", data))
+        let headers = try server.requests(matching: "/digest/").map { ($0["headers"] as? [String: String])?["authorization"] ?? "" }
+        #expect(headers.filter { $0.hasPrefix("Digest ") && $0.contains("username=\"alice\"") }.count == 1, "\(headers)")
+        #expect(!headers.contains { $0.contains("secret") }, "the password itself never travels")
+    }
+
     @Test func credentialsNeverFollowARedirectToAnotherHost() async throws {
         try nginx.put("basic" + dir + "/r.bin", host: "a.test", randomBytes: 100)
         let target = nginx.url("/basic" + dir + "/r.bin", host: "a.test")

@@ -53,6 +53,26 @@ import Testing
         #expect(nginx.requests(matching: dir + "/e.bin").count == 2)
     }
 
+    @Test func aJobNamesItsProxyAndTheCommandLineWins() async throws {
+        let data = try nginx.put(dir + "/j.bin", randomBytes: 1500)
+        let job = try LuaJob()
+        let dead = try LoopbackDaemon.freePort()
+        try job.write("job.lua", """
+            dl.config{ proxy = "\(proxy.url())", noproxy = "example.org" }
+            dl.add("\(nginx.url(dir + "/j.bin", tls: false))")
+            """)
+        let viaJob = try await job.run("job.lua", out: out)
+        #expect(viaJob.status == 0, "\(viaJob.stderr)")
+        #expect(sameBytes(out + "/j.bin", data))
+        #expect(proxy.carried(dir + "/j.bin").count == 1)
+        // -x on the command line replaces the job's proxy: a dead one fails.
+        let other = try TempDir.make("proxy-job")
+        let overridden = try await job.run("job.lua", out: other, ["-x", "http://127.0.0.1:\(dead)"])
+        #expect(overridden.status == 1)
+        #expect(overridden.events("failed").first?["kind"] as? String == "proxy")
+        #expect(proxy.carried(dir + "/j.bin").count == 1, "the job's proxy was not used")
+    }
+
     @Test func aDeadProxyIsNamedAndNotRetried() async throws {
         try nginx.put(dir + "/x.bin", randomBytes: 100)
         let dead = try LoopbackDaemon.freePort()

@@ -223,6 +223,22 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 time.sleep(0.1)                 # client sent data; keep stalling
 
+    def _digest_ok(self):
+        """Whether the request's Digest credentials are alice's (any nonce)."""
+        header = self.headers.get("Authorization", "")
+        if not header.startswith("Digest "):
+            return False
+        fields = {k: (quoted if quoted else bare) for k, quoted, bare in
+                  re.findall(r'(\w+)=(?:"([^"]*)"|([^,\s]*))', header[7:])}
+        if fields.get("username") != "alice" or fields.get("uri") != self.path:
+            return False
+        md5 = lambda text: hashlib.md5(text.encode()).hexdigest()
+        ha1 = md5("alice:%s:secret" % fields.get("realm", ""))
+        ha2 = md5("%s:%s" % (self.command, fields["uri"]))
+        expected = md5(":".join([ha1, fields.get("nonce", ""), fields.get("nc", ""),
+                                 fields.get("cnonce", ""), fields.get("qop", ""), ha2]))
+        return fields.get("response") == expected
+
     # ---- routing --------------------------------------------------------
 
     def _dispatch(self):
@@ -240,6 +256,16 @@ class Handler(BaseHTTPRequestHandler):
                 self._files(q["serve"], q)
             elif path.startswith("/files/"):
                 self._files(path[len("/files/"):], q)
+            elif path.startswith("/digest/"):
+                # /files/NAME behind HTTP Digest auth (RFC 7616, MD5, qop=auth):
+                # user "alice", password "secret". nginx has no Digest.
+                if self._digest_ok():
+                    self._files(path[len("/digest/"):], q)
+                else:
+                    nonce = hashlib.sha256(os.urandom(16)).hexdigest()[:32]
+                    self._simple(401, "digest wanted\n", [(
+                        "WWW-Authenticate",
+                        'Digest realm="dlpipe", qop="auth", algorithm=MD5, nonce="%s"' % nonce)])
             elif path.startswith("/redirect/"):
                 n, _, rest = path[len("/redirect/"):].partition("/")
                 if not n.isdigit():
