@@ -22,9 +22,13 @@ struct TransferOptions {
     /// port the user asked for: `-u` credentials go there only, never to
     /// another host a redirect leads to.
     func apply(to easy: CurlEasy, url: String, firstHost: String) {
-        // Transfers to one host wait for its first connection and share it
-        // (HTTP/2 streams) instead of each opening a TLS connection of its own.
-        easy.set(CURLOPT_PIPEWAIT, 1)
+        // https: transfers to one host wait for its first connection's TLS
+        // handshake (ALPN says whether it speaks HTTP/2) and share it as streams,
+        // instead of each opening a TLS connection of its own. Not for http://:
+        // there curl would learn that only from the first response, so a slow
+        // first response would hold back every other transfer to the host.
+        let parts = URLParts(url)
+        if parts?.scheme == "https" { easy.set(CURLOPT_PIPEWAIT, 1) }
         let proxy = ProxyChoice.proxy(for: url, options: options, environment: environment)
         // Always explicit, "" for none: curl must not decide differently from
         // ProxyChoice by reading the environment itself.
@@ -40,7 +44,7 @@ struct TransferOptions {
         }
         if !options.resolve.isEmpty { easy.setList(CURLOPT_RESOLVE, options.resolve) }
         if !options.connectTo.isEmpty { easy.setList(CURLOPT_CONNECT_TO, options.connectTo) }
-        let sameHost = URLParts(url)?.hostPort == firstHost
+        let sameHost = parts?.hostPort == firstHost
         if sameHost, let credentials = options.credentials {
             easy.set(CURLOPT_USERPWD, credentials)
         }
