@@ -32,7 +32,7 @@ final class LoopbackDaemon: @unchecked Sendable {
             guard Set(ports).count == count else { continue }
             let (path, arguments) = try command(ports)
             let process = try Subprocess(path, arguments, timeout: nil)
-            if LoopbackDaemon.waitUntilListening(ports, process, seconds: 20), ready?(ports) ?? true {
+            if LoopbackDaemon.waitUntilReady(ports, process, seconds: 20, ready: { ready?(ports) ?? true }) {
                 self.process = process
                 self.ports = ports
                 // Ends the server when the test process is gone (its pid no longer
@@ -113,14 +113,16 @@ final class LoopbackDaemon: @unchecked Sendable {
         }
     }
 
-    /// Polls until every port accepts a connection while the process still runs;
-    /// false when the process exited first or `seconds` passed. A server has no
-    /// other way to say it is listening.
-    private static func waitUntilListening(_ ports: [Int], _ process: Subprocess, seconds: Double) -> Bool {
+    /// Polls until every port accepts a connection and `ready` says yes while
+    /// the process still runs; false when the process exited first or
+    /// `seconds` passed. These servers have no other way to say they listen.
+    private static func waitUntilReady(
+        _ ports: [Int], _ process: Subprocess, seconds: Double, ready: () -> Bool
+    ) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if process.hasExited { return false }
-            if ports.allSatisfy(accepts) { return !process.hasExited }
+            if ports.allSatisfy(accepts), ready() { return !process.hasExited }
             usleep(20_000)
         }
         return false

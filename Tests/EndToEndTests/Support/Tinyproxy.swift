@@ -30,6 +30,11 @@ final class Tinyproxy: @unchecked Sendable {
             let config = folder + "/tinyproxy.conf"
             try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: config))
             return ("/usr/bin/tinyproxy", ["-d", "-c", config])
+        }, ready: { _ in
+            // This tinyproxy listens, not a process that took the port meanwhile
+            // (a tinyproxy that cannot bind exits before it logs this).
+            let log = FileManager.default.contents(atPath: logPath).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return log.contains("Accepting connections")
         })
     }
 
