@@ -36,6 +36,30 @@ import Testing
         #expect(nginx.requests(matching: dir + "/c.bin").map(\.host) == ["a.test"])
     }
 
+    @Test func perHostCountsTheNameNotTheAddress() async throws {
+        // a.test and b.test both lead to 127.0.0.1; --per-host 1 holds per name:
+        // a.test's two files one after the other, b.test's beside them.
+        let out = try TempDir.make("per-host-names")
+        var urls: [String] = []
+        for (index, host) in ["a.test", "a.test", "b.test"].enumerated() {
+            try nginx.put("slow" + dir + "/\(index).bin", host: host, randomBytes: 120_000, seed: UInt64(index))
+            urls.append(nginx.url("/slow" + dir + "/\(index).bin", host: host))
+        }
+        let run = try await DLPipeRun.run(["get"] + urls + [
+            "-d", out, "--cacert", nginx.ca.certificate, "--per-host", "1", "-j", "4",
+            "--resolve", "a.test:\(nginx.tlsPort):127.0.0.1", "--resolve", "b.test:\(nginx.tlsPort):127.0.0.1",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let logged = nginx.requests(matching: "/slow" + dir)
+        try #require(logged.count == 3)
+        func overlap(_ x: Nginx.Request, _ y: Nginx.Request) -> Bool { x.start < y.end && y.start < x.end }
+        let onA = logged.filter { $0.host == "a.test" }
+        let onB = try #require(logged.first { $0.host == "b.test" })
+        try #require(onA.count == 2)
+        #expect(!overlap(onA[0], onA[1]), "one at a time on a.test: \(onA)")
+        #expect(onA.contains { overlap($0, onB) }, "b.test is another host, though the same address: \(logged)")
+    }
+
     @Test(arguments: [
         ["--resolve", "b.test:443"], ["--resolve", "b.test:port:127.0.0.1"], ["--resolve", ":443:127.0.0.1"],
         ["--connect-to", "a.test:443:127.0.0.1"], ["--connect-to", "a.test:x:127.0.0.1:80"],

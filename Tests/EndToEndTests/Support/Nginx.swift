@@ -8,7 +8,8 @@ import Foundation
 /// Each server block serves its own folder (`root(host)`), and has:
 /// - `/basic/`: HTTP Basic auth, user `alice`, password `secret`;
 /// - `/redirect?to=URL`: a 302 to URL (unencoded, as given);
-/// - `/hops/N/PATH`: N redirects, then `/PATH`.
+/// - `/hops/N/PATH`: N redirects, then `/PATH`;
+/// - `/slow/PATH`: the file at 100 KiB/s (nginx's `limit_rate`).
 ///
 /// Every request is logged as one JSON line (`requests`), with nginx's
 /// connection serial number (`$connection`: how many connections were used),
@@ -90,6 +91,10 @@ final class Nginx: @unchecked Sendable {
         let proto: String
         let uri: String
         let authorization: String
+        /// When the response ended and began (seconds since 1970, from nginx's
+        /// `$msec` and `$request_time`).
+        let end: Double
+        let start: Double
     }
 
     /// The requests logged so far whose URI starts with `prefix`.
@@ -102,7 +107,9 @@ final class Nginx: @unchecked Sendable {
             return Request(
                 connection: Int(object["connection"] ?? "") ?? -1, host: object["host"] ?? "",
                 port: Int(object["port"] ?? "") ?? -1, status: Int(object["status"] ?? "") ?? -1,
-                proto: object["protocol"] ?? "", uri: uri, authorization: object["authorization"] ?? "")
+                proto: object["protocol"] ?? "", uri: uri, authorization: object["authorization"] ?? "",
+                end: Double(object["end"] ?? "") ?? 0,
+                start: (Double(object["end"] ?? "") ?? 0) - (Double(object["seconds"] ?? "") ?? 0))
         }
     }
 
@@ -117,6 +124,7 @@ final class Nginx: @unchecked Sendable {
                         auth_basic "dlpipe tests";
                         auth_basic_user_file \(folder)/htpasswd;
                     }
+                    location /slow/ { limit_rate 100k; }
                     location = /redirect { return 302 $arg_to; }
                     location = /.fixture { return 200 "\(token)"; }
                     location ~ ^/hops/0/(.*)$ { return 302 /$1; }
@@ -156,7 +164,7 @@ final class Nginx: @unchecked Sendable {
                 scgi_temp_path \(folder)/tmp/scgi;
                 log_format fixture escape=json '{"connection":"$connection","host":"$host","port":"$server_port",'
                     '"status":"$status","protocol":"$server_protocol","uri":"$request_uri",'
-                    '"authorization":"$http_authorization"}';
+                    '"authorization":"$http_authorization","end":"$msec","seconds":"$request_time"}';
                 access_log \(folder)/logs/access.log fixture;
                 gzip on;
                 gzip_min_length 20;
