@@ -44,13 +44,17 @@ enum HelpText {
           -k, --insecure          do not check certificates (warns on every run)
           -x, --proxy URL         use this proxy (default: $http_proxy, $https_proxy, $ALL_PROXY)
           --noproxy LIST          hosts reached directly (default: $no_proxy); * for all
-          --resolve HOST:PORT:ADDR           connect to ADDR for HOST:PORT (repeatable)
-          --connect-to HOST1:PORT1:HOST2:PORT2   connect there instead (repeatable)
+          --resolve HOST:PORT:ADDR
+                                  connect to ADDR for HOST:PORT (repeatable)
+          --connect-to HOST1:PORT1:HOST2:PORT2
+                                  connect to HOST2:PORT2 instead (repeatable)
           --max-redirs N          redirects followed per download (default: 10)
-          --allow-insecure-redirects  follow redirects from https to http (refused by default)
+          --allow-insecure-redirects
+                                  follow redirects from https to http (refused by default)
           -u, --user USER:PASS    credentials for the requested host (never sent after a
                                   redirect to another host)
-          --netrc, --netrc-file FILE  credentials from ~/.netrc or FILE, per host
+          --netrc                 credentials from ~/.netrc, per host
+          --netrc-file FILE       credentials from FILE, per host
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors
