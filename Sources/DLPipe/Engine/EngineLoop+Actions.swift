@@ -210,7 +210,7 @@ extension EngineLoop {
         guard let transfer = job.transfer else {
             return
         }
-        if job.completedWhileHolding, transfer.isBuffering, canHold(job, transfer) {
+        if job.completedWhileHolding, transfer.body.isInMemory, canHold(job, transfer) {
             // The whole body came while the hook decided: no part file for it.
             job.completedWhileHolding = false
             job.transfer = nil
@@ -221,7 +221,6 @@ extension EngineLoop {
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
             return attemptFailed(job, transfer.abortError!)
         }
-        transfer.holding = false
         if job.completedWhileHolding {
             // Ended in curl meanwhile (an empty body, or one that fit the buffer):
             // its bytes are on disk now, so account for them and finish.
@@ -286,7 +285,7 @@ extension EngineLoop {
         var stalled: [Transfer] = []
         for transfer in transfers.values {
             // Waiting for a hook or for the speed cap is not a stall.
-            if transfer.activity != transfer.watchedActivity || transfer.holding || transfer.pacing == .waiting {
+            if transfer.activity != transfer.watchedActivity || transfer.body.pausesCurl || transfer.pacing == .waiting {
                 transfer.watchedActivity = transfer.activity
                 transfer.lastActiveAt = now
             } else if now - transfer.lastActiveAt >= configuration.timeout {
