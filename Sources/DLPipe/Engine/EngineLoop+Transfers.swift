@@ -243,8 +243,8 @@ extension EngineLoop: TransferOwner {
                 completion.code == Int(CURLE_OK.rawValue)
             {
                 // The whole body came while the response hook decides: it stays in
-                // memory and the download ends with the verdict (continueTransfer).
-                job.completedWhileHolding = true
+                // memory and the download ends with the verdict (completeTransfer).
+                feed(job, .transferEndedDuringVerdict)
                 continue
             }
             job.transfer = nil
@@ -269,9 +269,9 @@ extension EngineLoop: TransferOwner {
         }
         switch transfer.body {
         case .paused:
-            // The hook decides after the transfer ended; keep it for bodyComplete.
-            job.completedWhileHolding = true
+            // The hook decides after the transfer ended; keep it for completeTransfer.
             job.transfer = transfer
+            feed(job, .transferEndedDuringVerdict)
         case .refused:
             attemptFailed(job, transfer.abortError!)
         case .dropping(.restart):
