@@ -11,6 +11,7 @@ extension EngineLoop {
     }
 
     func feed(_ job: Job, _ input: JobState.Input) {
+        assertOnEngineThread()
         perform(job.state.handle(input), job)
     }
 
@@ -29,6 +30,7 @@ extension EngineLoop {
                 // comes too late. Otherwise it is taken back, and the stop applies.
                 if let held = job.held, held.withdraw() {
                     job.held = nil
+                    heldBodiesWithdrawn.add(1, ordering: .relaxed)
                     feed(job, .heldBodyWithdrawn)
                 } else {
                     feed(job, .heldBodyLinked)
@@ -102,6 +104,7 @@ extension EngineLoop {
 
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
+        assertOnEngineThread()
         // Before the event: a program that adds the request again when it sees
         // the event gets a new download, not this ended one.
         registry.ended(job.id, job.request)

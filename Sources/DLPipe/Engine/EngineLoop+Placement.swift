@@ -121,6 +121,7 @@ extension EngineLoop {
 
     /// Names each file of a synced batch.
     func settle(_ batch: [Placement]) {
+        assertOnEngineThread()
         for placement in batch {
             if let held = placement.held {
                 settleHeld(placement, held)

@@ -60,6 +60,7 @@ extension EngineLoop: TransferOwner {
 
     /// The body of the final response begins (called from the write callback).
     func bodyStarts(_ transfer: Transfer) -> BodyDecision {
+        assertOnEngineThread()
         guard let job = jobs[transfer.id] else { return .abort }
         return readResponse(job, transfer)
     }
@@ -233,6 +234,7 @@ extension EngineLoop: TransferOwner {
 
     /// Reads every transfer that ended; returns how many.
     func handleCompletions(_ done: [CurlMulti.Completion]) -> Int {
+        assertOnEngineThread()
         for completion in done {
             guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
