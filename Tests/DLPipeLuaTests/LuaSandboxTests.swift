@@ -11,27 +11,6 @@ private func timed(_ body: () -> Void) -> Double {
     return Date().timeIntervalSince(start)
 }
 
-/// Holds a result handed from the helper thread to the test.
-private final class Box<T>: @unchecked Sendable { var value: T? }
-
-/// Runs `body` on its own thread (as dlpipe runs Lua) and gives up after `limit` seconds, so a
-/// broken budget fails the test instead of hanging the run (the stuck thread is abandoned).
-private func onThread<T: Sendable>(limit: Double = 20, _ body: @escaping @Sendable () -> T) -> T? {
-    let box = Box<T>()
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        box.value = body()
-        done.signal()
-    }
-    thread.stackSize = 8 << 20
-    thread.start()
-    guard done.wait(timeout: .now() + limit) == .success else {
-        Issue.record("the Lua call did not stop within \(limit) s")
-        return nil
-    }
-    return box.value
-}
-
 /// Runs each script in one runtime with a 0.2 s budget: its error and the seconds it took.
 private func runLoops(_ scripts: [String], name: String) -> [(error: LuaError?, seconds: Double)]? {
     onThread {
