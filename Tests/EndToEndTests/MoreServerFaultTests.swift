@@ -24,7 +24,7 @@ import Testing
         let names = NameChecks.rawEntries(out).filter { $0 != Array(".dlpipe".utf8) }
         #expect(names.count == 1)
         #expect(names.allSatisfy { NameChecks.problem($0) == nil })
-        #expect(names.first.map { bytes(at: out + "/" + String(decoding: $0, as: UTF8.self)) } == data)
+        #expect(names.first.map { sameBytes(out + "/" + String(decoding: $0, as: UTF8.self), data) } == true)
     }
 
     /// A NUL byte in a header: libcurl 7.88 refuses the response. The download
