@@ -35,8 +35,9 @@ let package = Package(
         .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "CPosix"]),
         // A small program that uses the library the way an app would.
         .executableTarget(name: "DLPipeExample", dependencies: ["DLPipe"]),
-        // What the test targets share (a seedable generator).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // What the test targets share (a seedable generator, waits that cannot
+        // hang, Lua calls).
+        .target(name: "TestSupport", dependencies: ["DLPipeLua"], path: "Tests/TestSupport"),
         .testTarget(name: "DLPipeTests", dependencies: ["DLPipe", "TestSupport"]),
         .testTarget(name: "DLPipeLuaTests", dependencies: ["DLPipeLua", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DLPipe", "TestSupport"]),

@@ -2,22 +2,7 @@ import Foundation
 import Testing
 
 @testable import DLPipeLua
-
-/// Runs `source` as its own chunk and returns the results (throws LuaError).
-private func eval(_ rt: LuaRuntime, _ source: String, name: String = "test.lua", budget: Double = 5) throws(LuaError) -> [LuaValue] {
-    try rt.call(rt.load(Array(source.utf8), chunkName: name), [], budget: budget)
-}
-
-/// Runs `source` expecting a LuaError and returns it (records an issue when it succeeds).
-private func failure(_ rt: LuaRuntime, _ source: String, name: String = "test.lua", budget: Double = 5) -> LuaError? {
-    do {
-        let results = try eval(rt, source, name: name, budget: budget)
-        Issue.record("expected an error, got \(results)")
-        return nil
-    } catch {
-        return error
-    }
-}
+import TestSupport
 
 @Suite struct LuaValueTests {
     @Test func scalarsStringsAndTablesRoundTrip() throws {

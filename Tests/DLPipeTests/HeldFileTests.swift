@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DLPipe
 
@@ -10,7 +11,7 @@ import Testing
     let output: OutputDirectory
 
     init() throws {
-        let path = NSTemporaryDirectory() + "dlpipe-held-\(UUID().uuidString.prefix(8))"
+        let path = try TempDir.make("held")
         try FileManager.default.createDirectory(atPath: path + "/sub", withIntermediateDirectories: true)
         root = path
         output = OutputDirectory(root: path)

@@ -176,4 +176,135 @@ import Testing
         #expect(state.handle(.transferSucceeded(askHook: true)) == [.releaseSlot, .askFinishedHook])
         #expect(state.handle(.finishedVerdict(.keep())) == [.emitFinished])
     }
+    private func receiving() -> JobState {
+        var state = started()
+        _ = state.handle(.responseArrived(askHook: false))
+        return state
+    }
+
+    @Test func aTransferThatEndsWhileTheResponseHookDecidesHoldsItsBody() {
+        var state = started()
+        _ = state.handle(.responseArrived(askHook: true))
+        #expect(state.handle(.transferEndedDuringVerdict) == [])
+        #expect(state.phase == .holdingBody)
+        #expect(state.holdsSlot, "the slot is freed when the body is checked, not before")
+        #expect(state.handle(.responseVerdict(.proceed())) == [.completeTransfer], "not an unpause: curl is done")
+        #expect(state.phase == .receiving)
+
+        var skipped = started()
+        _ = skipped.handle(.responseArrived(askHook: true))
+        _ = skipped.handle(.transferEndedDuringVerdict)
+        #expect(skipped.handle(.responseVerdict(.skip(reason: "no"))) == [
+            .abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitSkipped("no"),
+        ])
+        var paused = started()
+        _ = paused.handle(.responseArrived(askHook: true))
+        _ = paused.handle(.transferEndedDuringVerdict)
+        #expect(paused.handle(.pause) == [.abortTransfer(keepPart: true), .releaseSlot, .emitPaused])
+        #expect(paused.handle(.responseVerdict(.proceed())) == [], "the verdict after the pause changes nothing")
+        #expect(paused.phase == .paused)
+    }
+
+    @Test func aCheckedPartFileFreesItsSlotAndWaitsForDurability() {
+        var state = receiving()
+        #expect(state.handle(.bodyChecked(held: false)) == [.releaseSlot])
+        #expect(state.phase == .awaitingDurability)
+        #expect(!state.holdsSlot)
+        #expect(state.handle(.transferSucceeded(askHook: false)) == [.emitFinished], "the slot is not freed twice")
+        #expect(state.phase == .finished)
+
+        var hooked = receiving()
+        _ = hooked.handle(.bodyChecked(held: false))
+        #expect(hooked.handle(.transferSucceeded(askHook: true)) == [.askFinishedHook])
+        #expect(hooked.phase == .finalizing)
+    }
+
+    @Test func stopsWhileWaitingForDurabilityHaveNoTransferOrSlotToFree() {
+        var paused = receiving()
+        _ = paused.handle(.bodyChecked(held: false))
+        #expect(paused.handle(.pause) == [.emitPaused])
+        #expect(paused.handle(.resume) == [.enqueue])
+
+        var cancelled = receiving()
+        _ = cancelled.handle(.bodyChecked(held: false))
+        #expect(cancelled.handle(.cancel) == [.removePartFile, .emitCancelled])
+
+        var renameFailed = receiving()
+        _ = renameFailed.handle(.bodyChecked(held: false))
+        let error = DownloadError(.io, "cannot rename")
+        #expect(renameFailed.handle(.transferFailed(error, policyDelay: nil, askRetrying: false, askFailed: false))
+            == [.removePartFile, .emitFailed(error)])
+        let network = DownloadError(.network, "vanished")
+        var retried = receiving()
+        _ = retried.handle(.bodyChecked(held: false))
+        #expect(retried.handle(.transferFailed(network, policyDelay: 1, askRetrying: false, askFailed: false))
+            == [.emitRetrying(network, delay: 1), .scheduleRetry(after: 1)])
+    }
+
+    @Test func aStopTakesAHeldBodyBackBeforeItIsLinked() {
+        var state = receiving()
+        #expect(state.handle(.bodyChecked(held: true)) == [.releaseSlot])
+        #expect(state.phase == .placingHeldBody)
+        #expect(state.handle(.pause) == [.withdrawHeldBody], "the stop waits for the withdrawal")
+        #expect(state.phase == .placingHeldBody)
+        #expect(state.handle(.heldBodyWithdrawn) == [.emitPaused], "then the pause applies")
+        #expect(state.phase == .paused)
+
+        var cancelled = receiving()
+        _ = cancelled.handle(.bodyChecked(held: true))
+        #expect(cancelled.handle(.cancel) == [.withdrawHeldBody])
+        #expect(cancelled.handle(.heldBodyWithdrawn) == [.removePartFile, .emitCancelled])
+        #expect(cancelled.phase == .cancelled)
+
+        var failed = receiving()
+        _ = failed.handle(.bodyChecked(held: true))
+        let error = DownloadError(.hook, "broke")
+        #expect(failed.handle(.fail(error)) == [.withdrawHeldBody])
+        #expect(failed.handle(.heldBodyWithdrawn) == [.removePartFile, .emitFailed(error)])
+    }
+
+    @Test func aStopAfterTheLinkComesTooLate() {
+        var state = receiving()
+        _ = state.handle(.bodyChecked(held: true))
+        #expect(state.handle(.cancel) == [.withdrawHeldBody])
+        #expect(state.handle(.heldBodyLinked) == [])
+        #expect(state.phase == .linked)
+        #expect(state.handle(.pause) == [])
+        #expect(state.handle(.cancel) == [])
+        #expect(state.handle(.fail(DownloadError(.hook, "late"))) == [])
+        #expect(state.phase == .linked)
+        #expect(state.handle(.transferSucceeded(askHook: false)) == [.emitFinished])
+        #expect(state.phase == .finished)
+    }
+
+    @Test func aHeldBodyThatCannotBeLinkedBecomesAPartFile() {
+        var state = receiving()
+        _ = state.handle(.bodyChecked(held: true))
+        #expect(state.handle(.bodyChecked(held: false)) == [], "written as a part file, for the next batch")
+        #expect(state.phase == .awaitingDurability)
+        #expect(state.handle(.transferSucceeded(askHook: false)) == [.emitFinished])
+
+        var linkFailed = receiving()
+        _ = linkFailed.handle(.bodyChecked(held: true))
+        let error = DownloadError(.io, "cannot link")
+        #expect(linkFailed.handle(.transferFailed(error, policyDelay: nil, askRetrying: false, askFailed: true))
+            == [.askFailedHook])
+    }
+
+    @Test func lateInputsAreListedAndChangeNothing() {
+        var paused = receiving()
+        _ = paused.handle(.pause)
+        #expect(paused.handle(.start) == [], "a stale queue entry")
+        #expect(paused.handle(.retryDue) == [], "a stale timer")
+        #expect(paused.handle(.retryVerdict(.proceed)) == [], "a hook's reply after the pause")
+        #expect(paused.handle(.finishedVerdict(.keep())) == [])
+        #expect(paused.phase == .paused)
+
+        var finalizing = receiving()
+        _ = finalizing.handle(.transferSucceeded(askHook: true))
+        #expect(finalizing.handle(.pause) == [])
+        #expect(finalizing.handle(.cancel) == [])
+        #expect(finalizing.handle(.resume) == [])
+        #expect(finalizing.phase == .finalizing)
+    }
 }

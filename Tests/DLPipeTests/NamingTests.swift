@@ -10,15 +10,13 @@ private func utf8(_ s: String?) -> [UInt8]? { s.map { Array($0.utf8) } }
 private func problem(_ name: String?, _ make: () -> String?) -> String? {
     guard let name else { return nil }
     if utf8(make()) != utf8(name) { return "not deterministic: \(name.debugDescription)" }
-    let scalars = name.unicodeScalars
-    if scalars.contains(where: { $0 == "/" || $0 == "\\" }) { return "separator in \(name.debugDescription)" }
-    // Checked by Unicode property too, not only through isRemoved, so a gap in that list shows.
-    let invisible = { (c: Unicode.Scalar) in c.properties.generalCategory == .format && c.properties.isDefaultIgnorableCodePoint }
-    if scalars.contains(where: { $0.properties.generalCategory == .control || SafeName.isRemoved($0) || invisible($0) }) {
-        return "control or format char in \(name.debugDescription)"
+    // The clean-name rules by Unicode property (CleanName), and SafeName's own
+    // list too, so that a gap in either shows.
+    if let problem = CleanName.problem(name) { return problem }
+    if let kept = name.unicodeScalars.first(where: SafeName.isRemoved) {
+        return "removed U+\(String(kept.value, radix: 16)) kept in \(name.debugDescription)"
     }
-    if name.isEmpty || name == "." || name == ".." || scalars.first == "." { return "dot name \(name.debugDescription)" }
-    if name.utf8.count > min(255, SafeName.maxBytes) { return "\(name.utf8.count) bytes" }
+    if name.utf8.count > SafeName.maxBytes { return "\(name.utf8.count) bytes" }
     if utf8(SafeName.sanitize(name)) != utf8(name) { return "not idempotent: \(name.debugDescription)" }
     return nil
 }

@@ -43,7 +43,7 @@ import Testing
     }
 
     final class Owner: TransferOwner {
-        func bodyStarts(_ transfer: Transfer) -> BodyDecision { .discard }
+        func bodyStarts(_ transfer: Transfer) -> BodyDecision { .discard(.redirect) }
     }
 
     @Test func anEmptyBucketPutsTransfersInLineAndReleasesThemInOrder() {

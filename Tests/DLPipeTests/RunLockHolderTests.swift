@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DLPipe
 
@@ -19,7 +20,7 @@ import Testing
     }
 
     @Test func aHeldLockIsSeenAndAReleasedOneIsNot() throws {
-        let path = NSTemporaryDirectory() + "dlpipe-lock-\(UUID().uuidString.prefix(8))/lock"
+        let path = try TempDir.make("lock") + "/lock"
         do {
             let lock = try RunLock(path: path, wait: false)
             #expect(RunLock.holder(path: lock.path) == getpid())

@@ -1,11 +1,16 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DLPipe
 
 /// The SQLite state on its own: keys, round trips, foreign files.
 @Suite struct StateStoreTests {
-    let path = NSTemporaryDirectory() + "dlpipe-state-\(UUID().uuidString.prefix(8))/state.db"
+    let path: String
+
+    init() throws {
+        path = try TempDir.make("state") + "/state.db"
+    }
 
     private func record(_ request: DownloadRequest, target: String) -> DownloadRecord {
         DownloadRecord(

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DLPipe
 
@@ -7,7 +8,7 @@ import Testing
     let root: String
 
     init() throws {
-        let path = NSTemporaryDirectory() + "dlpipe-target-\(UUID().uuidString.prefix(8))"
+        let path = try TempDir.make("target")
         try FileManager.default.createDirectory(atPath: path + "/inside", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: path + "/out", withDestinationPath: "/tmp")
         try FileManager.default.createSymbolicLink(atPath: path + "/in", withDestinationPath: path + "/inside")

@@ -38,7 +38,7 @@ import TestSupport
             Issue.record("\(result)")
             return
         }
-        #expect(bytes(at: file.path) == data)
+        #expect(sameBytes(file.path, data))
         // The result came after the terminal event was in the stream: all of
         // it can be read now, and it ends there.
         let kinds = try await within(seconds: 2, "one.events") {
@@ -95,7 +95,7 @@ import TestSupport
         }
         #expect(kinds.contains("paused") && kinds.last == "finished", "\(kinds)")
         #expect(try await within(seconds: 2) { try? await task.value }?.bytes == 400_000)
-        #expect(bytes(at: out + "/slow.bin") == data)
+        #expect(sameBytes(out + "/slow.bin", data))
     }
 
     @Test func aTaskAddedAfterTheStopEndsAtOnce() async throws {

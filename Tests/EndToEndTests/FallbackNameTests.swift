@@ -38,7 +38,7 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.events("handled").first?["kind"] as? String == "network", "\(run.stdout)")
         #expect(listing(out) == ["big.bin"], "no big.1.bin, no big.bin.part")
-        #expect(bytes(at: out + "/big.bin") == data)
+        #expect(sameBytes(out + "/big.bin", data))
     }
 
     @Test func aPartFileWithoutAValidatorIsRemovedWhenTheDownloadFails() async throws {

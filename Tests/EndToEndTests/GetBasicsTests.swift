@@ -19,10 +19,10 @@ import Testing
             ["get", server.url("/files/a.bin"), server.url("/files/b.txt"), server.url("/files/empty.dat"),
              "-d", out, "--json"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/a.bin") == a)
-        #expect(bytes(at: out + "/b.txt") == b)
+        #expect(sameBytes(out + "/a.bin", a))
+        #expect(sameBytes(out + "/b.txt", b))
         #expect(FileManager.default.fileExists(atPath: out + "/empty.dat"))
-        #expect(bytes(at: out + "/empty.dat") == empty)
+        #expect(sameBytes(out + "/empty.dat", empty))
         #expect(listing(out) == ["a.bin", "b.txt", "empty.dat"], "no part files left")
         // Each download: queued, then response, then exactly one terminal event.
         for id in 1...3 {
@@ -40,7 +40,7 @@ import Testing
         let a = try server.put("a.bin", randomBytes: 1000)
         let run = try await DLPipeRun.run(["get", server.url("/files/a.bin"), "-o", "renamed.bin", "-d", out + "/deep/er"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/deep/er/renamed.bin") == a)
+        #expect(sameBytes(out + "/deep/er/renamed.bin", a))
     }
 
     @Test func urlListFromFileAndStdin() async throws {
@@ -52,8 +52,8 @@ import Testing
         try "\(server.url("/files/b.txt"))\n".write(toFile: stdinList, atomically: true, encoding: .utf8)
         let run = try await DLPipeRun.run(["get", "-i", list, "-i", "-", "-d", out], stdin: stdinList)
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/a.txt") == a)
-        #expect(bytes(at: out + "/b.txt") == b)
+        #expect(sameBytes(out + "/a.txt", a))
+        #expect(sameBytes(out + "/b.txt", b))
     }
 
     @Test func existingFileIsNeverClobbered() async throws {
@@ -62,8 +62,8 @@ import Testing
         _ = FileManager.default.createFile(atPath: out + "/report.pdf", contents: Data(mine))
         let run = try await DLPipeRun.run(["get", server.url("/files/report.pdf"), "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/report.pdf") == mine)
-        #expect(bytes(at: out + "/report.1.pdf") == a)
+        #expect(sameBytes(out + "/report.pdf", mine))
+        #expect(sameBytes(out + "/report.1.pdf", a))
     }
 
     @Test func serverSuggestedNamesAreSanitisedInsideTheDirectory() async throws {
@@ -114,7 +114,7 @@ import Testing
         let data = try server.put("slow.bin", randomBytes: 300_000)
         let run = try await DLPipeRun.run(["get", server.url("/files/slow.bin?throttle=400000"), "--progress", "bars", "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/slow.bin") == data)
+        #expect(sameBytes(out + "/slow.bin", data))
         #expect(run.stderr.contains("slow.bin"))
         #expect(run.stderr.contains("total: "), "a total line under the bars")
         #expect(run.stderr.contains("\u{1b}[2F\u{1b}[J"), "redrawn in place: up over one bar and the total, clear")
@@ -133,7 +133,7 @@ import Testing
         let data = try server.put("r.bin", randomBytes: 64 * 1024)
         let run = try await DLPipeRun.run(["get", server.url("/files/r.bin"), "--rate", "256K", "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/r.bin") == data)
+        #expect(sameBytes(out + "/r.bin", data))
     }
 }
 

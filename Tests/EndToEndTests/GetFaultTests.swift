@@ -23,7 +23,7 @@ import Testing
         let data = try server.put("t.bin", randomBytes: 1_000_000)
         let run = try await get("/files/t.bin?truncate=300000&truncate_times=1")
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/t.bin") == data)
+        #expect(sameBytes(out + "/t.bin", data))
         let requests = try server.requests(matching: "/files/t.bin")
         #expect(requests.count == 2)
         let second = requests.last?["headers"] as? [String: String] ?? [:]
@@ -36,7 +36,7 @@ import Testing
         let data = try server.put("r.bin", randomBytes: 500_000)
         let run = try await get("/files/r.bin?reset=200000&reset_times=2")
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/r.bin") == data)
+        #expect(sameBytes(out + "/r.bin", data))
         #expect(try rangeHeaders("/files/r.bin").dropFirst().allSatisfy { $0?.hasPrefix("bytes=") == true })
     }
 
@@ -44,7 +44,7 @@ import Testing
         let data = try server.put("n.bin", randomBytes: 400_000)
         let run = try await get("/files/n.bin?no_range=1&truncate=150000&truncate_times=1")
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/n.bin") == data, "a 200 to a range request restarts: never a mixed file")
+        #expect(sameBytes(out + "/n.bin", data), "a 200 to a range request restarts: never a mixed file")
     }
 
     @Test func changedResourceRestartsInsteadOfMixing() async throws {
@@ -52,7 +52,7 @@ import Testing
         let v2 = try server.put("c.bin.v2", randomBytes: 400_000, seed: 2)
         let run = try await get("/files/c.bin?truncate=100000&truncate_times=1&swap_after=1")
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/c.bin") == v2, "the new version, whole")
+        #expect(sameBytes(out + "/c.bin", v2), "the new version, whole")
     }
 
     @Test func lyingContentLengthFailsAndLeavesNoFile() async throws {
@@ -76,14 +76,14 @@ import Testing
         let wholeDir = try TempDir.make("chunked")
         let whole = try await DLPipeRun.run(["get", server.url("/files/k.bin?chunked=1"), "-d", wholeDir])
         #expect(whole.status == 0, "\(whole.stderr)")
-        #expect(bytes(at: wholeDir + "/k.bin") == data)
+        #expect(sameBytes(wholeDir + "/k.bin", data))
     }
 
     @Test func serviceUnavailableHonoursRetryAfter() async throws {
         let data = try server.put("s.bin", randomBytes: 1000)
         let run = try await get("/files/s.bin?status=503&fail_times=1&retry_after=1")
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/s.bin") == data)
+        #expect(sameBytes(out + "/s.bin", data))
         let retry = run.events("retrying").first
         #expect(retry?["status"] as? Int == 503)
         #expect((retry?["delay"] as? Double ?? 0) >= 1, "waits at least Retry-After")
@@ -113,14 +113,14 @@ import Testing
         let run = try await get("/files/st.bin?stall=50000&stall_times=1", ["--timeout", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.events("retrying").first?["kind"] as? String == "timeout")
-        #expect(bytes(at: out + "/st.bin") == data)
+        #expect(sameBytes(out + "/st.bin", data))
     }
 
     @Test func redirectChainIsFollowed() async throws {
         let data = try server.put("d.bin", randomBytes: 2000)
         let run = try await get("/redirect/5/files/d.bin")
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/d.bin") == data)
+        #expect(sameBytes(out + "/d.bin", data))
     }
 
     @Test func redirectLoopAndLongChainsFail() async throws {
@@ -180,7 +180,7 @@ import Testing
     @Test func hugeHeadersAndAZeroByteBodyAreFine() async throws {
         let huge = try await get("/huge-headers")
         #expect(huge.status == 0, "\(huge.stderr)")
-        #expect(bytes(at: out + "/huge-headers") == Array("ok".utf8))
+        #expect(sameBytes(out + "/huge-headers", Array("ok".utf8)))
         try server.put("empty.bin", bytes: [])
         for (path, name) in [("/files/empty.bin", "empty.bin"), ("/files/empty.bin?chunked=1", "empty.1.bin")] {
             let empty = try await get(path)

@@ -41,7 +41,7 @@ import Testing
             #expect(finished[name]?.path == path, "\(mode): \(name)")
             #expect(sameBytes(path, data), "\(mode): \(name)")
         }
-        #expect(bytes(at: out + "/f3.bin") == Array("not ours".utf8), "\(mode): a file dlpipe did not write stays")
+        #expect(sameBytes(out + "/f3.bin", Array("not ours".utf8)), "\(mode): a file dlpipe did not write stays")
         #expect(!listing(out).contains { $0.hasSuffix(".part") }, "\(mode)")
         let store = try StateStore(path: out + "/.dlpipe/state.db")
         let records = store.records()
@@ -135,7 +135,12 @@ import Testing
             }
         }
         _ = await engine.waitUntilDrained()
+        // The stops that land after a body was held (the usual case for 2 KB
+        // on loopback: the whole body comes with its head) take it back from
+        // the syncfs queue before its link.
+        let withdrawn = engine.loop.heldBodiesWithdrawn.load(ordering: .relaxed)
         engine.shutdown()
+        #expect(withdrawn > 0, "no stop took a held body back: the withdrawal path did not run")
         #expect(finished + cancelled == files.count)
         #expect(finished >= files.count / 2, "every paused download finishes after its resume")
         #expect(!paused.withLock { $0.isEmpty }, "some pauses came in time")

@@ -112,7 +112,7 @@ private let cases: [(HostileSource, String?)] = [
         #expect(lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG, "a regular file")
         #expect(NameChecks.problem(name) == nil, "\(NameChecks.problem(name) ?? "")")
         if let expected { #expect(name == Array(expected.utf8), "\(String(decoding: name, as: UTF8.self).debugDescription)") }
-        #expect(bytes(at: path) == content)
+        #expect(sameBytes(path, content))
         for text in [run.stdout, run.stderr] {
             #expect(NameChecks.outputProblem(text) == nil, "\(NameChecks.outputProblem(text) ?? "")")
         }

@@ -41,7 +41,7 @@ import Testing
         }
         #expect(paused)
         #expect(finished?.bytes == 400_000)
-        #expect(bytes(at: out + "/slow.bin") == data)
+        #expect(sameBytes(out + "/slow.bin", data))
         let ranges = try server.requests(matching: "/files/slow.bin").map { ($0["headers"] as? [String: String])?["range"] }
         #expect(ranges.count == 2)
         #expect(ranges.last??.hasPrefix("bytes=") == true, "the resume asks for the rest only")
@@ -97,8 +97,8 @@ import Testing
         if case .finished(let info)? = await engine.outcome(of: first) { #expect(info.bytes == 100_000) } else {
             Issue.record("the first download did not finish")
         }
-        #expect(bytes(at: out + "/first.bin") == blocker)
-        #expect(bytes(at: out + "/later.bin") == later)
+        #expect(sameBytes(out + "/first.bin", blocker))
+        #expect(sameBytes(out + "/later.bin", later))
         #expect(!FileManager.default.fileExists(atPath: out + "/dropped.bin"))
         #expect(try server.requests(matching: "/files/dropped.bin").isEmpty, "a cancelled queued download asks nothing")
         #expect(seen[dropped]?.filter { $0 == "cancelled" }.count == 1, "\(seen[dropped] ?? [])")
@@ -120,7 +120,7 @@ import Testing
         #expect(status == 0, "\(stdout)\n\(stderr)")
         #expect(stdout.contains("paused and resumed 1"))
         #expect(stdout.contains("cancelled 2"))
-        #expect(bytes(at: out + "/three.bin") == three)
+        #expect(sameBytes(out + "/three.bin", three))
         #expect(!listing(out).contains("two.bin"))
     }
 }

@@ -56,7 +56,7 @@ import Testing
         let urls = files.keys.sorted().map { server.url("/files/\($0)") }
         let run = try await DLPipeRun.run(["get"] + urls + ["-d", out, "-j", "32"], under: ["/usr/bin/prlimit", "--nofile=20"], within: 60)
         #expect(run.status == 0, "\(run.stderr.suffix(600))")
-        let wrong = files.filter { bytes(at: out + "/" + $0.key) != $0.value }.keys.sorted()
+        let wrong = files.filter { !sameBytes(out + "/" + $0.key, $0.value) }.keys.sorted()
         #expect(wrong.isEmpty, "not byte-identical: \(wrong)")
     }
 

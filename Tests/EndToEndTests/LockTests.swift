@@ -42,7 +42,7 @@ import Testing
             Thread.detachNewThread { continuation.resume(returning: waiting.finish()) }
         }
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(bytes(at: out + "/small.txt") == Array("small".utf8))
+        #expect(sameBytes(out + "/small.txt", Array("small".utf8)))
     }
 
     @Test func aLockLeftByADeadProcessIsNoLock() async throws {

@@ -72,8 +72,8 @@ import Testing
             """)
         let run = try await job.run("held.lua", out: out, ["--var", "base=\(server.url("/files"))", "-j", "3"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/kept-small.bin") == small)
-        #expect(bytes(at: out + "/kept-large.bin") == large)
+        #expect(sameBytes(out + "/kept-small.bin", small))
+        #expect(sameBytes(out + "/kept-large.bin", large))
         #expect(listing(out) == ["kept-large.bin", "kept-small.bin"], "nothing of the skipped body is written")
     }
 
@@ -97,7 +97,7 @@ import Testing
             """)
         let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
         #expect(run.status == 0, "skips are not failures: \(run.stderr)")
-        #expect(bytes(at: out + "/texts/renamed.txt") == Array("alpha".utf8))
+        #expect(sameBytes(out + "/texts/renamed.txt", Array("alpha".utf8)))
         #expect(run.events("skipped").compactMap { $0["reason"] as? String } == ["first hook"])
         #expect(listing(out) == ["texts"])
         let noHooks = try await job.run("job.lua", out: try TempDir.make("nohooks"), ["--var", "base=\(server.url("/files"))", "--no-hooks"])
@@ -113,7 +113,7 @@ import Testing
         try job.write("hooks.d/a.lua", "counter = 'hook'\ndl.on('finished', function(d) dl.log('hook sees', d.dir) end)\n")
         let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/moved/job/a.txt") == Array("alpha".utf8), "the hook's global did not leak into the job")
+        #expect(sameBytes(out + "/moved/job/a.txt", Array("alpha".utf8)), "the hook's global did not leak into the job")
         #expect(run.logLines(containing: "hook sees\tmoved/job").count == 1)
     }
 
@@ -133,7 +133,7 @@ import Testing
             """)
         let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
         #expect(run.status == 7, "\(run.stderr)")
-        #expect(bytes(at: out + "/a.txt") == Array("alpha".utf8))
+        #expect(sameBytes(out + "/a.txt", Array("alpha".utf8)))
         #expect(run.logLines(containing: "failed\thttp\t500\t1").count == 1)
         #expect(run.logLines(containing: "failed\thttp\t404\t1").count == 1)
     }
@@ -261,7 +261,7 @@ import Testing
             """)
         let resumed = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))", "--var", "resume=yes"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
-        #expect(bytes(at: out + "/slow.bin") == data)
+        #expect(sameBytes(out + "/slow.bin", data))
         #expect(resumed.events("paused").count == 1)
         let other = try TempDir.make("paused")
         let abandoned = try await job.run("job.lua", out: other, ["--var", "base=\(server.url("/files"))", "--var", "resume=no"])
@@ -279,7 +279,7 @@ import Testing
         let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(listing(out) == ["big.bin"], "no big.1.bin, no leaked part file")
-        #expect(bytes(at: out + "/big.bin") == data)
+        #expect(sameBytes(out + "/big.bin", data))
         let again = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
         #expect(again.status == 0)
         #expect(listing(out) == ["big.bin"], "a re-run keeps the name")
@@ -299,7 +299,7 @@ import Testing
             """)
         let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))", "--timeout", "10"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/big.bin") == big)
+        #expect(sameBytes(out + "/big.bin", big))
         #expect(run.events("skipped").count == 1)
     }
 }

@@ -31,7 +31,7 @@ import Testing
             #expect(headers["if-modified-since"] != nil)
         }
         #expect(listing(out) == ["a.bin", "b.bin"], "no a.1.bin: the state knows these files")
-        #expect(bytes(at: out + "/a.bin") == a)
+        #expect(sameBytes(out + "/a.bin", a))
     }
 
     @Test func aChangedResourceReplacesOurOwnFile() async throws {
@@ -43,7 +43,7 @@ import Testing
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.events("finished").first?["unchanged"] as? Bool == false)
         #expect(listing(out) == ["c.bin"])
-        #expect(bytes(at: out + "/c.bin") == v2)
+        #expect(sameBytes(out + "/c.bin", v2))
     }
 
     @Test func refreshNeverMakesNoRequestAndAlwaysFetchesAgain() async throws {
@@ -74,7 +74,7 @@ import Testing
         #expect(listing(out) == ["big.bin.part"])
         let second = try await DLPipeRun.run(["get", url, "-d", out, "--json"])
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(bytes(at: out + "/big.bin") == data)
+        #expect(sameBytes(out + "/big.bin", data))
         #expect(listing(out) == ["big.bin"])
         let resumed = try server.requests(matching: "/files/big.bin").last?["headers"] as? [String: String] ?? [:]
         #expect(resumed["range"]?.hasPrefix("bytes=") == true, "resumed, not fetched again")
@@ -179,8 +179,8 @@ import Testing
         try Data("USERDATA".utf8).write(to: URL(fileURLWithPath: out + "/u.bin"))
         let second = try await DLPipeRun.run(["get", url, "-d", out])
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(bytes(at: out + "/u.bin") == Array("USERDATA".utf8))
-        #expect(bytes(at: out + "/u.1.bin") == data, "resumed from the kept part file, beside the user's file")
+        #expect(sameBytes(out + "/u.bin", Array("USERDATA".utf8)))
+        #expect(sameBytes(out + "/u.1.bin", data), "resumed from the kept part file, beside the user's file")
     }
 
     @Test func aPartFileAtFullLengthStartsOver() async throws {
@@ -194,7 +194,7 @@ import Testing
         try Data(repeating: 0x5A, count: 300_000).write(to: URL(fileURLWithPath: out + "/w.bin.part"))
         let second = try await DLPipeRun.run(["get", url, "-d", out, "--retries", "0"])
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(bytes(at: out + "/w.bin") == data)
+        #expect(sameBytes(out + "/w.bin", data))
         let last = try server.requests(matching: "/files/w.bin").last?["headers"] as? [String: String] ?? [:]
         #expect(last["range"] == nil, "nothing left to resume: a plain request")
     }

@@ -20,7 +20,7 @@ import Testing
         let data = try secure.put("s.bin", randomBytes: 50_000)
         let trusted = try await DLPipeRun.run(["get", secure.url("/files/s.bin"), "-d", out, "--cacert", certificate.certificate])
         #expect(trusted.status == 0, "\(trusted.stderr)")
-        #expect(bytes(at: out + "/s.bin") == data)
+        #expect(sameBytes(out + "/s.bin", data))
         let other = try TempDir.make("tls-untrusted")
         let untrusted = try await DLPipeRun.run(["get", secure.url("/files/s.bin"), "-d", other, "--json", "--retries", "0"])
         #expect(untrusted.status == 1)
@@ -52,6 +52,6 @@ import Testing
             "--cacert", certificate.certificate, "-o", "t.bin",
         ])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(bytes(at: out + "/t.bin") == data)
+        #expect(sameBytes(out + "/t.bin", data))
     }
 }

@@ -11,17 +11,7 @@ extension EngineLoop {
     }
 
     func feed(_ job: Job, _ input: JobState.Input) {
-        if let held = job.held {
-            switch input {
-            case .pause, .cancel, .fail:
-                // A held body already linked under its name is on disk: the
-                // download finishes when its batch is settled, and this comes
-                // too late. Otherwise it is taken back, and the input applies.
-                guard held.withdraw() else { return }
-                job.held = nil
-            default: break
-            }
-        }
+        assertOnEngineThread()
         perform(job.state.handle(input), job)
     }
 
@@ -32,8 +22,20 @@ extension EngineLoop {
                 startTransfer(job)
             case .continueTransfer:
                 continueTransfer(job)
+            case .completeTransfer:
+                completeTransfer(job)
+            case .withdrawHeldBody:
+                // A held body already linked under its name is on disk: the
+                // download finishes when its batch is settled, and the stop
+                // comes too late. Otherwise it is taken back, and the stop applies.
+                if let held = job.held, held.withdraw() {
+                    job.held = nil
+                    heldBodiesWithdrawn.add(1, ordering: .relaxed)
+                    feed(job, .heldBodyWithdrawn)
+                } else {
+                    feed(job, .heldBodyLinked)
+                }
             case .abortTransfer(let keepPart):
-                job.completedWhileHolding = false
                 job.resumeHash = nil  // a hash still being made is for a start that no longer comes
                 guard let transfer = job.transfer else { break }
                 if abort(transfer) { job.receivedThisRun += transfer.received }
@@ -102,6 +104,7 @@ extension EngineLoop {
 
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
+        assertOnEngineThread()
         // Before the event: a program that adds the request again when it sees
         // the event gets a new download, not this ended one.
         registry.ended(job.id, job.request)
@@ -163,7 +166,7 @@ extension EngineLoop {
 
     /// The response hook answered: rename if asked, then let the bytes flow.
     func applyResponseVerdict(_ id: DownloadID, _ verdict: ResponseVerdict) {
-        guard let job = jobs[id], job.state.phase == .awaitingVerdict else { return }
+        guard let job = jobs[id], job.state.phase == .awaitingVerdict || job.state.phase == .holdingBody else { return }
         guard case .proceed(let name, let directory) = verdict, name != nil || directory != nil
         else { return feed(job, .responseVerdict(verdict)) }
         do throws(DownloadError) {
@@ -207,12 +210,19 @@ extension EngineLoop {
 
     /// Opens the part file and lets a transfer held for the response hook go on.
     func continueTransfer(_ job: Job) {
-        guard let transfer = job.transfer else {
-            return
+        guard let transfer = job.transfer else { return }
+        if !openPartFile(job, transfer) || !transfer.flushBuffer() {
+            return attemptFailed(job, transfer.abortError!)
         }
-        if job.completedWhileHolding, transfer.isBuffering, canHold(job, transfer) {
+        transfer.easy.unpause()
+    }
+
+    /// The transfer ended while the response hook decided (phase `holdingBody`):
+    /// its body, in memory or empty, goes to disk and the download completes.
+    func completeTransfer(_ job: Job) {
+        guard let transfer = job.transfer else { return }
+        if transfer.body.isInMemory, canHold(job, transfer) {
             // The whole body came while the hook decided: no part file for it.
-            job.completedWhileHolding = false
             job.transfer = nil
             transfer.keepWholeBody()
             job.receivedThisRun += transfer.received
@@ -221,18 +231,13 @@ extension EngineLoop {
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
             return attemptFailed(job, transfer.abortError!)
         }
-        transfer.holding = false
-        if job.completedWhileHolding {
-            // Ended in curl meanwhile (an empty body, or one that fit the buffer):
-            // its bytes are on disk now, so account for them and finish.
-            job.completedWhileHolding = false
-            job.transfer = nil
-            job.partBytes = transfer.resumeOffset + transfer.received
-            job.receivedThisRun += transfer.received
-            transfer.file?.finish()
-            return bodyComplete(job, transfer)
-        }
-        transfer.easy.unpause()
+        // An empty body, or one that fit the buffer: its bytes are on disk now,
+        // so account for them and finish.
+        job.transfer = nil
+        job.partBytes = transfer.resumeOffset + transfer.received
+        job.receivedThisRun += transfer.received
+        transfer.file?.finish()
+        bodyComplete(job, transfer)
     }
 
     /// The finished hook answered: move the file if asked, then end the download.
@@ -286,7 +291,7 @@ extension EngineLoop {
         var stalled: [Transfer] = []
         for transfer in transfers.values {
             // Waiting for a hook or for the speed cap is not a stall.
-            if transfer.activity != transfer.watchedActivity || transfer.holding || transfer.pacing == .waiting {
+            if transfer.activity != transfer.watchedActivity || transfer.body.pausesCurl || transfer.pacing == .waiting {
                 transfer.watchedActivity = transfer.activity
                 transfer.lastActiveAt = now
             } else if now - transfer.lastActiveAt >= configuration.timeout {

@@ -66,9 +66,8 @@ extension EngineLoop {
     private func waitForDurability(_ placement: Placement) {
         if awaitingDurability.isEmpty { durabilityBatchStarted = EngineLoop.now() }
         awaitingDurability.append(placement)
-        // Its transfer is over: the slot goes to the next download now (the
-        // .releaseSlot that transferSucceeded brings later is then a no-op).
-        scheduler.finished(placement.job.id)
+        // Its transfer is over: the state machine frees the slot.
+        feed(placement.job, .bodyChecked(held: placement.held != nil))
     }
 
     /// Makes the files waiting in `awaitingDurability` durable with one syncfs,
@@ -122,13 +121,14 @@ extension EngineLoop {
 
     /// Names each file of a synced batch.
     func settle(_ batch: [Placement]) {
+        assertOnEngineThread()
         for placement in batch {
             if let held = placement.held {
                 settleHeld(placement, held)
                 continue
             }
             // Paused or cancelled meanwhile: the part file's fate is theirs.
-            guard placement.job.state.phase == .receiving else { continue }
+            guard placement.job.state.phase == .awaitingDurability else { continue }
             placeFile(placement.job, size: placement.size, digest: placement.digest)
         }
     }

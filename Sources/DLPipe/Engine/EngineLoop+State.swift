@@ -84,6 +84,7 @@ extension EngineLoop {
     /// Records a download's current facts (batched; `flushState` commits).
     /// `total` stands in for an unknown Content-Length (a held body's size).
     func saveState(_ job: Job, _ status: DownloadRecord.Status, error: DownloadError? = nil, total: Int64? = nil) {
+        assertOnEngineThread()
         guard let store else { return }
         let headers = job.response?.headers ?? [:]
         store.save(DownloadRecord(

@@ -61,74 +61,57 @@ extension EngineLoop: TransferOwner {
 
     /// The body of the final response begins (called from the write callback).
     func bodyStarts(_ transfer: Transfer) -> BodyDecision {
+        assertOnEngineThread()
         guard let job = jobs[transfer.id] else { return .abort }
         return readResponse(job, transfer)
     }
 
-    /// Judges the response head: redirect, error, restart or resume, the file
-    /// name, and whether a hook must see it before any byte is written.
+    /// Acts on the response head: the judgement (`ResponseJudgement`, pure
+    /// HTTP semantics), then the file name, the record, and whether a hook must
+    /// see it before any byte is written.
     func readResponse(_ job: Job, _ transfer: Transfer) -> BodyDecision {
-        let status = transfer.easy.long(CURLINFO_RESPONSE_CODE)
-        let headers = transfer.headers
-        if status == 304 {
-            guard job.conditional != nil else {
-                transfer.abortError = DownloadError(.http, "HTTP 304 to a request that was not conditional", status: 304)
-                return .abort
-            }
-            transfer.notModified = true
-            // A 304 need not name the type (RFC 9110 15.4.5); when it does, it is
-            // the current one, else the state's stays.
-            let type = MediaType.essence(headers["content-type"])
+        let length = transfer.easy.offset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
+        let head = ResponseHead(
+            status: transfer.easy.long(CURLINFO_RESPONSE_CODE), headers: transfer.headers,
+            contentLength: length >= 0 ? length : nil)
+        let asked = AskedFor(
+            url: job.currentURL, resumeOffset: transfer.resumeOffset, conditional: job.conditional != nil,
+            retryAfterCap: configuration.backoffCap)
+        let body: AcceptedBody
+        switch ResponseJudgement.judge(head, asked) {
+        case .unchanged(let type):
+            // A 304 that names a type names the current one; else the state's stays.
             if !type.isEmpty { job.knownType = type }
-            return .discard
-        }
-        if (300..<400).contains(status), headers["location"] != nil {
-            transfer.redirect = true
-            return .discard
-        }
-        if status == 416 && transfer.resumeOffset > 0 {
-            // The part file is not a prefix the server recognises (or already all
-            // of it): start over at once, in the same attempt.
-            transfer.restartFromZero = true
-            return .discard
-        }
-        if status >= 400 || status < 200 {
-            let retryAfter = headers["retry-after"].flatMap { RetryAfter.seconds($0) }
-            let cap = configuration.backoffCap
-            var message = "HTTP \(status) from \(RedactedURL.text(job.currentURL))"
-            if let retryAfter, retryAfter > cap {
-                // Say so: a user who sees "retrying in 5m" must know the server asked for more.
-                let asked = retryAfter.isFinite ? String(format: "%.0fs", retryAfter) : "more than any delay"
-                message += " (Retry-After asked for \(asked); capped at \(cap.formatted)s)"
-            }
-            transfer.abortError = DownloadError(
-                .http, message, status: status, retryAfter: retryAfter.map { min($0, cap) })
-            return .abort
-        }
-        var length = transfer.easy.offset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
-        if transfer.resumeOffset > 0 {
-            if status == 206, let start = ContentRange.start(headers["content-range"]),
-                start == transfer.resumeOffset
-            {
-                if length >= 0 { length += start }
-            } else if status == 206 {
+            return .discard(.unchanged)
+        case .redirect:
+            return .discard(.redirect)
+        case .restart:
+            return .discard(.restart)
+        case .fail(let error, let dropsResume):
+            if dropsResume {
                 job.partBytes = 0
                 job.validator = nil
-                transfer.abortError = DownloadError(.network, "the server sent a range that does not start at byte \(transfer.resumeOffset)")
-                return .abort
-            } else {
-                // 200 to a range request: the server ignored the range or the
-                // resource changed (If-Range). Start over: never a mixed file.
-                transfer.resumeOffset = 0
             }
+            transfer.abortError = error
+            return .abort
+        case .resume(let resumed):
+            body = resumed
+        case .accept(let whole):
+            transfer.resumeOffset = 0
+            body = whole
         }
-        job.validator = Validator.forIfRange(etag: headers["etag"], lastModified: headers["last-modified"])
-        let type = MediaType.essence(headers["content-type"])
+        return acceptBody(job, transfer, head, body)
+    }
+
+    /// A body the download keeps: its name, its record, then the part file or
+    /// the response hook.
+    private func acceptBody(_ job: Job, _ transfer: Transfer, _ head: ResponseHead, _ body: AcceptedBody) -> BodyDecision {
+        job.validator = body.validator
         let suggested = SuggestedName.make(
-            contentDisposition: headers["content-disposition"], url: job.currentURL,
-            contentType: type)
+            contentDisposition: head.headers["content-disposition"], url: job.currentURL,
+            contentType: body.type)
         let response = ResponseInfo(
-            status: status, headers: headers, type: type, length: length >= 0 ? length : nil,
+            status: head.status, headers: head.headers, type: body.type, length: body.length,
             filename: suggested, url: job.currentURL)
         job.response = response
         if job.target == nil {
@@ -154,7 +137,7 @@ extension EngineLoop: TransferOwner {
             return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
         }
         if store != nil {
-            if !transfer.bodyDecided || transfers[transfer.easy.handle] !== transfer {
+            if transfers[transfer.easy.handle] !== transfer {
                 // An empty body (the transfer is over): commit now, alone.
                 saveState(job, .partial)
                 commitState()
@@ -183,8 +166,8 @@ extension EngineLoop: TransferOwner {
             guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase == .receiving,
                 transfers[transfer.easy.handle] === transfer
             else { continue }
-            if whole.contains(transfer.easy.handle), !transfer.holding, canHold(job, transfer) {
-                transfer.keepsWholeBody = true
+            if whole.contains(transfer.easy.handle), transfer.body == .buffering, canHold(job, transfer) {
+                transfer.keepWhenComplete()
                 continue
             }
             // The record names the part file before the file exists.
@@ -194,14 +177,12 @@ extension EngineLoop: TransferOwner {
         guard !opening.isEmpty else { return }
         commitState()
         for (job, transfer) in opening {
+            let paused = transfer.body == .bufferFull  // the buffer filled up and curl was paused
             guard openPartFile(job, transfer), transfer.flushBuffer() else {
                 attemptFailed(job, transfer.abortError!)
                 continue
             }
-            if transfer.holding {  // the buffer filled up and curl was paused
-                transfer.holding = false
-                transfer.easy.unpause()
-            }
+            if paused { transfer.easy.unpause() }
         }
     }
 
@@ -254,22 +235,23 @@ extension EngineLoop: TransferOwner {
 
     /// Reads every transfer that ended; returns how many.
     func handleCompletions(_ done: [CurlMulti.Completion]) -> Int {
+        assertOnEngineThread()
         for completion in done {
             guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
             idleHandles.append(transfer.easy)
             transfer.file?.finish()
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            if job.state.phase == .awaitingVerdict, transfer.isBuffering, transfer.abortError == nil,
+            if job.state.phase == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
                 completion.code == Int(CURLE_OK.rawValue)
             {
                 // The whole body came while the response hook decides: it stays in
-                // memory and the download ends with the verdict (continueTransfer).
-                job.completedWhileHolding = true
+                // memory and the download ends with the verdict (completeTransfer).
+                feed(job, .transferEndedDuringVerdict)
                 continue
             }
             job.transfer = nil
-            if transfer.keepsWholeBody { transfer.keepWholeBody() }
+            if transfer.body == .keptWhole { transfer.keepWholeBody() }
             job.partBytes = transfer.resumeOffset + transfer.received
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
@@ -284,29 +266,30 @@ extension EngineLoop: TransferOwner {
         if code != Int(CURLE_OK.rawValue) {
             return attemptFailed(job, CurlErrors.map(code, transfer.easy, url: RedactedURL.text(job.currentURL)))
         }
-        if !transfer.bodyDecided {
+        if transfer.body == .undecided {
             // An empty body: the write callback never ran, so judge the head now.
-            transfer.bodyDecided = true
-            switch readResponse(job, transfer) {
-            // Never .buffer: for a transfer that has ended, readResponse commits and
-            // opens the part file at once.
-            case .write, .discard, .buffer: break
-            case .pause:
-                // The hook decides after the transfer ended; keep it for bodyComplete.
-                job.completedWhileHolding = true
-                job.transfer = transfer
-                return
-            case .abort: return attemptFailed(job, transfer.abortError!)
-            }
+            // Never `.buffer`: for a transfer that has ended, readResponse
+            // commits and opens the part file at once.
+            transfer.decide(readResponse(job, transfer))
         }
-        if transfer.restartFromZero {
+        switch transfer.body {
+        case .paused:
+            // The hook decides after the transfer ended; keep it for completeTransfer.
+            job.transfer = transfer
+            feed(job, .transferEndedDuringVerdict)
+        case .refused:
+            attemptFailed(job, transfer.abortError!)
+        case .dropping(.restart):
             job.partBytes = 0
             job.validator = nil
-            return startTransfer(job)
+            startTransfer(job)
+        case .dropping(.redirect):
+            followRedirect(job, transfer)
+        case .dropping(.unchanged):
+            keepUnchanged(job)
+        case .undecided, .streaming, .buffering, .bufferFull, .keptWhole:
+            bodyComplete(job, transfer)
         }
-        if transfer.redirect { return followRedirect(job, transfer) }
-        if transfer.notModified { return keepUnchanged(job) }
-        bodyComplete(job, transfer)
     }
 
     /// Starts the next hop of a redirect, in the same attempt.

@@ -4,6 +4,20 @@ import Synchronization
 /// The engine's one thread: it owns the jobs, the scheduler and the curl multi
 /// handle, and runs `curl_multi_poll` for every transfer. Other threads talk to it
 /// only through `post`, which queues a command and wakes the poll.
+///
+/// Who may touch what (docs/architecture.md, "Threads"):
+/// - the engine thread (`dlpipe-engine`): every `var` here, the jobs, the
+///   transfers and curl (its callbacks run inside `multi.perform`, on it);
+///   `assertOnEngineThread` checks this in debug builds;
+/// - the state queue (`StateWriter`, `dlpipe-state`): the SQLite connection;
+/// - the syncfs queue (`syncQueue`): syncfs and the held bodies it writes and
+///   links, which it hands back with `.synced`; the write-back queue
+///   (`PartFile`): `sync_file_range` on duplicated descriptors; the resume-hash
+///   queue: reading part files it was given; none of them touches engine state;
+/// - the Lua thread (`LuaThread`, DLPipeLua): the `lua_State`; it answers hooks
+///   with `post`;
+/// - any thread: `post`, `inbox` (a Mutex), `sleeping` and `multi.wakeup`
+///   (curl's one thread-safe call), `heldBodiesWithdrawn`.
 final class EngineLoop: @unchecked Sendable {
     // @unchecked: everything below `inbox` is touched only on the loop thread;
     // `inbox` is a Mutex and `multi.wakeup` is curl's one thread-safe call.
@@ -53,6 +67,7 @@ final class EngineLoop: @unchecked Sendable {
     /// the start of its next turn anyway.
     private let sleeping = Atomic<Bool>(false)
     let multi: CurlMulti
+    /// The engine thread; set before it starts, never changed after.
     private var thread: Thread?
 
     /// Downloads being worked on: made from `waiting` when first needed.
@@ -88,6 +103,9 @@ final class EngineLoop: @unchecked Sendable {
     /// Bytes of held bodies not yet on disk; past `maxHeldBytes` bodies take
     /// the part file path, so memory stays bounded whatever the file sizes.
     var heldBytes = 0
+    /// Held bodies a stop took back before their link: read by tests (any
+    /// thread) to see that the withdrawal path ran; written on the rare stop.
+    let heldBodiesWithdrawn = Atomic<Int>(0)
     /// When state records were last handed over for a commit (`flushState`).
     var lastStateCommit = 0.0
     static let stateCommitInterval = 0.05
@@ -181,6 +199,14 @@ final class EngineLoop: @unchecked Sendable {
         sleeping.store(false, ordering: .sequentiallyConsistent)
     }
 
+    /// Debug builds stop when engine state is touched off the engine thread
+    /// (an engine that never started, as in unit tests, is not checked). In
+    /// release builds this is nothing at all.
+    @inline(__always)
+    func assertOnEngineThread(_ caller: StaticString = #function) {
+        assert(thread == nil || Thread.current === thread, "EngineLoop.\(caller) off the engine thread")
+    }
+
     /// Monotonic seconds.
     static func now() -> Double {
         var ts = timespec()
@@ -223,6 +249,7 @@ final class EngineLoop: @unchecked Sendable {
     }
 
     private func handle(_ command: Command) {
+        assertOnEngineThread()
         switch command {
         case .add(let id, let request): add(id, request)
         case .addAll(let requests): for (id, request) in requests { add(id, request) }
@@ -312,6 +339,7 @@ final class EngineLoop: @unchecked Sendable {
     /// under refresh "never"): then it leaves the queue and the job returned
     /// has its outcome.
     func job(_ id: DownloadID) -> Job? {
+        assertOnEngineThread()
         if let job = jobs[id] { return job }
         guard let queued = waiting.removeValue(forKey: id) else { return nil }
         let job = Job(id: id, request: queued.request, host: queued.host)
@@ -392,6 +420,7 @@ final class EngineLoop: @unchecked Sendable {
     /// open ends as `stopped` (its one terminal event), the streams end, and the
     /// inbox closes: what comes later is answered at once (`AfterStop`).
     private func shutDown() {
+        assertOnEngineThread()
         placeDurableFiles(force: true)
         hooks?.endOfTurn()
         for job in jobs.values where job.transfer != nil {

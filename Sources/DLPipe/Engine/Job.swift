@@ -33,9 +33,8 @@ final class Job {
     /// The part file's first bytes, being hashed (or hashed) for the next
     /// transfer, which resumes after them (EngineLoop+ResumeHash).
     var resumeHash: ResumeHash?
-    /// The transfer finished while the response hook was still deciding.
-    var completedWhileHolding = false
-    /// The whole body, handed to the syncfs queue to be written and named.
+    /// The whole body, handed to the syncfs queue to be written and named
+    /// (phase `placingHeldBody`).
     var held: HeldFile?
     /// A part file of this download may be on disk (an earlier run's, or an
     /// earlier attempt's): its body then goes through it, never held, so that

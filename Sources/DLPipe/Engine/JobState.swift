@@ -1,8 +1,11 @@
 /// The life of one download as a value type: `handle` takes an input and returns the
 /// actions to perform. No I/O here, so every transition is unit-tested directly.
 ///
-/// queued -> requesting -> awaitingVerdict -> receiving -> finalizing -> finished
-///                     \-> receiving (no response hook)          \-> failed | handled | skipped | cancelled
+/// queued -> requesting -> awaitingVerdict -> receiving -> awaitingDurability -> finalizing -> finished
+///                     |             \-> holdingBody -/        \-> placingHeldBody -> linked -/
+///                     \-> receiving (no response hook)
+/// (awaitingDurability and placingHeldBody are skipped without a state; the
+/// terminal phases are finished, failed, handled, skipped and cancelled.)
 /// Any running phase can fail the attempt. When the retry policy grants a retry,
 /// the `retrying` hook (if any) may change its delay or give up (awaitingRetryVerdict),
 /// then waitingRetry. When no retry follows, the `failed` hook (if any) decides once
@@ -17,8 +20,20 @@ struct JobState: Equatable {
         case requesting
         /// The `response` hook is deciding; the transfer is paused.
         case awaitingVerdict
+        /// The `response` hook is deciding and the transfer has already ended:
+        /// its body (if any) waits in memory for the verdict.
+        case holdingBody
         /// Body bytes stream to the part file.
         case receiving
+        /// The body is whole and checked, its part file closed: it waits for
+        /// its batch's syncfs before it gets its name. The slot is free.
+        case awaitingDurability
+        /// The body, whole in memory, is on the syncfs queue to be written and
+        /// linked under its name (`HeldFile`); a stop first takes it back.
+        case placingHeldBody
+        /// The held body is linked under its name: a stop comes too late, and
+        /// the download finishes when its batch is settled.
+        case linked
         /// Body complete: the file is renamed into place and the `finished` hook runs.
         case finalizing
         /// The `retrying` hook is deciding about a retry the policy grants.
@@ -36,7 +51,15 @@ struct JobState: Equatable {
         case start
         /// The final response arrived; `askHook` when a response hook wants it.
         case responseArrived(askHook: Bool)
+        /// The transfer ended while the response hook decides.
+        case transferEndedDuringVerdict
         case responseVerdict(ResponseVerdict)
+        /// The body is whole and checked; it waits for its batch's syncfs as a
+        /// part file, or (`held`) as a body in memory.
+        case bodyChecked(held: Bool)
+        /// The answer to `withdrawHeldBody`: taken back before its link (the
+        /// stop that asked for it now applies), or linked already.
+        case heldBodyWithdrawn, heldBodyLinked
         /// The body arrived whole and the file is in place.
         case transferSucceeded(askHook: Bool)
         case finishedVerdict(FinishedVerdict)
@@ -58,6 +81,12 @@ struct JobState: Equatable {
         case startTransfer
         /// Let a paused-for-verdict transfer go on (with the hook's name, if any).
         case continueTransfer
+        /// The transfer ended while the hook decided: its body goes to disk and
+        /// the download completes.
+        case completeTransfer
+        /// Take a held body back from the syncfs queue before its link; the
+        /// engine answers `heldBodyWithdrawn` or `heldBodyLinked`.
+        case withdrawHeldBody
         /// Stop the transfer; `keepPart` keeps the part file for a resume.
         case abortTransfer(keepPart: Bool)
         case removePartFile
@@ -87,6 +116,8 @@ struct JobState: Equatable {
     /// The failure waiting for the `retrying` or `failed` hook's verdict, with
     /// the policy's delay and whether a `failed` hook follows a give-up.
     private var pendingFailure: (error: DownloadError, policyDelay: Double?, askFailed: Bool)?
+    /// A pause, cancel or fail that waits for a held body's withdrawal.
+    private var stopAfterWithdrawal: Input?
     /// The failure the `retrying` or `failed` hook is deciding about.
     var pendingError: DownloadError? { pendingFailure?.error }
     /// Retries a hook may force past the budget: a bound on `dl.retry` loops.
@@ -98,7 +129,7 @@ struct JobState: Equatable {
 
     /// Whether a transfer slot is held.
     var holdsSlot: Bool {
-        [.requesting, .awaitingVerdict, .receiving].contains(phase)
+        [.requesting, .awaitingVerdict, .holdingBody, .receiving].contains(phase)
     }
 
     static func == (a: JobState, b: JobState) -> Bool {
@@ -111,7 +142,10 @@ struct JobState: Equatable {
         phase = terminal
     }
 
-    /// Applies one input; inputs that do not fit the phase change nothing.
+    /// Applies one input. Inputs that may come late or twice (a stale queue
+    /// entry or timer, a hook's reply after a pause, a stop after the end)
+    /// change nothing and are listed; any other that does not fit the phase is
+    /// a bug in the engine, and stops a debug build.
     mutating func handle(_ input: Input) -> [Action] {
         switch (phase, input) {
         case (.queued, .start):
@@ -127,12 +161,17 @@ struct JobState: Equatable {
             phase = .receiving
             return []
 
-        case (.awaitingVerdict, .responseVerdict(let verdict)):
+        case (.awaitingVerdict, .transferEndedDuringVerdict):
+            phase = .holdingBody
+            return []
+
+        case (.awaitingVerdict, .responseVerdict(let verdict)), (.holdingBody, .responseVerdict(let verdict)):
             switch verdict {
             case .proceed:
                 // A rename was applied by the engine before this input.
+                let ended = phase == .holdingBody
                 phase = .receiving
-                return [.continueTransfer]
+                return [ended ? .completeTransfer : .continueTransfer]
             case .skip(let reason):
                 phase = .skipped
                 return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot,
@@ -143,14 +182,36 @@ struct JobState: Equatable {
                         .emitFailed(error)]
             }
 
+        case (.receiving, .bodyChecked(let held)):
+            // Its transfer is over: the slot goes to the next download now.
+            phase = held ? .placingHeldBody : .awaitingDurability
+            return [.releaseSlot]
+        case (.placingHeldBody, .bodyChecked(held: false)):
+            // The file system cannot link unnamed files: the body was written
+            // as a part file, which waits for the next batch.
+            phase = .awaitingDurability
+            return []
+
+        case (.placingHeldBody, .pause), (.placingHeldBody, .cancel), (.placingHeldBody, .fail):
+            stopAfterWithdrawal = input
+            return [.withdrawHeldBody]
+        case (.placingHeldBody, .heldBodyWithdrawn):
+            guard let stop = stopAfterWithdrawal else { return unexpected(input) }
+            stopAfterWithdrawal = nil
+            phase = .awaitingDurability
+            return handle(stop)
+        case (.placingHeldBody, .heldBodyLinked):
+            stopAfterWithdrawal = nil
+            phase = .linked
+            return []
+
         case (.requesting, .transferSucceeded(let askHook)),
             (.receiving, .transferSucceeded(let askHook)):
-            if askHook {
-                phase = .finalizing
-                return [.releaseSlot, .askFinishedHook]
-            }
-            phase = .finished
-            return [.releaseSlot, .emitFinished]
+            return succeed(askHook: askHook, releasing: [.releaseSlot])
+        case (.awaitingDurability, .transferSucceeded(let askHook)),
+            (.placingHeldBody, .transferSucceeded(let askHook)),
+            (.linked, .transferSucceeded(let askHook)):
+            return succeed(askHook: askHook, releasing: [])
 
         case (.finalizing, .finishedVerdict(let verdict)):
             switch verdict {
@@ -164,26 +225,25 @@ struct JobState: Equatable {
             }
 
         case (.queued, .alreadyFinished(let askHook)):
-            if askHook {
-                phase = .finalizing
-                return [.askFinishedHook]
-            }
-            phase = .finished
-            return [.emitFinished]
+            return succeed(askHook: askHook, releasing: [])
 
         case (.requesting, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
             (.awaitingVerdict, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
-            (.receiving, .transferFailed(let error, let delay, let askRetrying, let askFailed)):
-            guard let delay else { return [.releaseSlot] + conclude(error, askFailed: askFailed) }
+            (.holdingBody, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
+            (.receiving, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
+            (.awaitingDurability, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
+            (.placingHeldBody, .transferFailed(let error, let delay, let askRetrying, let askFailed)):
+            let release: [Action] = holdsSlot ? [.releaseSlot] : []
+            guard let delay else { return release + conclude(error, askFailed: askFailed) }
             if askRetrying {
                 phase = .awaitingRetryVerdict
                 pendingFailure = (error, delay, askFailed)
-                return [.releaseSlot, .askRetryingHook(delay: delay)]
+                return release + [.askRetryingHook(delay: delay)]
             }
-            return [.releaseSlot] + retry(error, after: delay)
+            return release + retry(error, after: delay)
 
         case (.awaitingRetryVerdict, .retryVerdict(let verdict)):
-            guard let (error, delay, askFailed) = pendingFailure else { return [] }
+            guard let (error, delay, askFailed) = pendingFailure else { return unexpected(input) }
             pendingFailure = nil
             switch verdict {
             case .proceed: return retry(error, after: delay ?? 0)
@@ -196,7 +256,7 @@ struct JobState: Equatable {
             }
 
         case (.awaitingFailureVerdict, .failureVerdict(let verdict)):
-            guard let (error, _, _) = pendingFailure else { return [] }
+            guard let (error, _, _) = pendingFailure else { return unexpected(input) }
             pendingFailure = nil
             switch verdict {
             case .giveUp:
@@ -220,9 +280,13 @@ struct JobState: Equatable {
             (.awaitingFailureVerdict, .pause):
             phase = .paused
             return [.dequeue, .emitPaused]
-        case (.requesting, .pause), (.awaitingVerdict, .pause), (.receiving, .pause):
+        case (.requesting, .pause), (.awaitingVerdict, .pause), (.holdingBody, .pause), (.receiving, .pause):
             phase = .paused
             return [.abortTransfer(keepPart: true), .releaseSlot, .emitPaused]
+        case (.awaitingDurability, .pause):
+            // The whole part file stays; a resume asks for the rest (416: start over).
+            phase = .paused
+            return [.emitPaused]
 
         case (.paused, .resume):
             phase = .queued
@@ -232,13 +296,16 @@ struct JobState: Equatable {
             (.awaitingRetryVerdict, .cancel), (.awaitingFailureVerdict, .cancel):
             phase = .cancelled
             return [.dequeue, .removePartFile, .emitCancelled]
-        case (.requesting, .cancel), (.awaitingVerdict, .cancel), (.receiving, .cancel):
+        case (.requesting, .cancel), (.awaitingVerdict, .cancel), (.holdingBody, .cancel), (.receiving, .cancel):
             phase = .cancelled
             return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot,
                     .emitCancelled]
+        case (.awaitingDurability, .cancel):
+            phase = .cancelled
+            return [.removePartFile, .emitCancelled]
 
         case (.requesting, .fail(let error)), (.awaitingVerdict, .fail(let error)),
-            (.receiving, .fail(let error)):
+            (.holdingBody, .fail(let error)), (.receiving, .fail(let error)):
             phase = .failed
             return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitFailed(error)]
         case (.queued, .fail(let error)), (.waitingRetry, .fail(let error)),
@@ -246,10 +313,57 @@ struct JobState: Equatable {
             (.awaitingFailureVerdict, .fail(let error)):
             phase = .failed
             return [.dequeue, .removePartFile, .emitFailed(error)]
+        case (.awaitingDurability, .fail(let error)):
+            phase = .failed
+            return [.removePartFile, .emitFailed(error)]
+
+        // Ignored, as they may come late or twice:
+        case (_, .start):
+            // A queue entry of a download that left the queue (paused, cancelled,
+            // ended by what the state knew).
+            return []
+        case (_, .retryDue):
+            // A timer set before a pause, a resume or a cancel.
+            return []
+        case (_, .responseVerdict), (_, .finishedVerdict), (_, .retryVerdict), (_, .failureVerdict):
+            // A hook's reply about a download that was paused, cancelled or
+            // failed while the hook ran.
+            return []
+        case (.paused, .pause), (.finalizing, .pause), (.linked, .pause),
+            (.finalizing, .cancel), (.linked, .cancel),
+            (.finalizing, .fail), (.linked, .fail):
+            // Paused already; or the file is in place (or linked) and only the
+            // `finished` hook or event remains: a stop comes too late.
+            return []
+        case (_, .resume):
+            // Not paused (any more).
+            return []
+        case (.finished, .pause), (.skipped, .pause), (.failed, .pause), (.handled, .pause), (.cancelled, .pause),
+            (.finished, .cancel), (.skipped, .cancel), (.failed, .cancel), (.handled, .cancel), (.cancelled, .cancel),
+            (.finished, .fail), (.skipped, .fail), (.failed, .fail), (.handled, .fail), (.cancelled, .fail):
+            // Ended: a stop changes nothing.
+            return []
 
         default:
-            return []
+            return unexpected(input)
         }
+    }
+
+    /// The body is in place: the `finished` hook decides, or the download ends.
+    private mutating func succeed(askHook: Bool, releasing release: [Action]) -> [Action] {
+        if askHook {
+            phase = .finalizing
+            return release + [.askFinishedHook]
+        }
+        phase = .finished
+        return release + [.emitFinished]
+    }
+
+    /// An input the engine should never send in this phase: a bug. Debug
+    /// builds stop here; a release build changes nothing.
+    private func unexpected(_ input: Input) -> [Action] {
+        assertionFailure("JobState: \(input) in phase \(phase)")
+        return []
     }
 
     /// Another attempt after `seconds`.

@@ -21,39 +21,6 @@ struct RetryPolicy: Sendable {
     }
 }
 
-/// Parses `Retry-After`: delta-seconds or an HTTP date (RFC 9110 10.2.3).
-enum RetryAfter {
-    /// Seconds to wait from `now`, or nil when the value is unreadable.
-    static func seconds(_ value: String, now: Date = Date()) -> Double? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed) { return Double(max(0, seconds)) }
-        // More digits than an Int holds is still a (very long) delay, not garbage:
-        // without this a server could dodge the cap by asking for too much.
-        if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return .infinity }
-        guard let date = HTTPDate.parse(trimmed) else { return nil }
-        return max(0, date.timeIntervalSince(now))
-    }
-}
-
-/// The three date formats HTTP allows (IMF-fixdate, RFC 850, asctime).
-enum HTTPDate {
-    private static let formats = [
-        "EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy",
-    ]
-
-    /// The date, or nil when no format fits.
-    static func parse(_ text: String) -> Date? {
-        for format in formats {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
-    }
-}
-
 extension Double {
     /// Seconds for messages: "2", "0.5", "1.25".
     var formatted: String { String(format: "%g", self) }

@@ -11,7 +11,8 @@ import Synchronization
 /// for await event in events { ... }
 /// ```
 public final class DownloadEngine: Sendable {
-    private let loop: EngineLoop
+    /// Internal for tests (`EngineLoop.heldBodiesWithdrawn`).
+    let loop: EngineLoop
     /// Internal for tests: the subscriptions it holds.
     let hub = EventHub()
     /// Which downloads are open; makes this engine's ids.

@@ -18,6 +18,10 @@ final class StateWriter: @unchecked Sendable {
     private var released: [ReleasedFile] = []
     /// Whether the file held records when it was opened (see `record`).
     private let hadRecords: Bool
+    /// Whether work was handed to the state thread since the engine last
+    /// waited for it: until then, a `commitAndWait` with nothing pending has
+    /// nothing to wait for.
+    private var handedOver = false
 
     init(_ store: StateStore) {
         self.store = store
@@ -45,6 +49,7 @@ final class StateWriter: @unchecked Sendable {
         pending = []
         released = []
         guard !batch.isEmpty || !files.isEmpty || next != nil else { return }
+        handedOver = true
         queue.async { [store] in
             Self.write(batch, files, to: store)
             next?()
@@ -55,12 +60,16 @@ final class StateWriter: @unchecked Sendable {
     /// with `sync`, which runs the block on this thread when the state thread
     /// is idle: no hop to another thread and back while the engine waits (on a
     /// busy machine that hop cost up to a millisecond per commit). With nothing
-    /// pending it still waits for the commits handed over before.
+    /// pending it still waits for the commits handed over before, and with
+    /// none of those either it returns at once: the part files opened after one
+    /// commit of a loop turn cost no more trips to the state queue.
     func commitAndWait() {
         let batch = pending
         let files = released
+        guard !batch.isEmpty || !files.isEmpty || handedOver else { return }
         pending = []
         released = []
+        handedOver = false
         queue.sync { [store] in Self.write(batch, files, to: store) }
     }
 
@@ -74,7 +83,10 @@ final class StateWriter: @unchecked Sendable {
 
     /// Waits for everything handed to the state thread so far (and for the work
     /// chained behind it to be handed on).
-    func wait() { queue.sync {} }
+    func wait() {
+        handedOver = false
+        queue.sync {}
+    }
 
     /// The record of a request, with every earlier save applied. The engine asks
     /// once per download, when it starts, before any save of its own. An engine

@@ -1,23 +1,5 @@
 internal import CCurl
 
-/// What the engine wants done with a response's body.
-enum BodyDecision {
-    /// Write it: the part file is open.
-    case write
-    /// Hold it: a hook is deciding (back-pressure through CURL_WRITEFUNC_PAUSE).
-    case pause
-    /// Keep it in memory until the part file opens: after the state commit at
-    /// the end of this loop turn, or after the response hook's verdict
-    /// (`Transfer.flushBuffer`); past `maxBufferedBytes`, pause as for `.pause`.
-    /// A small file then completes in curl at once, without a pause and unpause
-    /// and another loop turn to finish it.
-    case buffer
-    /// Stop the transfer; the engine recorded why.
-    case abort
-    /// Read and drop it (the body of a redirect).
-    case discard
-}
-
 /// The engine side of a transfer's callbacks. Called on the transfer thread,
 /// from inside curl, so implementations must not add or remove handles.
 protocol TransferOwner: AnyObject {
@@ -35,33 +17,20 @@ final class Transfer {
     var resumeOffset: Int64 = 0
     /// Response headers of the current block, lower-case names.
     private(set) var headers: [String: String] = [:]
-    /// Whether `bodyStarts` has been asked.
-    var bodyDecided = false
-    /// While true the write callback keeps pausing.
-    var holding = false
+    /// What the body bytes do (see `TransferBody`).
+    private(set) var body = TransferBody.undecided
     /// The run's speed cap, when it has one (shared by every transfer).
     var pacer: RatePacer?
     /// Where this transfer stands with the pacer (paused in its line or not).
     var pacing = Pacing.free
-    /// Body bytes kept in memory while the part file waits for the state commit.
-    private(set) var buffered: [UInt8]?
+    /// Body bytes kept in memory while the part file waits for the state
+    /// commit (`body` is `.buffering` or `.bufferFull`).
+    private var buffered: [UInt8] = []
     static let maxBufferedBytes = 256 * 1024
-    /// Whether body bytes are being kept in memory (see `BodyDecision.buffer`).
-    var isBuffering: Bool { buffered != nil }
-    var bufferedCount: Int { buffered?.count ?? 0 }
+    var bufferedCount: Int { buffered.count }
     /// The whole body, when it all arrived in memory and goes to disk as a
     /// `HeldFile` instead of through a part file (`keepWholeBody`).
     private(set) var wholeBody: [UInt8]?
-    /// Set when the engine decided that this transfer's body, all in memory,
-    /// becomes a `HeldFile` once curl reports it complete.
-    var keepsWholeBody = false
-    /// The response is a redirect: its body is dropped and the engine follows it.
-    var redirect = false
-    /// The server said 304 to a conditional request: the file on disk is current.
-    var notModified = false
-    /// The server refused the resume (416): the body is dropped, and the download
-    /// starts again from byte 0.
-    var restartFromZero = false
     /// The open part file, once the body is wanted.
     var file: PartFile?
     var hasher: SHA256Hasher?
@@ -145,19 +114,43 @@ final class Transfer {
         return true
     }
 
-    /// The transfer ended with its whole body in memory: that is the body.
-    func keepWholeBody() {
-        let body = buffered ?? []
-        buffered = nil
-        received += Int64(body.count)
-        wholeBody = body
+    /// Applies the engine's decision on the body (from the write callback, or
+    /// for an empty body when the transfer ended).
+    func decide(_ decision: BodyDecision) {
+        switch decision {
+        case .write: body = .streaming
+        case .pause: body = .paused
+        case .buffer: body = .buffering
+        case .abort: body = .refused
+        case .discard(let reason): body = .dropping(reason)
+        }
     }
 
-    /// Writes the bytes kept in memory to the part file, now open; false (with
-    /// `abortError`) when the write fails.
+    /// The body, all in memory, becomes a `HeldFile` when curl reports the
+    /// transfer complete (`keepWholeBody`).
+    func keepWhenComplete() {
+        assert(body == .buffering, "only a body flowing into memory is kept whole")
+        body = .keptWhole
+    }
+
+    /// The transfer ended with its whole body in memory: that is the body.
+    func keepWholeBody() {
+        let whole = buffered
+        buffered = []
+        body = .keptWhole
+        received += Int64(whole.count)
+        wholeBody = whole
+    }
+
+    /// Writes the bytes kept in memory to the part file, now open, and lets
+    /// later bytes stream to it; false (with `abortError`) when the write fails.
+    /// The caller unpauses curl when it was paused.
     func flushBuffer() -> Bool {
-        guard let pending = buffered else { return true }
-        buffered = nil
+        let wasInMemory = body.isInMemory
+        body = .streaming
+        guard wasInMemory else { return true }
+        let pending = buffered
+        buffered = []
         return pending.withUnsafeBytes { store($0) }
     }
 
@@ -173,29 +166,29 @@ final class Transfer {
 
     /// Body bytes: to the part file (and the hasher), or a pause, or a stop.
     private func take(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if !bodyDecided {
-            bodyDecided = true
-            switch owner.bodyStarts(self) {
-            case .write: break
-            case .pause: holding = true
-            case .buffer: buffered = []
-            case .abort: return 0
-            case .discard: break
-            }
-        }
-        if holding { return dl_writefunc_pause() }
-        if buffered != nil {
-            if buffered!.count + bytes.count > Transfer.maxBufferedBytes {
-                holding = true
+        switch body {
+        case .streaming:
+            activity &+= 1
+            return store(bytes) ? bytes.count : 0
+        case .undecided:
+            decide(owner.bodyStarts(self))
+            // The decision is never `.undecided`: this recurses once.
+            return take(bytes)
+        case .buffering:
+            if buffered.count + bytes.count > Transfer.maxBufferedBytes {
+                body = .bufferFull
                 return dl_writefunc_pause()
             }
-            buffered!.append(contentsOf: bytes)
+            buffered.append(contentsOf: bytes)
             activity &+= 1
             return bytes.count
+        case .bufferFull, .paused:
+            return dl_writefunc_pause()
+        case .dropping:
+            return bytes.count
+        case .keptWhole, .refused:
+            return 0
         }
-        if redirect || notModified || restartFromZero { return bytes.count }
-        activity &+= 1
-        return store(bytes) ? bytes.count : 0
     }
 
     /// To the part file and the hasher.
@@ -208,15 +201,6 @@ final class Transfer {
         hasher?.update(bytes)
         received += Int64(bytes.count)
         return true
-    }
-}
-
-extension Substring {
-    func trimmingWhitespace() -> Substring {
-        var s = self
-        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
-        return s
     }
 }
 

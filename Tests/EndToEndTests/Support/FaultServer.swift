@@ -80,14 +80,8 @@ enum Paths {
         ProcessInfo.processInfo.environment["DLPIPE_BIN"] ?? repository + "/.build/debug/dlpipe"
 }
 
-enum TempDir {
-    /// A fresh directory under the system's temporary directory.
-    static func make(_ label: String) throws -> String {
-        let path = NSTemporaryDirectory() + "dlpipe-test-\(label)-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-}
+/// Test directories (TestSupport): removed when the test process exits.
+typealias TempDir = TestSupport.TempDir
 
 enum TestData {
     /// Deterministic bytes (SplitMix64), so failures can be reproduced.
