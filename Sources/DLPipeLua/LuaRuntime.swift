@@ -28,6 +28,10 @@ public final class LuaRuntime {
     let pool = LuaRefPool()
     /// Swift functions exposed to Lua; the index is upvalue 2 of their trampoline closure.
     var functions: [([LuaValue]) throws(LuaCallError) -> [LuaValue]] = []
+    /// Their names as scripts know them ("__dl.read" is "dl.read"), for the backstop's message.
+    var functionNames: [String] = []
+    /// What the Lua thread is doing, for other threads (the handler backstop).
+    let monitor = LuaCallMonitor()
     /// Threads running Swift callbacks, innermost last. Re-entrant API use must go through
     /// the running thread: a thread that resumed a coroutine may not be called into.
     var activeThreads: [OpaquePointer] = []
@@ -145,6 +149,7 @@ public final class LuaRuntime {
     public func register(_ path: String, _ function: @escaping ([LuaValue]) throws(LuaCallError) -> [LuaValue]) {
         let L = currentState
         functions.append(function)
+        functionNames.append(path.hasPrefix("__") ? String(path.dropFirst(2)) : path)
         let id = lua_Integer(functions.count - 1)
         setPath(path, on: L) {
             dl_push_swift_function(L, { L in luaDispatch(L) }, id)

@@ -150,6 +150,16 @@ enum RunDriver {
         }
         options.stdout?.start(engine: engine)
         let stopper = StopSignals.install(engine: engine, reporter: reporter)
+        // A handler stuck where nothing can stop it: its download already failed; every later
+        // event would wait for it, so the run ends early and cleanly (part files kept), exit 1.
+        session?.whenStuck { message in
+            Terminal.error("dlpipe: " + Terminal.cleanLines(message) + "; the run ends early (part files are kept)")
+            Task {
+                await engine.stop()
+                reporter.flushBeforeExit()
+                exit(ExitCode.failed)
+            }
+        }
         session?.start(with: engine)
         for request in requests { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()

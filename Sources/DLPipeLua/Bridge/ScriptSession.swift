@@ -78,6 +78,8 @@ public final class ScriptSession: @unchecked Sendable {
     public let scripts: [String]
     /// Downloads the scripts added at their top level.
     public let queuedAtLoad: Int
+    /// Gives up on handlers stuck past their budget (HandlerBackstop).
+    private let backstop: HandlerBackstop
 
     /// Loads the job and its hooks. A script that fails to load throws
     /// `file:line: message`, before any request is made.
@@ -113,12 +115,21 @@ public final class ScriptSession: @unchecked Sendable {
         self.settings = settings
         self.counts = counts
         self.queuedAtLoad = queued
+        self.backstop = HandlerBackstop(monitor: host.runtime.monitor)
         self.scripts = (options.jobPath.map { [$0] } ?? []) + hookScripts
     }
 
     /// The engine's hooks: the Lua handlers.
     public func hooks(report: @escaping @Sendable (String) -> Void) -> any DownloadHooks {
-        LuaHooks(host: host, thread: thread, counts: counts, report: report)
+        LuaHooks(host: host, thread: thread, counts: counts, backstop: backstop, report: report)
+    }
+
+    /// What to do when a handler stuck past its budget has not returned long after its
+    /// download was failed without it: every later event waits for it, so the command line
+    /// ends the run early (a clean stop, exit 1). `action` gets a message naming the script's
+    /// line and the call it is stuck in.
+    public func whenStuck(_ action: @escaping @Sendable (String) -> Void) {
+        backstop.whenStuck(action)
     }
 
     /// Connects the scripts to the running engine and queues what they added at load.
