@@ -92,10 +92,12 @@ public final class LuaRuntime {
         dl_gc_collect(currentState)
     }
 
-    /// Loads a text chunk (binary chunks are refused) with its own environment: a fresh table
-    /// whose metatable's __index is the shared globals and whose `_G` is itself, so a script's
-    /// globals stay its own while it sees the libraries, `setGlobal` values and registered
-    /// functions. A chunk name without "@" or "=" gets "@", so messages read "name:line:".
+    /// Loads a text chunk (binary chunks are refused) with its own environment, a world of its
+    /// own (`dl_push_new_env`): the shared globals as they are now, each table among them a
+    /// copy of its own (`string.upper = f` changes this script's `string` only), `dl` frozen
+    /// (reads work, writes raise), and `_G` the environment itself. `setGlobal` and `register`
+    /// after the load are not seen by it. A chunk name without "@" or "=" gets "@", so
+    /// messages read "name:line:".
     public func load(_ source: [UInt8], chunkName: String) throws(LuaError) -> LuaFunctionRef {
         try load(source, chunkName: chunkName, sharedEnvironment: false)
     }

@@ -7,6 +7,15 @@
 
 local raw = __dl
 __dl = nil
+
+-- The functions the prelude needs, taken at start-up. Scripts never see these tables:
+-- each script gets copies of its own (dl_push_new_env), so a hook that replaces
+-- table.insert or tostring changes its own world, not the job's handlers.
+local type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset =
+  type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset
+local table_insert, table_concat = table.insert, table.concat
+local string_format = string.format
+local math_tointeger, math_type = math.tointeger, math.type
 local API = raw.api
 
 -- Where each call may be called, and the events, from the API table.
@@ -61,7 +70,7 @@ local function allowed(name)
   local here = (context == "job" or context == "hook") and "the top level of a script"
     or ("a " .. context .. " handler")
   error(script_position() .. name .. " may not be called in " .. here
-    .. " (allowed: " .. table.concat(where, ", ") .. ")", 0)
+    .. " (allowed: " .. table_concat(where, ", ") .. ")", 0)
 end
 
 local dl = {}
@@ -100,7 +109,7 @@ function dl.add(spec)
   end
   local parent = current and current.fields.id or nil
   local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
-    math.tointeger(spec.priority) or 0, parent)
+    math_tointeger(spec.priority) or 0, parent)
   if not ok then error(script_position() .. "dl.add: " .. tostring(id), 0) end
   if not id then error("dl.add: " .. err, 2) end
   if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
@@ -112,7 +121,7 @@ function dl.on(event, fn)
   if not EVENTS[event] then error("unknown event '" .. tostring(event) .. "'", 2) end
   if type(fn) ~= "function" then error("dl.on: the handler must be a function", 2) end
   positions[fn] = script_position()
-  table.insert(handlers[event], fn)
+  table_insert(handlers[event], fn)
 end
 
 function dl.skip(reason)
@@ -140,7 +149,7 @@ end
 local function control(name, fn)
   return function(id)
     allowed(name)
-    if math.tointeger(id) == nil then error(name .. " wants a download id", 2) end
+    if math_tointeger(id) == nil then error(name .. " wants a download id", 2) end
     fn(id)
   end
 end
@@ -170,7 +179,7 @@ function dl.log(...)
   local parts = {}
   for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
   local id = current and current.fields.id or nil
-  raw.log(script_position(), id, table.concat(parts, "\t"))
+  raw.log(script_position(), id, table_concat(parts, "\t"))
 end
 print = dl.log
 
@@ -215,7 +224,7 @@ local PROXY = {
     -- A name is one file name: a folder goes in d.dir, so that a "/" from a
     -- title or a header never makes folders by accident (dl.safename cleans one).
     if k == "name" and (v:find("/", 1, true) or v == "" or v == "." or v == "..") then
-      error("d.name is one file name, not " .. string.format("%q", v)
+      error("d.name is one file name, not " .. string_format("%q", v)
         .. ": a folder goes in d.dir, which must stay inside the output directory"
         .. " (dl.safename(s) makes any text a safe name)", 2)
     end
@@ -246,7 +255,7 @@ local LAZY_SHA256 = { __index = function(t, k)
   local digest = raw.sha256(t.path)
   rawset(t, "sha256", digest)
   return digest
-end }
+end, __metatable = false }
 function host.begin(event, fields, arg)
   context = event
   if event == "finished" and arg.sha256 == nil then setmetatable(arg, LAZY_SHA256) end
@@ -266,14 +275,14 @@ local function verdict(event, handler, result, extra)
   if result == HANDLED then return "handled" end
   if result == false and (event == "retrying" or event == "failed") then return "giveup" end
   local problem = ""
-  if event == "done" and math.type(result) then
-    local code = math.tointeger(result)
+  if event == "done" and math_type(result) then
+    local code = math_tointeger(result)
     if code and code >= 0 and code <= 125 and not RESERVED_EXIT[code] then return "exit", code end
     if code and RESERVED_EXIT[code] then
       problem = ": dlpipe exits " .. code .. " when " .. RESERVED_EXIT[code]
     end
   end
-  local shown = type(result) == "string" and string.format("%q", result)
+  local shown = type(result) == "string" and string_format("%q", result)
     or (type(result) == "table" and "a table") or tostring(result)
   error((positions[handler] or "") .. "a " .. event .. " handler returns " .. RETURNS[event]
     .. ", not " .. shown .. problem, 0)
