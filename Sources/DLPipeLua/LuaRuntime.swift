@@ -182,6 +182,25 @@ public final class LuaRuntime {
         return value(at: -1, on: L)
     }
 
+    /// Sets `path` ("os.getenv") in the environment of a chunk `load` returned (its own world,
+    /// not the shared globals); tables along the path must exist. Does nothing otherwise.
+    func setInEnvironment(of chunk: LuaFunctionRef, _ path: String, _ value: LuaValue) {
+        let L = currentState
+        let parts = Self.split(path)
+        guard chunk.pool === pool, let last = parts.last, lua_checkstack(L, 5) != 0 else { return }
+        let top = lua_gettop(L)
+        defer { lua_settop(L, top) }
+        lua_rawgeti(L, dl_registryindex(), lua_Integer(chunk.ref))
+        guard lua_getupvalue(L, -1, 1) != nil, lua_type(L, -1) == LUA_TTABLE else { return }
+        for part in parts.dropLast() {
+            Self.pushString(part, on: L)
+            guard lua_rawget(L, -2) == LUA_TTABLE else { return }
+        }
+        Self.pushString(last, on: L)
+        push(value, on: L)
+        lua_rawset(L, -3)
+    }
+
     /// Walks/creates tables along `path` in the shared globals and stores what `pushValue` pushes.
     private func setPath(_ path: String, on L: OpaquePointer, _ pushValue: () -> Void) {
         let parts = Self.split(path)

@@ -69,6 +69,12 @@ struct RunOptions {
             }
             options.scripts.vars[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
         }
+        for name in try args.values("--allow-env") {
+            guard !name.isEmpty, !name.contains("="), !name.contains("\0") else {
+                throw UsageError("--allow-env wants a variable name, not \(name.debugDescription)", command: command)
+            }
+            options.scripts.allowedEnvironment.append(name)
+        }
         options.scripts.hookDirectories = try args.values("--hooks")
         options.scripts.hookFiles = try args.values("--hook")
         options.scripts.defaultHooks = !args.flag("--no-hooks")

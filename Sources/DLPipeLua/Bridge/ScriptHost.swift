@@ -82,7 +82,7 @@ final class ScriptHost: @unchecked Sendable {
     /// finished event's verdict takes them to the engine's state.
     private var computedDigests: [String: String] = [:]
 
-    init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String],
+    init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String], allowedEnvironment: [String] = [],
          log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
         runtime = LuaRuntime(memoryLimit: memoryLimit, unsafe: unsafe)
         self.budget = budget
@@ -91,6 +91,7 @@ final class ScriptHost: @unchecked Sendable {
         var table: [LuaValue: LuaValue] = [:]
         for (key, value) in vars { table[LuaValue(key)] = LuaValue(value) }
         runtime.setGlobal("__dl.vars", .table(table))
+        runtime.setGlobal("__dl.allow_env", .table(Dictionary(allowedEnvironment.map { (LuaValue($0), LuaValue.boolean(true)) }) { a, _ in a }))
         let host: [LuaValue]
         do throws(LuaError) {
             // The API table first: the prelude reads it as `__dl.api`.
@@ -116,6 +117,10 @@ final class ScriptHost: @unchecked Sendable {
         _ = try callHost("set_context", [LuaValue(isJob ? "job" : "hook"), LuaValue(displayName)])
         do {
             let chunk = try runtime.load([UInt8](data), chunkName: "@" + displayName)
+            // The job's os.getenv also answers the names of its own dl.config{ env = ... }.
+            if isJob, let getenv = hostFunctions["job_getenv"] {
+                runtime.setInEnvironment(of: chunk, "os.getenv", .function(getenv))
+            }
             _ = try runtime.call(chunk, [], budget: max(budget, 10))
         } catch {
             throw ScriptError(error)

@@ -15,6 +15,9 @@ public struct ScriptOptions: Sendable {
     public var unsafe = false
     /// `--var NAME=VALUE`.
     public var vars: [String: String] = [:]
+    /// `--allow-env NAME`: environment variables every script's `os.getenv` may read (no
+    /// other is answered; the job may allow more for itself with `dl.config{ env = ... }`).
+    public var allowedEnvironment: [String] = []
     /// The Lua state's memory cap.
     public var memoryLimit = 256 << 20
     /// Seconds each handler call may run; nil for the job's `dl.config{budget=}` or 2.
@@ -90,7 +93,8 @@ public final class ScriptSession: @unchecked Sendable {
             do throws(ScriptError) {
                 let budget = options.budget ?? 2
                 let host = try ScriptHost(unsafe: options.unsafe, memoryLimit: options.memoryLimit,
-                                          budget: budget, vars: options.vars, log: log)
+                                          budget: budget, vars: options.vars,
+                                          allowedEnvironment: options.allowedEnvironment, log: log)
                 host.statePath = options.statePath
                 host.stateDirectory = options.outputDirectory
                 host.readOnlyStore = options.readOnlyStore

@@ -25,7 +25,27 @@ local EVENTS = {}
 for event in pairs(API.events) do EVENTS[event] = true end
 local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number",
   retries = "number", timeout = "number", rate = "any", refresh = "string",
-  budget = "number", max_downloads = "number" }
+  budget = "number", max_downloads = "number", env = "table" }
+
+-- Environment variables are secrets until the user names them: os.getenv answers
+-- nil for any other. `--allow-env NAME` allows a name for every script; the job's
+-- dl.config{ env = { ... } } for the job only (its os.getenv is `host.job_getenv`,
+-- which Swift puts in the job's environment; hooks keep the shared one).
+local real_getenv = os.getenv
+local allowed_everywhere = {}
+local allowed_job = {}
+for name in pairs(raw.allow_env or {}) do
+  allowed_everywhere[name] = true
+  allowed_job[name] = true
+end
+local function getenv_over(allowed)
+  return function(name)
+    if type(name) ~= "string" then error("bad argument #1 to 'getenv' (string expected)", 2) end
+    if allowed[name] then return real_getenv(name) end
+    return nil
+  end
+end
+os.getenv = getenv_over(allowed_everywhere)
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
   meta = true, priority = true }
 
@@ -88,8 +108,17 @@ function dl.config(t)
     if want ~= "any" and type(v) ~= want then
       refuse("config key '" .. k .. "' wants a " .. want .. ", not a " .. type(v))
     end
-    local problem = raw.checkconfig(k, v)
-    if problem then refuse(problem) end
+    if k == "env" then
+      for i, name in pairs(v) do
+        if math_tointeger(i) == nil or type(name) ~= "string" or name == "" then
+          refuse("config key 'env' wants a list of variable names, like { \"API_TOKEN\" }")
+        end
+        allowed_job[name] = true
+      end
+    else
+      local problem = raw.checkconfig(k, v)
+      if problem then refuse(problem) end
+    end
     config[k] = v
   end
 end
@@ -323,6 +352,8 @@ function host.counts()
   for event, list in pairs(handlers) do c[event] = #list end
   return c
 end
+
+host.job_getenv = getenv_over(allowed_job)
 
 function host.set_context(name, script) context, loading = name, script end
 function host.config() return config end

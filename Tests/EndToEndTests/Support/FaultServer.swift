@@ -117,8 +117,8 @@ struct DLPipeRun {
     /// Runs `dlpipe ARGS` in `cwd` and waits for it.
     /// The wait happens on a thread of its own: blocking one of the concurrency
     /// pool's few threads would starve the async tests running beside this one.
-    static func run(_ arguments: [String], stdin: String? = nil) async throws -> DLPipeRun {
-        let process = try Subprocess(Paths.binary, arguments, environment: ["NO_COLOR": "1"], stdin: stdin)
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) async throws -> DLPipeRun {
+        let process = try Subprocess(Paths.binary, arguments, environment: environment.merging(["NO_COLOR": "1"]) { $1 }, stdin: stdin)
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 let (status, out, err) = process.finish()
