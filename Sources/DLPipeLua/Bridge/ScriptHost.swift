@@ -266,23 +266,20 @@ final class ScriptHost: @unchecked Sendable {
             guard let key = args.first?.text else { return [.nil_, LuaValue("a key is needed")] }
             let value = args.count > 1 ? args[1] : .nil_
             if readOnlyStore {
-                do throws(StoreCodec.Unstorable) {
-                    _ = try StoreCodec.text(value)  // the same checks as a real write
-                    overlay[key] = value
-                    return [.boolean(true)]
-                } catch {
-                    return [.nil_, LuaValue(error.message)]
-                }
+                // the same checks as a real write
+                let text: String
+                do throws(StoreCodec.Unstorable) { text = try StoreCodec.text(value) } catch { return [.nil_, LuaValue(error.message)] }
+                do throws(JobStore.TooLarge) { try JobStore.check(text) } catch { return [.nil_, LuaValue(error.message)] }
+                overlay[key] = value
+                return [.boolean(true)]
             }
             switch openStore(configDir: args.count > 2 ? args[2].text : nil) {
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             case .success(let store):
-                do throws(StoreCodec.Unstorable) {
-                    store.setValue(key, try StoreCodec.text(value))
-                    return [.boolean(true)]
-                } catch {
-                    return [.nil_, LuaValue(error.message)]
-                }
+                let text: String
+                do throws(StoreCodec.Unstorable) { text = try StoreCodec.text(value) } catch { return [.nil_, LuaValue(error.message)] }
+                do throws(JobStore.TooLarge) { try store.setValue(key, text) } catch { return [.nil_, LuaValue(error.message)] }
+                return [.boolean(true)]
             }
         }
         runtime.register("__dl.checkpath") { [unowned self] args in
@@ -418,11 +415,19 @@ final class ScriptHost: @unchecked Sendable {
         return engine?.downloadID(number: Int(number))
     }
 
-    /// The bytes of a regular file inside the output directory (ConfinedFile).
+    /// The bytes of a regular file inside the output directory (ConfinedFile), when they fit
+    /// in what is left of the script memory cap: checked against the file's size before a
+    /// byte is read (the Swift side's copy is outside the cap; a 400 MB download read whole
+    /// reached 850 MB before the cap refused the string).
     private func readInsideRoot(_ path: String) -> Result<[UInt8], ScriptError> {
         guard let root else { return .failure(ScriptError("no output directory yet")) }
         do throws(ScriptError) {
-            return .success(try ConfinedFile(path, root: root).readAll())
+            let file = try ConfinedFile(path, root: root)
+            // Swift pushes the string with the cap off: the check is here, before the read.
+            let left = max(0, runtime.memoryLimit - runtime.memoryInUse)
+            let tooLarge = ScriptError("\(path) has \(file.size) bytes, more than the script memory cap of \(LuaRuntime.describe(bytes: runtime.memoryLimit)) leaves room for (\(left) bytes)")
+            guard file.size <= left, let bytes = try file.readAll(atMost: left) else { return .failure(tooLarge) }
+            return .success(bytes)
         } catch {
             return .failure(error)
         }
