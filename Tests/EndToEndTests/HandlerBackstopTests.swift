@@ -33,11 +33,10 @@ import Testing
             end)
             """)
         let base = server.url("/files")
-        let start = Date()
         let run = try await DLPipeRun.run(
             ["run", job.directory + "/job.lua", "-d", out, "--json", "--var", "base=\(base)", "--var", "stuck=yes"],
             under: [], within: 120)
-        let elapsed = Date().timeIntervalSince(start)
+        let elapsed = run.seconds
         #expect(run.status == 1, "status \(run.status): \(run.stderr)")
         #expect(elapsed < 60, "ended early, not at the kill: \(elapsed) s")
         let failed = run.events("failed")
