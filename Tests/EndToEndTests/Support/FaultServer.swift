@@ -122,11 +122,13 @@ struct DLPipeRun {
     /// The wait happens on a thread of its own: blocking one of the concurrency
     /// pool's few threads would starve the async tests running beside this one.
     static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) async throws -> DLPipeRun {
+        let started = Date()
         let process = try Subprocess(Paths.binary, arguments, environment: environment.merging(["NO_COLOR": "1"]) { $1 }, stdin: stdin)
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 let (status, out, err) = process.finish()
-                continuation.resume(returning: DLPipeRun(status: status, stdout: out, stderr: err))
+                let seconds = Date().timeIntervalSince(started)
+                continuation.resume(returning: DLPipeRun(status: status, stdout: out, stderr: err, seconds: seconds))
             }
         }
     }
