@@ -8,19 +8,22 @@ import Synchronization
 /// with the hook unable to fire).
 ///
 /// While the Lua thread is inside a Swift function it touches no Lua state until it has taken
-/// this lock again (`leaveSwift`), so a reader holding the lock may walk that Lua thread's
-/// stack to name the script's line (`dl_script_position`).
+/// the `inSwift` lock again (`leaveSwift`), so a reader holding the lock may walk that Lua
+/// thread's stack to name the script's line (`dl_script_position`).
 final class LuaCallMonitor: Sendable {
-    struct State {
-        /// Counts outermost calls: tells one overdue call from the next.
-        var sequence: UInt64 = 0
-        /// CLOCK_MONOTONIC deadline of the running outermost call; 0 when none runs.
-        var deadline: Int64 = 0
-        var budget: Double = 0
-        /// The Lua thread (address) and the function, while a call into Swift runs.
-        var swiftState: UInt = 0
-        var swiftName: String?
+    /// The Swift function the Lua thread is in: the thread (address) and the function's name.
+    struct InSwift {
+        var state: UInt = 0
+        var name: String?
     }
+
+    /// Counts outermost calls: tells one overdue call from the next.
+    private let sequence = Atomic<UInt64>(0)
+    /// CLOCK_MONOTONIC deadline of the running outermost call; 0 when none runs. (Atomics:
+    /// every handler call sets and clears them, and a lock there cost more than the rest.)
+    private let deadline = Atomic<Int64>(0)
+    private let budgetBits = Atomic<UInt64>(0)
+    private let inSwift = Mutex(InSwift())
 
     /// A call that overran its deadline by more than the grace.
     struct Overdue: Sendable {
@@ -32,67 +35,62 @@ final class LuaCallMonitor: Sendable {
         let function: String?
     }
 
-    private let state = Mutex(State())
-
     init() {}
 
     func begin(deadline: Int64, budget: Double) {
-        state.withLock {
-            $0.sequence &+= 1
-            $0.deadline = deadline
-            $0.budget = budget
-            $0.swiftState = 0
-            $0.swiftName = nil
-        }
+        budgetBits.store(budget.bitPattern, ordering: .relaxed)
+        sequence.add(1, ordering: .sequentiallyConsistent)
+        self.deadline.store(deadline, ordering: .sequentiallyConsistent)
     }
 
     func end() {
-        state.withLock {
-            $0.deadline = 0
-            $0.swiftState = 0
-            $0.swiftName = nil
-        }
+        deadline.store(0, ordering: .sequentiallyConsistent)
     }
 
     /// The Lua thread `L` enters the Swift function `name`; returns what it was in before.
-    func enterSwift(_ L: OpaquePointer, name: String) -> (UInt, String?) {
-        swap((UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(L))), name))
+    func enterSwift(_ L: OpaquePointer, name: String) -> InSwift {
+        swap(InSwift(state: UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(L))), name: name))
     }
 
     /// A Swift function calls back into Lua: not in Swift meanwhile. Returns what to restore.
-    func suspendSwift() -> (UInt, String?) { swap((0, nil)) }
+    func suspendSwift() -> InSwift { swap(InSwift()) }
 
     /// Back in Lua (or in the Swift function that called back into Lua, `previous`).
-    func leaveSwift(_ previous: (UInt, String?)) { _ = swap(previous) }
+    func leaveSwift(_ previous: InSwift) { _ = swap(previous) }
 
-    private func swap(_ value: (UInt, String?)) -> (UInt, String?) {
-        state.withLock { s in
-            let previous = (s.swiftState, s.swiftName)
-            s.swiftState = value.0
-            s.swiftName = value.1
-            return previous
+    private func swap(_ value: InSwift) -> InSwift {
+        inSwift.withLock { current in
+            defer { current = value }
+            return current
         }
     }
 
     /// The running outermost call, when `now` is more than `grace` seconds past its deadline.
     func overdue(grace: Double) -> Overdue? {
-        state.withLock { s in
-            let now = dl_now_ns()
-            guard s.deadline != 0, now > s.deadline + Int64(grace * 1e9) else { return nil }
+        // The sequence read on both sides of the deadline: the deadline is that call's (begin
+        // counts before it sets the deadline, end clears it).
+        let running = sequence.load(ordering: .sequentiallyConsistent)
+        let due = deadline.load(ordering: .sequentiallyConsistent)
+        guard due != 0, sequence.load(ordering: .sequentiallyConsistent) == running,
+            dl_now_ns() > due + Int64(grace * 1e9)
+        else { return nil }
+        return inSwift.withLock { s in
             var position: String?
-            if s.swiftState != 0, let L = OpaquePointer(bitPattern: s.swiftState) {
-                // The Lua thread waits on this lock before it touches its state again.
+            if s.state != 0, let L = OpaquePointer(bitPattern: s.state) {
+                // The Lua thread takes this lock before it touches its state again.
                 var buffer = [CChar](repeating: 0, count: 256)
                 if dl_script_position(L, &buffer, buffer.count) != 0 {
                     position = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 }
             }
-            return Overdue(sequence: s.sequence, budget: s.budget, position: position, function: s.swiftName)
+            return Overdue(sequence: running, budget: Double(bitPattern: budgetBits.load(ordering: .relaxed)),
+                           position: position, function: s.name)
         }
     }
 
     /// Whether the outermost call `sequence` is still running.
     func isRunning(_ sequence: UInt64) -> Bool {
-        state.withLock { $0.sequence == sequence && $0.deadline != 0 }
+        self.sequence.load(ordering: .sequentiallyConsistent) == sequence
+            && deadline.load(ordering: .sequentiallyConsistent) != 0
     }
 }
