@@ -105,6 +105,9 @@ final class ReplyOnce<Verdict: Sendable>: Sendable {
 
     init(_ reply: @escaping @Sendable (Verdict) -> Void) { self.reply = reply }
 
+    /// Whether the engine has its answer already (a late handler's report is then dropped too).
+    var answered: Bool { sent.load(ordering: .acquiring) }
+
     func callAsFunction(_ verdict: Verdict) {
         if !sent.exchange(true, ordering: .acquiringAndReleasing) { reply(verdict) }
     }

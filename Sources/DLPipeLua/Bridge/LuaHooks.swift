@@ -138,7 +138,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
             }
             let verdict: FailureVerdict
             if let failure = outcome.error {
-                report("failed handler for download \(download.id): \(failure.message)")
+                if !reply.answered { report("failed handler for download \(download.id): \(failure.message)") }
                 verdict = .giveUp
             } else {
                 switch outcome.verdict {
@@ -158,7 +158,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
                 report("done handler: \($0)")
                 reply(nil)
             }
-            if let error = outcome.error { report("done handler: \(error.message)") }
+            if let error = outcome.error, !reply.answered { report("done handler: \(error.message)") }
             // A code an earlier handler returned stands even when a later one failed.
             let code = outcome.verdict == "exit" ? outcome.extra.int.map { Int($0) } : nil
             replies.append { reply(code) }
