@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import TestSupport
 
 @testable import DLPipeLua
 
@@ -27,22 +26,30 @@ private func timed(_ body: () -> Void) -> Double {
     return Date().timeIntervalSince(start)
 }
 
+/// Holds a result handed from the helper thread to the test.
+private final class Box<T>: @unchecked Sendable { var value: T? }
+
 /// Runs `body` on its own thread (as dlpipe runs Lua) and gives up after `limit` seconds, so a
 /// broken budget fails the test instead of hanging the run (the stuck thread is abandoned).
-/// Awaited, not waited for on a semaphore, so no thread of the concurrency pool is held.
-private func onThread<T: Sendable>(limit: Double = 20, _ body: @escaping @Sendable () -> T) async throws -> T {
-    try await within(seconds: limit, "the Lua call") {
-        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
-            let thread = Thread { continuation.resume(returning: body()) }
-            thread.stackSize = 8 << 20
-            thread.start()
-        }
+private func onThread<T: Sendable>(limit: Double = 20, _ body: @escaping @Sendable () -> T) -> T? {
+    let box = Box<T>()
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        box.value = body()
+        done.signal()
     }
+    thread.stackSize = 8 << 20
+    thread.start()
+    guard done.wait(timeout: .now() + limit) == .success else {
+        Issue.record("the Lua call did not stop within \(limit) s")
+        return nil
+    }
+    return box.value
 }
 
 /// Runs each script in one runtime with a 0.2 s budget: its error and the seconds it took.
-private func runLoops(_ scripts: [String], name: String) async throws -> [(error: LuaError?, seconds: Double)] {
-    try await onThread {
+private func runLoops(_ scripts: [String], name: String) -> [(error: LuaError?, seconds: Double)]? {
+    onThread {
         let rt = LuaRuntime()
         var out: [(error: LuaError?, seconds: Double)] = []
         for script in scripts {
@@ -58,8 +65,8 @@ private func runLoops(_ scripts: [String], name: String) async throws -> [(error
 }
 
 @Suite struct LuaBudgetTests {
-    @Test func infiniteLoopTimesOutAndRuntimeSurvives() async throws {
-        let out = try await runLoops(["local x = 0\nwhile true do x = x + 1 end"], name: "loop.lua")
+    @Test func infiniteLoopTimesOutAndRuntimeSurvives() throws {
+        let out = try #require(runLoops(["local x = 0\nwhile true do x = x + 1 end"], name: "loop.lua"))
         let e = try #require(out[0].error)
         #expect(e.kind == .timeout)
         #expect(e.message == "loop.lua:2: time budget of 0.2 s exceeded")
@@ -67,8 +74,8 @@ private func runLoops(_ scripts: [String], name: String) async throws -> [(error
         #expect(out[1].error == nil)
     }
 
-    @Test func pcallCannotSwallowTheTimeout() async throws {
-        let out = try await runLoops([
+    @Test func pcallCannotSwallowTheTimeout() throws {
+        let out = try #require(runLoops([
             "while true do pcall(function() while true do end end) end",
             // Even a script that catches the stop and returns at once is reported as timed out.
             "return pcall(function() while true do end end)",
@@ -89,7 +96,7 @@ private func runLoops(_ scripts: [String], name: String) async throws -> [(error
             pcall(coroutine.wrap(function() local s <close> = "x" while true do end end))
             while true do end
             """,
-        ], name: "pcall.lua")
+        ], name: "pcall.lua"))
         for (i, result) in out.dropLast().enumerated() {
             #expect(result.error?.kind == .timeout, "script \(i): \(String(describing: result.error))")
             #expect(result.seconds < 1.5)
@@ -97,13 +104,13 @@ private func runLoops(_ scripts: [String], name: String) async throws -> [(error
         #expect(out.last?.error == nil)
     }
 
-    @Test func coroutinesShareTheBudget() async throws {
-        let out = try await runLoops([
+    @Test func coroutinesShareTheBudget() throws {
+        let out = try #require(runLoops([
             "coroutine.wrap(function() while true do end end)()",
             "while true do pcall(coroutine.wrap(function() while true do end end)) end",
             "while true do coroutine.resume(coroutine.create(function() for i = 1, 900 do end end)) end",
             "local function nest(n) if n == 0 then while true do end end coroutine.wrap(nest)(n - 1) end nest(50)",
-        ], name: "co.lua")
+        ], name: "co.lua"))
         for (i, result) in out.dropLast().enumerated() {
             #expect(result.error?.kind == .timeout, "script \(i): \(String(describing: result.error))")
             #expect(result.seconds < 1.5, "script \(i) took \(result.seconds) s")
