@@ -4,7 +4,7 @@ import Testing
 /// A handler stuck where neither the time budget's hook nor the watchdog can reach it: in
 /// Swift code behind `dl.*`. Here `f.sha256` of a 1 TiB sparse file (minutes of hashing; a
 /// handler may point `f.path` at any file inside the output directory). The backstop fails
-/// its download with kind `hook` 2 s past the budget, naming the script's line and the call;
+/// its download with kind `hook` 5 s past the budget, naming the script's line and the call;
 /// as the call still does not return, the run ends early 10 s later: exit 1, the files placed
 /// so far kept, the stalled download's part file kept, and the next run resumes it.
 @Suite struct HandlerBackstopTests {

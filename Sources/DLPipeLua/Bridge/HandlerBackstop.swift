@@ -14,9 +14,10 @@ import Synchronization
 /// and the run ends early, cleanly (the command line stops the engine and exits 1).
 final class HandlerBackstop: Sendable {
     /// Past the budget, how long a call may take before it is no longer waited for. The
-    /// watchdog stops Lua code within a tenth of a second of the deadline; this is for what
-    /// it cannot stop.
-    static let grace: Double = 2
+    /// watchdog stops Lua code within a tenth of a second of the deadline, but one instruction
+    /// may run for seconds (a comparison of two strings near the memory cap: over 2 s on a
+    /// loaded machine, where a grace of 2 s gave up on it); this is for what cannot be stopped.
+    static let grace: Double = 5
     /// How long after that the run waits for the stuck call before it ends early.
     static let stuckLimit: Double = 10
 
