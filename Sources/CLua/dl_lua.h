@@ -210,6 +210,20 @@ static inline int dl_watchdog_poke(dl_lua_ctl *c, int64_t now) {
 /* Puts the hook on a thread at the normal rate (the runtime calls it before each call). */
 static inline void dl_arm_hook(lua_State *L) { lua_sethook(L, dl_hook, LUA_MASKCOUNT, DL_HOOK_COUNT); }
 
+/* Writes "src:line" of the innermost frame of script code on L's stack (dlpipe's own chunks,
+ * named "=dlpipe/...", are skipped) into buf; returns 0 when there is none. Reads the stack
+ * only, allocates nothing: LuaCallMonitor calls it from another thread while L waits. */
+static inline int dl_script_position(lua_State *L, char *buf, size_t size) {
+    lua_Debug ar;
+    for (int level = 0; level < 32 && lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+        if (strncmp(ar.source, "=dlpipe/", 8) == 0) continue;
+        snprintf(buf, size, "%s:%d", ar.short_src, ar.currentline);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- Calling Swift from Lua ---- */
 /* The Swift dispatcher: returns the number of results pushed, or a negative number after
  * pushing an error message. It never raises. */

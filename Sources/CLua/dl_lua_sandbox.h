@@ -6,15 +6,116 @@
 #include "dl_lua_bounds.h"
 
 /* ---- Environments and the sandbox ---- */
-/* Pushes a fresh environment: reads fall through to the shared globals, writes stay in it,
- * and _G names the environment itself so `_G.x = 1` does not leak either. Its metatable is
- * its own, so a script that edits it cannot affect other scripts. */
-static inline void dl_push_new_env(lua_State *L) {
-    lua_createtable(L, 0, 1);
-    lua_createtable(L, 0, 1);
-    lua_pushglobaltable(L);
+/* Frozen tables: a script reads `dl` through an empty proxy whose metatable's __index is a
+ * copy of the real table (nested tables frozen the same way). Writes raise (__newindex),
+ * `setmetatable` meets __metatable, the sandbox's `rawset` refuses a table whose metatable is
+ * marked __dlfrozen, and `pairs` iterates the copy through a C function that never hands the
+ * copy itself to the script. So functions added to `dl` later are covered without a list. */
+static inline int dl_frozen_newindex(lua_State *L) {
+    return luaL_error(L, "dl is read-only (a script cannot change it; keep your own values in locals)");
+}
+
+static inline int dl_frozen_next(lua_State *L) {
+    lua_settop(L, 2);
+    if (!lua_getmetatable(L, 1)) return 0;
+    lua_pushliteral(L, "__index");
+    if (lua_rawget(L, -2) != LUA_TTABLE) return 0;
+    lua_pushvalue(L, 2);
+    return lua_next(L, -2) ? 2 : 0;
+}
+
+static inline int dl_frozen_pairs(lua_State *L) {
+    lua_pushcfunction(L, dl_frozen_next);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* Whether the value at idx is a frozen proxy. */
+static inline int dl_is_frozen(lua_State *L, int idx) {
+    if (!lua_getmetatable(L, idx)) return 0;
+    lua_pushliteral(L, "__dlfrozen");
+    int frozen = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 2);
+    return frozen;
+}
+
+/* Pushes the frozen proxy of the table at idx; memo (an absolute index) maps tables already
+ * frozen to their proxies, so cycles and shared subtables stay one proxy. */
+static inline void dl_push_frozen(lua_State *L, int idx, int memo, int depth) {
+    idx = lua_absindex(L, idx);
+    lua_pushvalue(L, idx);
+    if (lua_rawget(L, memo) == LUA_TTABLE) return;
+    lua_pop(L, 1);
+    luaL_checkstack(L, 8, "freezing dl");
+    lua_createtable(L, 0, 0);           /* the proxy */
+    lua_createtable(L, 0, 6);           /* its metatable */
+    lua_createtable(L, 0, 16);          /* the copy it reads from */
+    lua_pushvalue(L, idx);
+    lua_pushvalue(L, -4);
+    lua_rawset(L, memo);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -1) == LUA_TTABLE && depth < 16) {
+            dl_push_frozen(L, -1, memo, depth + 1);
+            lua_replace(L, -2);
+        }
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -4);
+    }
     lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, dl_frozen_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushcfunction(L, dl_frozen_pairs);
+    lua_setfield(L, -2, "__pairs");
+    lua_pushliteral(L, "read-only");
+    lua_setfield(L, -2, "__metatable");
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "__dlfrozen");
     lua_setmetatable(L, -2);
+}
+
+/* Pushes a fresh environment, a world of the script's own: every shared global copied in
+ * (functions as they are, each table as a shallow copy of its own, so `string.upper = f` or
+ * `table.insert = f` changes that script's copy only), `dl` frozen, `_G` the environment itself.
+ * Nothing falls through to the shared globals, which only dlpipe's prelude sees; names that
+ * start with "__" are internal and left out. */
+static inline void dl_push_new_env(lua_State *L) {
+    luaL_checkstack(L, 8, "new environment");
+    lua_createtable(L, 0, 64);
+    int env = lua_gettop(L);
+    lua_createtable(L, 0, 4);           /* memo for dl_push_frozen */
+    int memo = env + 1;
+    lua_pushglobaltable(L);
+    int globals = env + 2;
+    lua_pushnil(L);
+    while (lua_next(L, globals)) {
+        size_t len = 0;
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &len) : NULL;
+        if (k == NULL || (len >= 2 && k[0] == '_' && k[1] == '_') || strcmp(k, "_G") == 0) {
+            lua_pop(L, 1);
+            continue;
+        }
+        if (lua_type(L, -1) == LUA_TTABLE) {
+            if (strcmp(k, "dl") == 0) {
+                dl_push_frozen(L, -1, memo, 0);
+            } else {
+                lua_createtable(L, 0, 32);
+                lua_pushnil(L);
+                while (lua_next(L, -3)) {
+                    lua_pushvalue(L, -2);
+                    lua_insert(L, -2);
+                    lua_rawset(L, -4);
+                }
+            }
+            lua_replace(L, -2);
+        }
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env);
+    }
+    lua_pop(L, 2);
     lua_pushvalue(L, -1);
     lua_setfield(L, -2, "_G");
 }
@@ -76,6 +177,17 @@ static inline int dl_sandbox_setmetatable(lua_State *L) {
         return luaL_error(L, "cannot change a protected metatable");
     lua_settop(L, 2);
     lua_setmetatable(L, 1);
+    return 1;
+}
+
+/* Sandboxed `rawset` (upvalue 1: the original): refuses frozen tables (`dl`). */
+static inline int dl_sandbox_rawset(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    if (dl_is_frozen(L, 1)) return luaL_error(L, "dl is read-only (rawset cannot change it either)");
+    lua_settop(L, 3);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, 3, 1);
     return 1;
 }
 
@@ -243,11 +355,20 @@ static inline int dl_open_sandbox(lua_State *L) {
     lua_setfield(L, -2, "xpcall");
     lua_pushcfunction(L, dl_sandbox_setmetatable);
     lua_setfield(L, -2, "setmetatable");
+    dl_wrap_field(L, "rawset", dl_sandbox_rawset);
     lua_getfield(L, -1, "coroutine");
     dl_wrap_field(L, "create", dl_sandbox_cocreate);
     dl_wrap_field(L, "wrap", dl_sandbox_cowrap);
     dl_wrap_field(L, "resume", dl_sandbox_coresume);
     dl_wrap_field(L, "close", dl_sandbox_coclose);
+    lua_pop(L, 2);
+    /* The string metatable is one per state: `getmetatable("").__index.upper = f` would change
+     * s:upper() for every script. getmetatable("") now answers false, and the table behind
+     * method calls is the original string library, which no script environment holds. */
+    lua_pushliteral(L, "");
+    lua_getmetatable(L, -1);
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
     lua_pop(L, 2);
     return 0;
 }

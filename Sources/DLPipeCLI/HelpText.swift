@@ -31,7 +31,9 @@ enum HelpText {
           --retries N             retries of network errors, timeouts, 408, 429, 5xx (default: 3)
           --timeout SECONDS       no progress for that long fails the attempt (default: 30)
           --rate BYTES[/s]        total speed cap; K, M, G suffixes (e.g. 500K, 2M)
-          --var NAME=VALUE        a value for scripts (dl.var.NAME)
+          --var NAME=VALUE        a value for scripts (dl.var.NAME; every script reads it)
+          --allow-env NAME        let scripts read this environment variable with os.getenv
+                                  (repeatable; no other is answered)
           --hooks DIR             load DIR/*.lua as drop-in hooks (repeatable)
           --no-hooks              do not load hooks.d/ beside the job
           --hook FILE             load one hook script (repeatable)

@@ -33,9 +33,12 @@ extension LuaRuntime {
 
         let saved = ctl.pointee
         begin(budget: budget, on: L, functionIndex: base + 2)
+        // A call from a Swift function runs Lua again: not "in Swift" for the monitor meanwhile.
+        let outerSwift = callDepth == 0 ? nil : monitor.suspendSwift()
         callDepth += 1
         let status = dl_pcall_script(L, Int32(argumentCount), dl_multret(), base + 1)
         callDepth -= 1
+        if let outerSwift { monitor.leaveSwift(outerSwift) } else { monitor.end() }
         ctl.pointee.enforce = saved.enforce
         let failure = self.failure(status: status, on: L, budget: budget, refusalsBefore: saved.refusals)
         // Back to the caller's budget and flags; a nested call's timeout must not stick to an
@@ -66,6 +69,7 @@ extension LuaRuntime {
             let outer = ctl.pointee.deadline_ns
             if outer != 0 { deadline = deadline == 0 ? outer : min(deadline, outer) }
         } else {
+            monitor.begin(deadline: deadline, budget: budget)
             // A previous timeout left this thread's hook firing on every instruction, and a
             // previous script may have run collectgarbage("stop") on the shared state.
             dl_arm_hook(L)

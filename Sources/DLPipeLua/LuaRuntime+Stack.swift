@@ -144,7 +144,11 @@ extension LuaRuntime {
         }
         let arguments = count > 0 ? (1...count).map { value(at: $0, on: L) } : []
         activeThreads.append(L)
+        // The backstop may read L's stack while this runs (LuaCallMonitor): no Lua API use
+        // between enterSwift and leaveSwift but the function's own calls back into Lua.
+        let outer = monitor.enterSwift(L, name: functionNames[id])
         let outcome = Result { () throws(LuaCallError) in try function(arguments) }
+        monitor.leaveSwift(outer)
         activeThreads.removeLast()
         switch outcome {
         case .failure(let error):

@@ -28,6 +28,10 @@ public final class LuaRuntime {
     let pool = LuaRefPool()
     /// Swift functions exposed to Lua; the index is upvalue 2 of their trampoline closure.
     var functions: [([LuaValue]) throws(LuaCallError) -> [LuaValue]] = []
+    /// Their names as scripts know them ("__dl.read" is "dl.read"), for the backstop's message.
+    var functionNames: [String] = []
+    /// What the Lua thread is doing, for other threads (the handler backstop).
+    let monitor = LuaCallMonitor()
     /// Threads running Swift callbacks, innermost last. Re-entrant API use must go through
     /// the running thread: a thread that resumed a coroutine may not be called into.
     var activeThreads: [OpaquePointer] = []
@@ -88,10 +92,12 @@ public final class LuaRuntime {
         dl_gc_collect(currentState)
     }
 
-    /// Loads a text chunk (binary chunks are refused) with its own environment: a fresh table
-    /// whose metatable's __index is the shared globals and whose `_G` is itself, so a script's
-    /// globals stay its own while it sees the libraries, `setGlobal` values and registered
-    /// functions. A chunk name without "@" or "=" gets "@", so messages read "name:line:".
+    /// Loads a text chunk (binary chunks are refused) with its own environment, a world of its
+    /// own (`dl_push_new_env`): the shared globals as they are now, each table among them a
+    /// copy of its own (`string.upper = f` changes this script's `string` only), `dl` frozen
+    /// (reads work, writes raise), and `_G` the environment itself. `setGlobal` and `register`
+    /// after the load are not seen by it. A chunk name without "@" or "=" gets "@", so
+    /// messages read "name:line:".
     public func load(_ source: [UInt8], chunkName: String) throws(LuaError) -> LuaFunctionRef {
         try load(source, chunkName: chunkName, sharedEnvironment: false)
     }
@@ -145,6 +151,7 @@ public final class LuaRuntime {
     public func register(_ path: String, _ function: @escaping ([LuaValue]) throws(LuaCallError) -> [LuaValue]) {
         let L = currentState
         functions.append(function)
+        functionNames.append(path.hasPrefix("__") ? String(path.dropFirst(2)) : path)
         let id = lua_Integer(functions.count - 1)
         setPath(path, on: L) {
             dl_push_swift_function(L, { L in luaDispatch(L) }, id)
@@ -173,6 +180,25 @@ public final class LuaRuntime {
             dl_remove(L, -2)
         }
         return value(at: -1, on: L)
+    }
+
+    /// Sets `path` ("os.getenv") in the environment of a chunk `load` returned (its own world,
+    /// not the shared globals); tables along the path must exist. Does nothing otherwise.
+    func setInEnvironment(of chunk: LuaFunctionRef, _ path: String, _ value: LuaValue) {
+        let L = currentState
+        let parts = Self.split(path)
+        guard chunk.pool === pool, let last = parts.last, lua_checkstack(L, 5) != 0 else { return }
+        let top = lua_gettop(L)
+        defer { lua_settop(L, top) }
+        lua_rawgeti(L, dl_registryindex(), lua_Integer(chunk.ref))
+        guard lua_getupvalue(L, -1, 1) != nil, lua_type(L, -1) == LUA_TTABLE else { return }
+        for part in parts.dropLast() {
+            Self.pushString(part, on: L)
+            guard lua_rawget(L, -2) == LUA_TTABLE else { return }
+        }
+        Self.pushString(last, on: L)
+        push(value, on: L)
+        lua_rawset(L, -3)
     }
 
     /// Walks/creates tables along `path` in the shared globals and stores what `pushValue` pushes.

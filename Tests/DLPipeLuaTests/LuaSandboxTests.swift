@@ -54,8 +54,9 @@ private func runLoops(_ scripts: [String], name: String) -> [(error: LuaError?, 
             coroutine.resume(co) coroutine.close(co) while true do end
             """,
             "error(setmetatable({}, {__tostring = function() while true do end end}))",
+            // (The string metatable is locked now: the assignment fails, and the rest still times out.)
             """
-            getmetatable("").__close = function() while true do end end
+            pcall(function() getmetatable("").__close = function() while true do end end end)
             pcall(coroutine.wrap(function() local s <close> = "x" while true do end end))
             while true do end
             """,
@@ -217,5 +218,42 @@ private func runLoops(_ scripts: [String], name: String) -> [(error: LuaError?, 
         rt.setGlobal("__secret", 1)
         try rt.run("function helper() return 'h' end _G.api = {} __secret = nil", chunkName: "prelude.lua")
         #expect(try eval(rt, "return helper(), type(api), __secret") == ["h", "table", .nil_])
+    }
+
+    @Test func eachScriptHasItsOwnLibraryTablesAndAFrozenDl() throws {
+        let rt = LuaRuntime()
+        rt.register("dl.add") { _ in ["real"] }
+        rt.setGlobal("dl.url.base", "http://h/")
+        // A hostile script: its own copies change, everything else refuses.
+        let hostile = try eval(rt, """
+            string.upper = function() return "evil" end
+            table.insert = function() error("evil") end
+            tostring = function() return "evil" end
+            local results = {}
+            for _, probe in ipairs({
+              function() dl.add = function() return "evil" end end,
+              function() dl.url.base = "evil" end,
+              function() dl.fresh = 1 end,
+              function() rawset(dl, "add", print) end,
+              function() rawset(dl.url, "base", "evil") end,
+              function() setmetatable(dl, nil) end,
+              function() getmetatable("").__index.upper = function() return "evil" end end,
+              function() table.move({ print }, 1, 1, 1, dl) end,
+            }) do
+              local ok, err = pcall(probe)
+              results[#results + 1] = ok and "changed" or "refused"
+            end
+            return results, dl.add(), dl.url.base, string.upper("x"), ("x"):upper(), getmetatable("")
+            """, name: "hook.lua")
+        #expect(hostile.first == .table(Dictionary(uniqueKeysWithValues: (1...8).map { (LuaValue.integer(Int64($0)), LuaValue("refused")) })),
+                "\(String(describing: hostile.first))")
+        #expect(Array(hostile.dropFirst()) == ["real", "http://h/", "evil", "X", false], "its own string.upper is its own; methods are not")
+        // Another script sees the untouched world.
+        let other = try eval(rt, """
+            local t = {} table.insert(t, "a")
+            local keys = {} for k in pairs(dl) do keys[#keys + 1] = k end table.sort(keys)
+            return string.upper("x"), tostring(1), t[1], dl.add(), dl.url.base, table.concat(keys, ","), type(dl.url)
+            """, name: "job.lua")
+        #expect(other == ["X", "1", "a", "real", "http://h/", "add,url", "table"])
     }
 }

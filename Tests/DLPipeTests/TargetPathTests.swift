@@ -69,4 +69,19 @@ extension FileManager {
         URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 
+
+    @Test func theStateFolderIsNeverATarget() throws {
+        let root = try #require(TargetPath.canonical(NSTemporaryDirectory()))
+            + "/dlpipe-target-state-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: root + "/.dlpipe", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root + "/state", withDestinationPath: root + "/.dlpipe")
+        for (directory, name) in [(".dlpipe", "x"), (nil, ".dlpipe/state.db"), ("a/..", ".dlpipe"), (nil, ".dlpipe"), ("./.dlpipe/sub", "y")] {
+            #expect(throws: DownloadError.self, "\(String(describing: directory)) \(name)") {
+                try TargetPath.resolve(root: root, directory: directory, name: name)
+            }
+        }
+        #expect(throws: DownloadError.self) { try TargetPath.resolve(root: root, directory: "state", name: "x") }
+        #expect(try TargetPath.resolve(root: root, directory: ".dlpipe2", name: "x").relative == ".dlpipe2/x")
+        #expect(try TargetPath.resolve(root: root, directory: "a", name: ".dlpipe").relative == "a/.dlpipe")
+    }
 }

@@ -22,7 +22,7 @@ public struct TargetPath: Equatable, Sendable {
         // command line's `-o /folder/name` names a file of a folder outside
         // `-d` (whose root that folder becomes) by its whole path.
         let directory = directory == root ? "" : directory
-        if directory?.isEmpty ?? true, isPlainFileName(name) {
+        if directory?.isEmpty ?? true, isPlainFileName(name), name != stateFolder {
             // No folder and no separator: nothing to resolve, and no ancestor
             // that could be a symlink (the leaf is checked below when asked).
             let target = TargetPath(directory: "", name: name)
@@ -58,11 +58,18 @@ public struct TargetPath: Equatable, Sendable {
             }
             parts.append(part)
         }
+        if parts.first == Substring(stateFolder) {
+            throw DownloadError(.hook, "path \(quoted(joined)) is inside \(stateFolder)/, dlpipe's own state, which no download may name")
+        }
         guard let base = parts.popLast() else {
             throw DownloadError(.hook, "path \(quoted(joined)) names no file")
         }
         return TargetPath(directory: parts.joined(separator: "/"), name: String(base))
     }
+
+    /// The output directory's folder of dlpipe's own (state, lock): no download's path may
+    /// name it or anything in it, through a symlink either.
+    static let stateFolder = ".dlpipe"
 
     /// A name that `resolve` would return as it is: not empty, not `.` or
     /// `..`, without `/` or NUL.
@@ -86,6 +93,10 @@ public struct TargetPath: Equatable, Sendable {
             guard let real = FileSystem.realPath(path) else { return }
             if real != root && !real.hasPrefix(root + "/") {
                 throw DownloadError(.hook, "path \(quoted(relative)) leaves the output directory through the symlink \(quoted(path))")
+            }
+            let state = root + "/" + Self.stateFolder
+            if real == state || real.hasPrefix(state + "/") {
+                throw DownloadError(.hook, "path \(quoted(relative)) reaches \(Self.stateFolder)/, dlpipe's own state, through \(quoted(path))")
             }
         }
     }

@@ -351,6 +351,14 @@ public final class StateStore: @unchecked Sendable {
         flush()
     }
 
+    /// Bytes the `dl.store` rows whose keys start with `prefix` take (keys and values).
+    public func storedBytes(keyPrefix prefix: String) -> Int {
+        var total = 0
+        try? db.query("SELECT coalesce(sum(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))), 0) FROM store WHERE substr(CAST(key AS BLOB), 1, ?) = CAST(? AS BLOB)",
+                      [.int(Int64(prefix.utf8.count)), .text(prefix)]) { total = Int($0.int(0) ?? 0) }
+        return total
+    }
+
     private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type, placed_target, placed_size, placed_inode"
 
     private static func record(_ row: SQLRow) -> DownloadRecord {

@@ -73,6 +73,12 @@ struct RunOptions {
             }
             options.scripts.vars[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
         }
+        for name in try args.values("--allow-env") {
+            guard !name.isEmpty, !name.contains("="), !name.contains("\0") else {
+                throw UsageError("--allow-env wants a variable name, not \(name.debugDescription)", command: command)
+            }
+            options.scripts.allowedEnvironment.append(name)
+        }
         options.scripts.hookDirectories = try args.values("--hooks")
         options.scripts.hookFiles = try args.values("--hook")
         options.scripts.defaultHooks = !args.flag("--no-hooks")
@@ -169,6 +175,16 @@ enum RunDriver {
         }
         options.stdout?.start(engine: engine)
         let stopper = StopSignals.install(engine: engine, reporter: reporter)
+        // A handler stuck where nothing can stop it: its download already failed; every later
+        // event would wait for it, so the run ends early and cleanly (part files kept), exit 1.
+        session?.whenStuck { message in
+            Terminal.error("dlpipe: " + Terminal.cleanLines(message) + "; the run ends early (part files are kept)")
+            Task {
+                await engine.stop()
+                reporter.flushBeforeExit()
+                exit(ExitCode.failed)
+            }
+        }
         session?.start(with: engine)
         for request in requests { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()

@@ -43,15 +43,24 @@ struct ConfinedFile: ~Copyable {
 
     deinit { close(descriptor) }
 
-    /// The whole file, from its first byte.
-    func readAll() throws(ScriptError) -> [UInt8] {
+    /// The file's size now (0 when unknown).
+    var size: Int {
+        var info = stat()
+        return fstat(descriptor, &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// The whole file, from its first byte; nil when it holds more than `limit` bytes (it may
+    /// grow while read: the limit holds whatever its size said before).
+    func readAll(atMost limit: Int = .max) throws(ScriptError) -> [UInt8]? {
         var result: [UInt8] = []
+        result.reserveCapacity(min(size, limit))
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let got = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if got < 0 && errno == EINTR { continue }
             if got < 0 { throw ScriptError("read error: \(String(cString: strerror(errno)))") }
             if got == 0 { return result }
+            if got > limit - result.count { return nil }
             result.append(contentsOf: buffer[0..<got])
         }
     }

@@ -10,9 +10,25 @@ import DLPipe
 /// are read as a fallback: a job that has not set a key yet gets the value the
 /// shared store held, so that a cron cursor survives the upgrade; its first
 /// `set` writes its own row, and the shared row stays for the other jobs.
-struct JobStore {
+final class JobStore {
     let namespace: String
     let state: StateStore
+    /// Bytes the job's rows take, learnt at the first `set` and kept up to date after.
+    private var total: Int?
+
+    /// The most one value may take, as stored (JSON text), and the most the job's rows may
+    /// take together: the store is for cursors and small tables, and each `set` is written
+    /// by Swift outside the script memory cap (383 MB were written in 30 s before).
+    static let maxValueBytes = 1 << 20
+    static let maxTotalBytes = 64 << 20
+
+    /// Why a value is not stored.
+    struct TooLarge: Error { let message: String }
+
+    init(namespace: String, state: StateStore) {
+        self.namespace = namespace
+        self.state = state
+    }
 
     /// The namespace of the `get` command's hooks (`dlpipe get --hook FILE`).
     static let getNamespace = "get"
@@ -33,8 +49,25 @@ struct JobStore {
         state.value(Self.rowKey(key, namespace: namespace)) ?? state.value(key)
     }
 
-    /// Sets the job's value (JSON text), committed at once.
-    func setValue(_ key: String, _ json: String) {
-        state.setValue(Self.rowKey(key, namespace: namespace), json)
+    /// Sets the job's value (JSON text), committed at once, within the limits.
+    func setValue(_ key: String, _ json: String) throws(TooLarge) {
+        try Self.check(json)
+        let row = Self.rowKey(key, namespace: namespace)
+        let before = total ?? state.storedBytes(keyPrefix: Self.rowKey("", namespace: namespace))
+        let old = state.value(row).map { row.utf8.count + $0.utf8.count } ?? 0
+        let after = before - old + row.utf8.count + json.utf8.count
+        guard after <= Self.maxTotalBytes else {
+            total = before
+            throw TooLarge(message: "the job's store would take \(after) bytes, more than the \(Self.maxTotalBytes >> 20) MiB it may hold")
+        }
+        state.setValue(row, json)
+        total = after
+    }
+
+    /// Refuses a value larger than `maxValueBytes` as stored.
+    static func check(_ json: String) throws(TooLarge) {
+        guard json.utf8.count <= maxValueBytes else {
+            throw TooLarge(message: "the value takes \(json.utf8.count) bytes as stored, more than the \(maxValueBytes >> 20) MiB one value may")
+        }
     }
 }

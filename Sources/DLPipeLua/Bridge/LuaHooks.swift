@@ -19,11 +19,15 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     private let turn = Mutex<[Call]>([])
     /// Where hook errors that cannot fail a download (done handlers) are reported.
     private let report: @Sendable (String) -> Void
+    /// Answers for handlers that overran their budget where nothing could stop them.
+    private let backstop: HandlerBackstop
 
-    init(host: ScriptHost, thread: LuaThread, counts: [String: Int], report: @escaping @Sendable (String) -> Void) {
+    init(host: ScriptHost, thread: LuaThread, counts: [String: Int], backstop: HandlerBackstop,
+         report: @escaping @Sendable (String) -> Void) {
         self.host = host
         self.thread = thread
         self.report = report
+        self.backstop = backstop
         var interests: HookInterests = []
         if counts["response", default: 0] > 0 { interests.insert(.response) }
         if counts["progress", default: 0] > 0 { interests.insert(.progress) }
@@ -32,6 +36,17 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         if counts["failed", default: 0] > 0 { interests.insert(.failed) }
         if counts["done", default: 0] > 0 { interests.insert(.drained) }
         self.interests = interests
+    }
+
+    /// Runs the handlers of one event with the backstop watching: if they overrun their
+    /// budget past its grace, `abandon` answers for them (on the backstop's thread).
+    private func dispatch(
+        _ event: String, _ download: DownloadInfo?, _ argument: EventArgument,
+        abandon: @escaping @Sendable (String) -> Void
+    ) -> DispatchOutcome {
+        backstop.watch(event: event, abandon: abandon)
+        defer { backstop.unwatch() }
+        return host.dispatch(event, download: download, argument: argument)
     }
 
     private func enqueue(_ work: @escaping Call) {
@@ -49,8 +64,9 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func response(_ download: DownloadInfo, _ response: ResponseInfo, reply: @escaping @Sendable (ResponseVerdict) -> Void) {
+        let reply = ReplyOnce(reply)
         enqueue { [self] replies in
-            let outcome = host.dispatch("response", download: download, argument: .response(response))
+            let outcome = dispatch("response", download, .response(response)) { reply(.fail(DownloadError(.hook, $0))) }
             let verdict: ResponseVerdict
             if let error = outcome.error {
                 verdict = .fail(DownloadError(.hook, error.message))
@@ -71,14 +87,16 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         guard first else { return }  // a call is queued already; it will take the latest values
         enqueue { [self] _ in
             guard let (download, progress) = pendingProgress.withLock({ $0.removeValue(forKey: download.id) }) else { return }
-            let outcome = host.dispatch("progress", download: download, argument: .progress(progress))
+            let engine = host.engine
+            let outcome = dispatch("progress", download, .progress(progress)) { engine?.fail(download.id, DownloadError(.hook, $0)) }
             if let error = outcome.error { host.engine?.fail(download.id, DownloadError(.hook, error.message)) }
         }
     }
 
     func finished(_ download: DownloadInfo, _ result: FinishedInfo, reply: @escaping @Sendable (FinishedVerdict) -> Void) {
+        let reply = ReplyOnce(reply)
         enqueue { [self] replies in
-            let outcome = host.dispatch("finished", download: download, argument: .finished(result))
+            let outcome = dispatch("finished", download, .finished(result)) { reply(.fail(DownloadError(.hook, $0))) }
             let verdict: FinishedVerdict
             if let error = outcome.error {
                 verdict = .fail(DownloadError(.hook, error.message))
@@ -92,8 +110,11 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func retrying(_ download: DownloadInfo, _ error: DownloadError, delay: Double, reply: @escaping @Sendable (RetryVerdict) -> Void) {
+        let reply = ReplyOnce(reply)
         enqueue { [self] replies in
-            let outcome = host.dispatch("retrying", download: download, argument: .failure(error, attempt: download.attempt, retryAfter: delay))
+            let outcome = dispatch("retrying", download, .failure(error, attempt: download.attempt, retryAfter: delay)) {
+                reply(.fail(DownloadError(.hook, $0)))
+            }
             let verdict: RetryVerdict
             if let failure = outcome.error {
                 verdict = .fail(DownloadError(.hook, failure.message))
@@ -109,11 +130,15 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func failed(_ download: DownloadInfo, _ error: DownloadError, reply: @escaping @Sendable (FailureVerdict) -> Void) {
+        let reply = ReplyOnce(reply)
         enqueue { [self] replies in
-            let outcome = host.dispatch("failed", download: download, argument: .failure(error, attempt: download.attempt, retryAfter: error.retryAfter))
+            let outcome = dispatch("failed", download, .failure(error, attempt: download.attempt, retryAfter: error.retryAfter)) { [report] in
+                report("failed handler for download \(download.id): \($0)")
+                reply(.giveUp)
+            }
             let verdict: FailureVerdict
             if let failure = outcome.error {
-                report("failed handler for download \(download.id): \(failure.message)")
+                if !reply.answered { report("failed handler for download \(download.id): \(failure.message)") }
                 verdict = .giveUp
             } else {
                 switch outcome.verdict {
@@ -127,9 +152,13 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
     }
 
     func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void) {
+        let reply = ReplyOnce(reply)
         enqueue { [self] replies in
-            let outcome = host.dispatch("done", download: nil, argument: .summary(summary))
-            if let error = outcome.error { report("done handler: \(error.message)") }
+            let outcome = dispatch("done", nil, .summary(summary)) { [report] in
+                report("done handler: \($0)")
+                reply(nil)
+            }
+            if let error = outcome.error, !reply.answered { report("done handler: \(error.message)") }
             // A code an earlier handler returned stands even when a later one failed.
             let code = outcome.verdict == "exit" ? outcome.extra.int.map { Int($0) } : nil
             replies.append { reply(code) }

@@ -82,7 +82,7 @@ final class ScriptHost: @unchecked Sendable {
     /// finished event's verdict takes them to the engine's state.
     private var computedDigests: [String: String] = [:]
 
-    init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String],
+    init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String], allowedEnvironment: [String] = [],
          log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
         runtime = LuaRuntime(memoryLimit: memoryLimit, unsafe: unsafe)
         self.budget = budget
@@ -91,6 +91,7 @@ final class ScriptHost: @unchecked Sendable {
         var table: [LuaValue: LuaValue] = [:]
         for (key, value) in vars { table[LuaValue(key)] = LuaValue(value) }
         runtime.setGlobal("__dl.vars", .table(table))
+        runtime.setGlobal("__dl.allow_env", .table(Dictionary(allowedEnvironment.map { (LuaValue($0), LuaValue.boolean(true)) }) { a, _ in a }))
         let host: [LuaValue]
         do throws(LuaError) {
             // The API table first: the prelude reads it as `__dl.api`.
@@ -116,6 +117,10 @@ final class ScriptHost: @unchecked Sendable {
         _ = try callHost("set_context", [LuaValue(isJob ? "job" : "hook"), LuaValue(displayName)])
         do {
             let chunk = try runtime.load([UInt8](data), chunkName: "@" + displayName)
+            // The job's os.getenv also answers the names of its own dl.config{ env = ... }.
+            if isJob, let getenv = hostFunctions["job_getenv"] {
+                runtime.setInEnvironment(of: chunk, "os.getenv", .function(getenv))
+            }
             _ = try runtime.call(chunk, [], budget: max(budget, 10))
         } catch {
             throw ScriptError(error)
@@ -261,23 +266,20 @@ final class ScriptHost: @unchecked Sendable {
             guard let key = args.first?.text else { return [.nil_, LuaValue("a key is needed")] }
             let value = args.count > 1 ? args[1] : .nil_
             if readOnlyStore {
-                do throws(StoreCodec.Unstorable) {
-                    _ = try StoreCodec.text(value)  // the same checks as a real write
-                    overlay[key] = value
-                    return [.boolean(true)]
-                } catch {
-                    return [.nil_, LuaValue(error.message)]
-                }
+                // the same checks as a real write
+                let text: String
+                do throws(StoreCodec.Unstorable) { text = try StoreCodec.text(value) } catch { return [.nil_, LuaValue(error.message)] }
+                do throws(JobStore.TooLarge) { try JobStore.check(text) } catch { return [.nil_, LuaValue(error.message)] }
+                overlay[key] = value
+                return [.boolean(true)]
             }
             switch openStore(configDir: args.count > 2 ? args[2].text : nil) {
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             case .success(let store):
-                do throws(StoreCodec.Unstorable) {
-                    store.setValue(key, try StoreCodec.text(value))
-                    return [.boolean(true)]
-                } catch {
-                    return [.nil_, LuaValue(error.message)]
-                }
+                let text: String
+                do throws(StoreCodec.Unstorable) { text = try StoreCodec.text(value) } catch { return [.nil_, LuaValue(error.message)] }
+                do throws(JobStore.TooLarge) { try store.setValue(key, text) } catch { return [.nil_, LuaValue(error.message)] }
+                return [.boolean(true)]
             }
         }
         runtime.register("__dl.checkpath") { [unowned self] args in
@@ -413,11 +415,19 @@ final class ScriptHost: @unchecked Sendable {
         return engine?.downloadID(number: Int(number))
     }
 
-    /// The bytes of a regular file inside the output directory (ConfinedFile).
+    /// The bytes of a regular file inside the output directory (ConfinedFile), when they fit
+    /// in what is left of the script memory cap: checked against the file's size before a
+    /// byte is read (the Swift side's copy is outside the cap; a 400 MB download read whole
+    /// reached 850 MB before the cap refused the string).
     private func readInsideRoot(_ path: String) -> Result<[UInt8], ScriptError> {
         guard let root else { return .failure(ScriptError("no output directory yet")) }
         do throws(ScriptError) {
-            return .success(try ConfinedFile(path, root: root).readAll())
+            let file = try ConfinedFile(path, root: root)
+            // Swift pushes the string with the cap off: the check is here, before the read.
+            let left = max(0, runtime.memoryLimit - runtime.memoryInUse)
+            let tooLarge = ScriptError("\(path) has \(file.size) bytes, more than the script memory cap of \(LuaRuntime.describe(bytes: runtime.memoryLimit)) leaves room for (\(left) bytes)")
+            guard file.size <= left, let bytes = try file.readAll(atMost: left) else { return .failure(tooLarge) }
+            return .success(bytes)
         } catch {
             return .failure(error)
         }

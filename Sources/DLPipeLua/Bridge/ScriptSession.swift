@@ -15,6 +15,9 @@ public struct ScriptOptions: Sendable {
     public var unsafe = false
     /// `--var NAME=VALUE`.
     public var vars: [String: String] = [:]
+    /// `--allow-env NAME`: environment variables every script's `os.getenv` may read (no
+    /// other is answered; the job may allow more for itself with `dl.config{ env = ... }`).
+    public var allowedEnvironment: [String] = []
     /// The Lua state's memory cap.
     public var memoryLimit = 256 << 20
     /// Seconds each handler call may run; nil for the job's `dl.config{budget=}` or 2.
@@ -82,6 +85,8 @@ public final class ScriptSession: @unchecked Sendable {
     public let scripts: [String]
     /// Downloads the scripts added at their top level.
     public let queuedAtLoad: Int
+    /// Gives up on handlers stuck past their budget (HandlerBackstop).
+    private let backstop: HandlerBackstop
 
     /// Loads the job and its hooks. A script that fails to load throws
     /// `file:line: message`, before any request is made.
@@ -92,7 +97,8 @@ public final class ScriptSession: @unchecked Sendable {
             do throws(ScriptError) {
                 let budget = options.budget ?? 2
                 let host = try ScriptHost(unsafe: options.unsafe, memoryLimit: options.memoryLimit,
-                                          budget: budget, vars: options.vars, log: log)
+                                          budget: budget, vars: options.vars,
+                                          allowedEnvironment: options.allowedEnvironment, log: log)
                 host.statePath = options.statePath
                 host.stateDirectory = options.outputDirectory
                 host.readOnlyStore = options.readOnlyStore
@@ -117,12 +123,21 @@ public final class ScriptSession: @unchecked Sendable {
         self.settings = settings
         self.counts = counts
         self.queuedAtLoad = queued
+        self.backstop = HandlerBackstop(monitor: host.runtime.monitor)
         self.scripts = (options.jobPath.map { [$0] } ?? []) + hookScripts
     }
 
     /// The engine's hooks: the Lua handlers.
     public func hooks(report: @escaping @Sendable (String) -> Void) -> any DownloadHooks {
-        LuaHooks(host: host, thread: thread, counts: counts, report: report)
+        LuaHooks(host: host, thread: thread, counts: counts, backstop: backstop, report: report)
+    }
+
+    /// What to do when a handler stuck past its budget has not returned long after its
+    /// download was failed without it: every later event waits for it, so the command line
+    /// ends the run early (a clean stop, exit 1). `action` gets a message naming the script's
+    /// line and the call it is stuck in.
+    public func whenStuck(_ action: @escaping @Sendable (String) -> Void) {
+        backstop.whenStuck(action)
     }
 
     /// Connects the scripts to the running engine and queues what they added at load.

@@ -7,6 +7,15 @@
 
 local raw = __dl
 __dl = nil
+
+-- The functions the prelude needs, taken at start-up. Scripts never see these tables:
+-- each script gets copies of its own (dl_push_new_env), so a hook that replaces
+-- table.insert or tostring changes its own world, not the job's handlers.
+local type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset =
+  type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset
+local table_insert, table_concat = table.insert, table.concat
+local string_format = string.format
+local math_tointeger, math_type = math.tointeger, math.type
 local API = raw.api
 
 -- Where each call may be called, and the events, from the API table.
@@ -17,7 +26,27 @@ for event in pairs(API.events) do EVENTS[event] = true end
 local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number",
   retries = "number", timeout = "number", rate = "any", refresh = "string",
   budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
-  max_redirs = "number", allow_insecure_redirects = "boolean" }
+  max_redirs = "number", allow_insecure_redirects = "boolean", env = "table" }
+
+-- Environment variables are secrets until the user names them: os.getenv answers
+-- nil for any other. `--allow-env NAME` allows a name for every script; the job's
+-- dl.config{ env = { ... } } for the job only (its os.getenv is `host.job_getenv`,
+-- which Swift puts in the job's environment; hooks keep the shared one).
+local real_getenv = os.getenv
+local allowed_everywhere = {}
+local allowed_job = {}
+for name in pairs(raw.allow_env or {}) do
+  allowed_everywhere[name] = true
+  allowed_job[name] = true
+end
+local function getenv_over(allowed)
+  return function(name)
+    if type(name) ~= "string" then error("bad argument #1 to 'getenv' (string expected)", 2) end
+    if allowed[name] then return real_getenv(name) end
+    return nil
+  end
+end
+os.getenv = getenv_over(allowed_everywhere)
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
   meta = true, priority = true }
 
@@ -62,7 +91,7 @@ local function allowed(name)
   local here = (context == "job" or context == "hook") and "the top level of a script"
     or ("a " .. context .. " handler")
   error(script_position() .. name .. " may not be called in " .. here
-    .. " (allowed: " .. table.concat(where, ", ") .. ")", 0)
+    .. " (allowed: " .. table_concat(where, ", ") .. ")", 0)
 end
 
 local dl = {}
@@ -80,8 +109,17 @@ function dl.config(t)
     if want ~= "any" and type(v) ~= want then
       refuse("config key '" .. k .. "' wants a " .. want .. ", not a " .. type(v))
     end
-    local problem = raw.checkconfig(k, v)
-    if problem then refuse(problem) end
+    if k == "env" then
+      for i, name in pairs(v) do
+        if math_tointeger(i) == nil or type(name) ~= "string" or name == "" then
+          refuse("config key 'env' wants a list of variable names, like { \"API_TOKEN\" }")
+        end
+        allowed_job[name] = true
+      end
+    else
+      local problem = raw.checkconfig(k, v)
+      if problem then refuse(problem) end
+    end
     config[k] = v
   end
 end
@@ -101,7 +139,7 @@ function dl.add(spec)
   end
   local parent = current and current.fields.id or nil
   local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
-    math.tointeger(spec.priority) or 0, parent)
+    math_tointeger(spec.priority) or 0, parent)
   if not ok then error(script_position() .. "dl.add: " .. tostring(id), 0) end
   if not id then error("dl.add: " .. err, 2) end
   if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
@@ -113,7 +151,7 @@ function dl.on(event, fn)
   if not EVENTS[event] then error("unknown event '" .. tostring(event) .. "'", 2) end
   if type(fn) ~= "function" then error("dl.on: the handler must be a function", 2) end
   positions[fn] = script_position()
-  table.insert(handlers[event], fn)
+  table_insert(handlers[event], fn)
 end
 
 function dl.skip(reason)
@@ -141,7 +179,7 @@ end
 local function control(name, fn)
   return function(id)
     allowed(name)
-    if math.tointeger(id) == nil then error(name .. " wants a download id", 2) end
+    if math_tointeger(id) == nil then error(name .. " wants a download id", 2) end
     fn(id)
   end
 end
@@ -171,7 +209,7 @@ function dl.log(...)
   local parts = {}
   for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
   local id = current and current.fields.id or nil
-  raw.log(script_position(), id, table.concat(parts, "\t"))
+  raw.log(script_position(), id, table_concat(parts, "\t"))
 end
 print = dl.log
 
@@ -216,7 +254,7 @@ local PROXY = {
     -- A name is one file name: a folder goes in d.dir, so that a "/" from a
     -- title or a header never makes folders by accident (dl.safename cleans one).
     if k == "name" and (v:find("/", 1, true) or v == "" or v == "." or v == "..") then
-      error("d.name is one file name, not " .. string.format("%q", v)
+      error("d.name is one file name, not " .. string_format("%q", v)
         .. ": a folder goes in d.dir, which must stay inside the output directory"
         .. " (dl.safename(s) makes any text a safe name)", 2)
     end
@@ -247,7 +285,7 @@ local LAZY_SHA256 = { __index = function(t, k)
   local digest = raw.sha256(t.path)
   rawset(t, "sha256", digest)
   return digest
-end }
+end, __metatable = false }
 function host.begin(event, fields, arg)
   context = event
   if event == "finished" and arg.sha256 == nil then setmetatable(arg, LAZY_SHA256) end
@@ -267,14 +305,14 @@ local function verdict(event, handler, result, extra)
   if result == HANDLED then return "handled" end
   if result == false and (event == "retrying" or event == "failed") then return "giveup" end
   local problem = ""
-  if event == "done" and math.type(result) then
-    local code = math.tointeger(result)
+  if event == "done" and math_type(result) then
+    local code = math_tointeger(result)
     if code and code >= 0 and code <= 125 and not RESERVED_EXIT[code] then return "exit", code end
     if code and RESERVED_EXIT[code] then
       problem = ": dlpipe exits " .. code .. " when " .. RESERVED_EXIT[code]
     end
   end
-  local shown = type(result) == "string" and string.format("%q", result)
+  local shown = type(result) == "string" and string_format("%q", result)
     or (type(result) == "table" and "a table") or tostring(result)
   error((positions[handler] or "") .. "a " .. event .. " handler returns " .. RETURNS[event]
     .. ", not " .. shown .. problem, 0)
@@ -315,6 +353,8 @@ function host.counts()
   for event, list in pairs(handlers) do c[event] = #list end
   return c
 end
+
+host.job_getenv = getenv_over(allowed_job)
 
 function host.set_context(name, script) context, loading = name, script end
 function host.config() return config end

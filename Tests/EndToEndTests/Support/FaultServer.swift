@@ -107,16 +107,22 @@ struct DLPipeRun {
     let status: Int32
     let stdout: String
     let stderr: String
+    /// From the spawn to the exit, measured on the thread that waits for the child (not by
+    /// an async test, whose resumption can wait seconds for a free thread of the pool when
+    /// synchronous tests block them: how a 2 s probe once measured 40 s in the full suite).
+    var seconds: Double = 0
 
     /// Runs `dlpipe ARGS` in `cwd` and waits for it.
     /// The wait happens on a thread of its own: blocking one of the concurrency
     /// pool's few threads would starve the async tests running beside this one.
-    static func run(_ arguments: [String], stdin: String? = nil) async throws -> DLPipeRun {
-        let process = try Subprocess(Paths.binary, arguments, environment: ["NO_COLOR": "1"], stdin: stdin)
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) async throws -> DLPipeRun {
+        let started = Date()
+        let process = try Subprocess(Paths.binary, arguments, environment: environment.merging(["NO_COLOR": "1"]) { $1 }, stdin: stdin)
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 let (status, out, err) = process.finish()
-                continuation.resume(returning: DLPipeRun(status: status, stdout: out, stderr: err))
+                let seconds = Date().timeIntervalSince(started)
+                continuation.resume(returning: DLPipeRun(status: status, stdout: out, stderr: err, seconds: seconds))
             }
         }
     }

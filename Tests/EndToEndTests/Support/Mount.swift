@@ -34,6 +34,7 @@ extension DLPipeRun {
     static func run(_ arguments: [String], under prefix: [String], within seconds: Double) async throws -> DLPipeRun {
         let path = prefix.first ?? Paths.binary
         let rest = prefix.isEmpty ? arguments : Array(prefix.dropFirst()) + [Paths.binary] + arguments
+        let started = Date()
         let process = try Subprocess(path, rest, environment: ["NO_COLOR": "1"])
         let done = Flag()
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
@@ -43,7 +44,8 @@ extension DLPipeRun {
             Thread.detachNewThread {
                 let (status, out, err) = process.finish()
                 done.set()
-                continuation.resume(returning: DLPipeRun(status: status, stdout: out, stderr: err))
+                let seconds = Date().timeIntervalSince(started)
+                continuation.resume(returning: DLPipeRun(status: status, stdout: out, stderr: err, seconds: seconds))
             }
         }
     }
