@@ -57,7 +57,7 @@ enum HelpText {
           --netrc-file FILE       credentials from FILE, per host
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
           --json                  one JSON object per event on stdout (JSON Lines)
-          -q, --quiet             print nothing but errors
+          -q, --quiet             print nothing but errors and dl.warn lines
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)
           -h, --help              show this help
         """

@@ -186,9 +186,25 @@ enum RunDriver {
     }
 
     /// Loads the scripts, or prints why they cannot load (exit 2 follows).
-    static func loadScripts(_ options: ScriptOptions) -> ScriptSession? {
+    /// dl.log and print write to stderr unless `quiet`; dl.warn always writes:
+    /// to stderr, or with `json` as a `warning` event on stdout.
+    static func loadScripts(_ options: ScriptOptions, quiet: Bool, json: Bool) -> ScriptSession? {
+        let warn: @Sendable (ScriptLine) -> Void
+        if json {
+            warn = { line in EventWriter.standardOutput.write(line: JSONLine.warning(line)) }
+        } else {
+            warn = { line in
+                var shown = line
+                shown.text = "warning: " + line.text
+                Terminal.error(shown.formatted)
+            }
+        }
+        let log: @Sendable (String) -> Void
+        if quiet { log = { _ in } } else { log = { line in Terminal.error(line) } }
+        // The top level's warnings are out before a load error or check's verdict.
+        defer { if json { EventWriter.standardOutput.drain(timeout: .now() + 5) } }
         do {
-            return try ScriptSession(options, log: { Terminal.error($0) })
+            return try ScriptSession(options, log: log, warn: warn)
         } catch {
             Terminal.error(Terminal.cleanLines(error.message))
             return nil

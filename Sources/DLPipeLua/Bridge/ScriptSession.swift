@@ -85,14 +85,17 @@ public final class ScriptSession: @unchecked Sendable {
 
     /// Loads the job and its hooks. A script that fails to load throws
     /// `file:line: message`, before any request is made.
-    public init(_ options: ScriptOptions, log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
+    /// `log` takes dl.log's and print's lines; `warn` takes dl.warn's (without
+    /// it they go to `log`, marked `warning:`).
+    public init(_ options: ScriptOptions, log: @escaping @Sendable (String) -> Void,
+                warn: (@Sendable (ScriptLine) -> Void)? = nil) throws(ScriptError) {
         let thread = LuaThread()
         let hookScripts = try options.hookScripts()
         let result: Result<(ScriptHost, JobSettings, [String: Int], Int), ScriptError> = thread.sync {
             do throws(ScriptError) {
                 let budget = options.budget ?? 2
                 let host = try ScriptHost(unsafe: options.unsafe, memoryLimit: options.memoryLimit,
-                                          budget: budget, vars: options.vars, log: log)
+                                          budget: budget, vars: options.vars, log: log, warn: warn)
                 host.statePath = options.statePath
                 host.stateDirectory = options.outputDirectory
                 host.readOnlyStore = options.readOnlyStore

@@ -28,6 +28,7 @@ return {
     { name = "dl.url.parse", args = "url", where = { "anywhere" } },
     { name = "dl.safename", args = "s", where = { "anywhere" } },
     { name = "dl.log", args = "...", where = { "anywhere" } },
+    { name = "dl.warn", args = "...", where = { "anywhere" } },
     { name = "dl.store.get", args = "key", where = { "anywhere" } },
     { name = "dl.store.set", args = "key, value", where = { "anywhere" } },
   },
