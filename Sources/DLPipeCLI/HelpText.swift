@@ -10,6 +10,7 @@ enum HelpText {
           get URL... [options]    download URLs (-i FILE for a list, - for stdin)
           check JOB.lua           load and validate a job and its hooks; no network
           status [DIR]            what the state of an output directory holds (--json)
+          lua-defs                print the dl API for editors (LuaLS): dlpipe lua-defs > dl.d.lua
 
         OPTIONS:
           -h, --help              show help (also: dlpipe get --help)
@@ -99,6 +100,15 @@ enum HelpText {
 
         EXIT CODES:
           0 the job loads; 2 it does not (each problem as file:line: message)
+
+        """
+
+    static let luaDefs = """
+        OVERVIEW: print a lua-language-server definition file of the dl API
+        (every call, event argument and field, with types), for completion and
+        checks in an editor
+
+        USAGE: dlpipe lua-defs > dl.d.lua
 
         """
 

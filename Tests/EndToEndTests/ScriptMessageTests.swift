@@ -81,3 +81,17 @@ import Testing
         #expect(own.first.hasSuffix("attempt to call a nil value (field 'go')"), "\(own.first)")
     }
 }
+
+/// `dlpipe lua-defs` prints the definition file; it takes no arguments.
+@Suite struct LuaDefsCommandTests {
+    @Test func printsTheDefinitionFile() async throws {
+        let run = try await DLPipeRun.run(["lua-defs"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.hasPrefix("---@meta\n"))
+        #expect(run.stdout.contains("\nfunction dl.warn(...) end\n"))
+        #expect(run.stderr.isEmpty)
+        let extra = try await DLPipeRun.run(["lua-defs", "job.lua"])
+        #expect(extra.status == 2)
+        #expect(extra.stderr.contains("lua-defs takes no arguments"), "\(extra.stderr)")
+    }
+}
