@@ -71,6 +71,12 @@ enum HelpText {
 
         OPTIONS (they override the job's dl.config):
         \(shared)
+        TESTING HOOKS OFFLINE:
+          --record DIR            also store every response (status, headers, body,
+                                  redirect hops) in DIR, a new or empty folder
+          --replay DIR            run with no network: DIR's responses answer, into a
+                                  new temporary output directory and state (-d: another)
+
         EXIT CODES:
           0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error
           or a script failed to load; a done handler may return its own

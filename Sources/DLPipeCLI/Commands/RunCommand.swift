@@ -9,12 +9,15 @@ enum RunCommand {
             print(HelpText.run, terminator: "")
             return ExitCode.ok
         }
+        let record = try args.value("--record")
+        let replay = try args.value("--replay")
         var options = try RunOptions.parse(&args)
         let positionals = try args.positionals()
         guard positionals.count == 1 else {
             throw UsageError(positionals.isEmpty ? "no job file given" : "one job file at a time, got \(positionals.count)", command: "run")
         }
         options.scripts.jobPath = positionals[0]
+        guard try RecordReplay.prepare(&options, record: record, replay: replay) else { return ExitCode.usage }
         guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
         return await RunDriver.run(options: options, session: session, requests: [])
     }

@@ -27,6 +27,9 @@ struct RunOptions {
     /// `get -o -`: the body goes to stdout through a staging folder; no state,
     /// no lock (nothing of the output directory is touched).
     var stdout: StdoutSink?
+    /// `run --record DIR` / `run --replay DIR` (RecordReplay).
+    var recorder: ResponseRecorder?
+    var replay: ReplayServer?
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -90,6 +93,8 @@ struct RunOptions {
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        config.recorder = recorder
+        config.replay = replay
         config.transport = transport
         config.transport.proxy = transport.proxy ?? job?.proxy
         config.transport.noProxy = transport.noProxy ?? job?.noProxy
