@@ -51,6 +51,8 @@ extension EngineLoop: TransferOwner {
             // over plain http and with no proxy (ReplayServer).
             lines.append("\(ReplayServer.urlHeader): \(job.currentURL)")
             easy.set(CURLOPT_PROXY, "")
+            // Plain HTTP/1.1 to the replay server: nothing to wait for to share.
+            easy.set(CURLOPT_PIPEWAIT, 0)
         }
         easy.setHeaders(lines)
         transfer.lastActiveAt = EngineLoop.now()
