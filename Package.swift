@@ -30,7 +30,8 @@ let package = Package(
         // answers the engine's hooks with a job's handlers.
         .target(
             name: "DLPipeLua", dependencies: ["DLPipe", "CLua"],
-            resources: [.embedInCode("Bridge/prelude.lua"), .embedInCode("Bridge/api.lua")]),
+            resources: [.embedInCode("Bridge/prelude.lua"), .embedInCode("Bridge/api.lua"),
+                        .embedInCode("Bridge/luadefs.lua")]),
         // The command-line tool.
         .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "CPosix"]),
         // A small program that uses the library the way an app would.

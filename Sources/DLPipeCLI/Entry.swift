@@ -46,6 +46,9 @@ struct Entry {
         case "check":
             arguments.removeFirst()
             return try await CheckCommand.run(arguments)
+        case "lua-defs":
+            arguments.removeFirst()
+            return try LuaDefsCommand.run(arguments)
         default:
             throw UsageError("unknown command \(first.debugDescription)")
         }

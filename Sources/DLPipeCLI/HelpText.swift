@@ -10,6 +10,7 @@ enum HelpText {
           get URL... [options]    download URLs (-i FILE for a list, - for stdin)
           check JOB.lua           load and validate a job and its hooks; no network
           status [DIR]            what the state of an output directory holds (--json)
+          lua-defs                print the dl API for editors (LuaLS): dlpipe lua-defs > dl.d.lua
 
         OPTIONS:
           -h, --help              show help (also: dlpipe get --help)
@@ -59,7 +60,7 @@ enum HelpText {
           --netrc-file FILE       credentials from FILE, per host
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
           --json                  one JSON object per event on stdout (JSON Lines)
-          -q, --quiet             print nothing but errors
+          -q, --quiet             print nothing but errors and dl.warn lines
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)
           -h, --help              show this help
         """
@@ -72,6 +73,12 @@ enum HelpText {
 
         OPTIONS (they override the job's dl.config):
         \(shared)
+        TESTING HOOKS OFFLINE:
+          --record DIR            also store every response (status, headers, body,
+                                  redirect hops) in DIR, a new or empty folder
+          --replay DIR            run with no network: DIR's responses answer, into a
+                                  new temporary output directory and state (-d: another)
+
         EXIT CODES:
           0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error
           or a script failed to load; a done handler may return its own
@@ -101,6 +108,15 @@ enum HelpText {
 
         EXIT CODES:
           0 the job loads; 2 it does not (each problem as file:line: message)
+
+        """
+
+    static let luaDefs = """
+        OVERVIEW: print a lua-language-server definition file of the dl API
+        (every call, event argument and field, with types), for completion and
+        checks in an editor
+
+        USAGE: dlpipe lua-defs > dl.d.lua
 
         """
 

@@ -47,7 +47,7 @@ import Testing
     }
 
     @Test func bothLuaFilesCompileWithLuac() throws {
-        for file in ["prelude.lua", "api.lua"] {
+        for file in ["prelude.lua", "api.lua", "luadefs.lua"] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["luac5.4", "-p", Self.bridge.appendingPathComponent(file).path]

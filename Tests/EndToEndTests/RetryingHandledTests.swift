@@ -59,7 +59,7 @@ import Testing
                 return dl.handled()
               end
             end)
-            dl.on("done", function(s) dl.log("summary", s.finished, s.failed, s.handled) end)
+            dl.on("done", function(s) dl.warn("summary", s.finished, s.failed, s.handled) end)
             """
         let quiet = try await run(source, ["-q", "--progress", "none"])
         #expect(quiet.status == 0, "a handled failure is no exit 1: \(quiet.stderr)")

@@ -61,6 +61,14 @@ import Testing
         #expect(run.stderr.contains("job.lua:2: dl.config: dir is set after dl.store was used, which took the state of \".\""), "\(run.stderr)")
         let check = try await DLPipeRun.run(["check", job.directory + "/job.lua"])
         #expect(check.status == 2, "check finds it too: \(check.stderr)")
+        // A set first, whose write check keeps in memory, binds the store all the same.
+        try job.write("set.lua", """
+            dl.store.set("cursor", 1)
+            dl.config{ dir = "\(cwd)/out" }
+            """)
+        let checkSet = try await DLPipeRun.run(["check", job.directory + "/set.lua"])
+        #expect(checkSet.status == 2)
+        #expect(checkSet.stderr.contains("set.lua:2: dl.config: dir is set after dl.store was used"), "\(checkSet.stderr)")
         // In the right order, or with -d (which wins over dl.config), it loads.
         try job.write("ok.lua", """
             dl.config{ dir = "\(cwd)/out" }

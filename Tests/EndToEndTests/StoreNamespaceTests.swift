@@ -40,7 +40,7 @@ import Testing
         let hook = try job.write("hook.lua", cursorJob("from-get"))
         try job.write("get.lua", "dl.log('job get sees', tostring(dl.store.get('cursor')))\n")
         // Port 1 refuses at once: the download fails, the hook has run.
-        let unreachable = ["http://127.0.0.1:1/x", "--retries", "0", "-q"]
+        let unreachable = ["http://127.0.0.1:1/x", "--retries", "0", "--progress", "none"]
         let first = try await DLPipeRun.run(["get", "--hook", hook, "-d", out] + unreachable)
         #expect(first.logLines(containing: "cursor\tnil").count == 1, "\(first.stderr)")
         let second = try await DLPipeRun.run(["get", "--hook", hook, "-d", out] + unreachable)

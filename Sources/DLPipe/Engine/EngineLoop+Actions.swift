@@ -254,11 +254,23 @@ extension EngineLoop {
             if moved != old {
                 if let error = ensureFolder(of: moved) { throw error }
                 try moved.checkSymlinks(root: root)
-                moved.name = CollisionName.firstFree(for: moved.name, in: moved.directory) {
-                    output.exists(moved.directory.isEmpty ? $0 : moved.directory + "/" + $0)
-                }
-                if let code = move(old.relative, to: moved.relative) {
-                    throw FileErrors.io("cannot move \(old.relative) to", finalPath(moved), errno: code)
+                if output.exists(moved.relative) && output.sameBytes(moved.relative, old.relative) {
+                    // The name holds these very bytes already (a re-run, or a
+                    // duplicate under a content-hash name): no copy is made,
+                    // the download's file is the one there.
+                    output.remove(old.relative)
+                    names.remove(old.relative)
+                } else {
+                    // The download's own file is no collision: when the name
+                    // asked for is taken and the next free one is where the file
+                    // already is, it stays (a re-run keeps its name, no X.1/X.2 swap).
+                    moved.name = CollisionName.firstFree(for: moved.name, in: moved.directory) {
+                        let candidate = moved.directory.isEmpty ? $0 : moved.directory + "/" + $0
+                        return candidate != old.relative && output.exists(candidate)
+                    }
+                    if moved != old, let code = move(old.relative, to: moved.relative) {
+                        throw FileErrors.io("cannot move \(old.relative) to", finalPath(moved), errno: code)
+                    }
                 }
                 job.target = moved
                 job.result?.path = finalPath(moved)

@@ -11,11 +11,15 @@ extension EngineLoop: TransferOwner {
         if job.startedAt == nil { job.startedAt = EngineLoop.now() }
         // A resume with a checksum: the bytes on disk are hashed on a queue first.
         if waitsForResumeHash(job) { return }
+        if let replay = configuration.replay, !replay.has(job.currentURL) {
+            return attemptFailed(job, DownloadError(.network, "--replay: the recording \(replay.directory) has no response for \(RedactedURL.text(job.currentURL))"))
+        }
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
         transfer.installCallbacks()
-        easy.set(CURLOPT_URL, job.currentURL)
+        transfer.recording = configuration.recorder?.begin(url: job.currentURL)
+        easy.set(CURLOPT_URL, configuration.replay?.address ?? job.currentURL)
         easy.set(CURLOPT_NOSIGNAL, 1)
         // Redirects are followed by the engine, hop by hop, so that schemes and
         // credentials are checked at every hop (see followRedirect).
@@ -41,6 +45,14 @@ extension EngineLoop: TransferOwner {
             lines.append("If-Range: \(validator)")
         } else {
             job.partBytes = 0
+        }
+        if configuration.replay != nil {
+            // The replay server answers for the URL this request stands for,
+            // over plain http and with no proxy (ReplayServer).
+            lines.append("\(ReplayServer.urlHeader): \(job.currentURL)")
+            easy.set(CURLOPT_PROXY, "")
+            // Plain HTTP/1.1 to the replay server: nothing to wait for to share.
+            easy.set(CURLOPT_PIPEWAIT, 0)
         }
         easy.setHeaders(lines)
         transfer.lastActiveAt = EngineLoop.now()
@@ -240,6 +252,7 @@ extension EngineLoop: TransferOwner {
             guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
             idleHandles.append(transfer.easy)
+            transfer.recording?.finish(complete: completion.code == Int(CURLE_OK.rawValue) && transfer.abortError == nil)
             transfer.file?.finish()
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             if job.state.phase == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
@@ -337,6 +350,7 @@ extension EngineLoop: TransferOwner {
     @discardableResult
     func abort(_ transfer: Transfer) -> Bool {
         transfer.file?.closeFile()
+        transfer.recording?.finish(complete: false)
         // A transfer that already completed has left the multi handle and the
         // pool has its easy handle back (maybe already in use by another
         // transfer): only a transfer still registered is taken out of curl.

@@ -47,6 +47,11 @@ public struct EngineConfiguration: Sendable {
     /// that repeats a URL fetches it once. Off (the library's rule), only open
     /// downloads are deduplicated and an ended request can be added again.
     package var deduplicatesWholeRun = false
+    /// `--record DIR`: every response received is also written there.
+    public var recorder: ResponseRecorder? = nil
+    /// `--replay DIR`: every request is answered by this recording's server
+    /// instead of the network (see ReplayServer).
+    public var replay: ReplayServer? = nil
     /// How often progress events are emitted per transfer, in seconds.
     public var progressInterval: Double = 0.25
     /// Whether small bodies may skip the part file (`HeldFile`); internal, so

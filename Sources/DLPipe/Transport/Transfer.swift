@@ -48,6 +48,8 @@ final class Transfer {
     var lastActiveAt = 0.0
     /// Set when our own callback stopped the transfer, and why.
     var abortError: DownloadError?
+    /// `--record`: the response as it arrives (heads, and the body bytes taken).
+    var recording: ResponseRecording?
 
     init(id: DownloadID, easy: CurlEasy, owner: any TransferOwner) {
         self.id = id
@@ -74,6 +76,7 @@ final class Transfer {
             abortError = DownloadError(.http, "the response headers exceed \(Transfer.maxHeaderBytes / 1024) KiB")
             return false
         }
+        recording?.header(line)
         var end = line.count
         while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
         // Progress is a status line or a complete head, not each header line: a
@@ -156,11 +159,13 @@ final class Transfer {
 
     /// Body bytes, first through the speed cap when the run has one.
     fileprivate func write(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard let pacer else { return take(bytes) }
-        guard pacer.admits(self) else { return dl_writefunc_pause() }
+        if let pacer, !pacer.admits(self) { return dl_writefunc_pause() }
         let taken = take(bytes)
         // Only bytes taken count: a chunk paused for another reason comes again.
-        if taken == bytes.count { pacer.spent(taken) }
+        if taken == bytes.count {
+            pacer?.spent(taken)
+            recording?.body(bytes)
+        }
         return taken
     }
 

@@ -49,7 +49,7 @@ enum GetCommand {
 
         var session: ScriptSession?
         if options.usesScripts {
-            guard let loaded = RunDriver.loadScripts(options.scripts) else { return ExitCode.usage }
+            guard let loaded = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
             session = loaded
         }
         if let target, target != .stdout {

@@ -9,13 +9,16 @@ enum RunCommand {
             print(HelpText.run, terminator: "")
             return ExitCode.ok
         }
+        let record = try args.value("--record")
+        let replay = try args.value("--replay")
         var options = try RunOptions.parse(&args)
         let positionals = try args.positionals()
         guard positionals.count == 1 else {
             throw UsageError(positionals.isEmpty ? "no job file given" : "one job file at a time, got \(positionals.count)", command: "run")
         }
         options.scripts.jobPath = positionals[0]
-        guard let session = RunDriver.loadScripts(options.scripts) else { return ExitCode.usage }
+        guard try RecordReplay.prepare(&options, record: record, replay: replay) else { return ExitCode.usage }
+        guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
         return await RunDriver.run(options: options, session: session, requests: [])
     }
 }
@@ -33,7 +36,7 @@ enum CheckCommand {
         guard positionals.count == 1 else { throw UsageError("check wants one job file", command: "check") }
         options.scripts.jobPath = positionals[0]
         options.scripts.readOnlyStore = true
-        guard let session = RunDriver.loadScripts(options.scripts) else { return ExitCode.usage }
+        guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
         let handlers = session.counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }
             .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         print("ok: \(session.scripts.joined(separator: ", ")): \(session.queuedAtLoad) download(s) queued; handlers: \(handlers.isEmpty ? "none" : handlers)")

@@ -27,6 +27,9 @@ struct RunOptions {
     /// `get -o -`: the body goes to stdout through a staging folder; no state,
     /// no lock (nothing of the output directory is touched).
     var stdout: StdoutSink?
+    /// `run --record DIR` / `run --replay DIR` (RecordReplay).
+    var recorder: ResponseRecorder?
+    var replay: ReplayServer?
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -96,6 +99,8 @@ struct RunOptions {
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        config.recorder = recorder
+        config.replay = replay
         config.transport = transport
         config.transport.proxy = transport.proxy ?? job?.proxy
         config.transport.noProxy = transport.noProxy ?? job?.noProxy
@@ -202,9 +207,25 @@ enum RunDriver {
     }
 
     /// Loads the scripts, or prints why they cannot load (exit 2 follows).
-    static func loadScripts(_ options: ScriptOptions) -> ScriptSession? {
+    /// dl.log and print write to stderr unless `quiet`; dl.warn always writes:
+    /// to stderr, or with `json` as a `warning` event on stdout.
+    static func loadScripts(_ options: ScriptOptions, quiet: Bool, json: Bool) -> ScriptSession? {
+        let warn: @Sendable (ScriptLine) -> Void
+        if json {
+            warn = { line in EventWriter.standardOutput.write(line: JSONLine.warning(line)) }
+        } else {
+            warn = { line in
+                var shown = line
+                shown.text = "warning: " + line.text
+                Terminal.error(shown.formatted)
+            }
+        }
+        let log: @Sendable (String) -> Void
+        if quiet { log = { _ in } } else { log = { line in Terminal.error(line) } }
+        // The top level's warnings are out before a load error or check's verdict.
+        defer { if json { EventWriter.standardOutput.drain(timeout: .now() + 5) } }
         do {
-            return try ScriptSession(options, log: { Terminal.error($0) })
+            return try ScriptSession(options, log: log, warn: warn)
         } catch {
             Terminal.error(Terminal.cleanLines(error.message))
             return nil

@@ -16,6 +16,8 @@ import Synchronization
 final class EventWriter: Sendable {
     private enum Entry {
         case event(DownloadEvent)
+        /// A line that is not an engine event (a script's dl.warn), JSON already.
+        case line(String)
         /// Signalled once everything before it is written.
         case marker(DispatchSemaphore)
     }
@@ -60,6 +62,19 @@ final class EventWriter: Sendable {
         if wasEmpty { wake.signal() }
     }
 
+    /// The writer of the process's stdout: the reporter's events and the
+    /// scripts' warnings go through one writer, so their lines never interleave.
+    static let standardOutput = EventWriter()
+
+    /// Queues a line that is JSON already; never blocks on the reader.
+    func write(line: String) {
+        let wasEmpty = buffer.withLock { buffer -> Bool in
+            defer { buffer.entries.append(.line(line)) }
+            return buffer.entries.isEmpty
+        }
+        if wasEmpty { wake.signal() }
+    }
+
     /// Waits until every event queued so far is written, or `timeout` passes;
     /// false on the timeout (the reader is not reading).
     @discardableResult
@@ -88,6 +103,9 @@ final class EventWriter: Sendable {
                 switch entry {
                 case .event(let event):
                     bytes.append(contentsOf: JSONLine.encode(event).utf8)
+                    bytes.append(10)
+                case .line(let line):
+                    bytes.append(contentsOf: line.utf8)
                     bytes.append(10)
                 case .marker(let done):
                     flush(&bytes)

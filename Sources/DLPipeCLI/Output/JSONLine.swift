@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeLua
 import Foundation
 
 /// The JSON Lines form of events: `{"event": "...", "id": N, ...}`.
@@ -58,6 +59,16 @@ enum JSONLine {
             object.add("bytes", s.bytes)
             object.add("seconds", s.seconds)
         }
+        return object.json
+    }
+
+    /// A script's `dl.warn` line: `{"event":"warning","script":"job.lua:3","id":2,"message":"..."}`.
+    static func warning(_ line: ScriptLine) -> String {
+        var object = JSONObject()
+        object.add("event", "warning")
+        object.add("script", line.place)
+        object.add("id", line.download)
+        object.add("message", line.text)
         return object.json
     }
 

@@ -93,7 +93,7 @@ final class LineReporter: Reporter {
 /// One JSON object per event on stdout (JSON Lines), for machines. A writer
 /// thread of its own writes them: the engine thread only queues (`EventWriter`).
 final class JSONReporter: Reporter {
-    private let writer = EventWriter()
+    private let writer = EventWriter.standardOutput
 
     func handle(_ event: DownloadEvent) { writer.write(event) }
 

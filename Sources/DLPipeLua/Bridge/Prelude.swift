@@ -5,6 +5,9 @@
 enum Prelude {
     static var source: String { String(decoding: PackageResources.prelude_lua, as: UTF8.self) }
     static var api: String { String(decoding: PackageResources.api_lua, as: UTF8.self) }
+    /// The generator of `dlpipe lua-defs` (LuaDefinitions).
+    static var luaDefs: String { String(decoding: PackageResources.luadefs_lua, as: UTF8.self) }
+    static let luaDefsChunkName = "=dlpipe/luadefs.lua"
     /// Chunk names: errors and traceback lines read "dlpipe/prelude.lua:N:".
     /// (The prelude tells its own frames from a script's by this prefix.)
     static let chunkName = "=dlpipe/prelude.lua"

@@ -7,8 +7,22 @@ public struct ScriptError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
     init(_ message: String) { self.message = message }
     init(_ error: LuaError) {
-        message = error.message
+        message = error.kind == .runtime ? SandboxHint.annotate(error.message) : error.message
         if let traceback = error.traceback, !traceback.isEmpty { message += "\n" + traceback }
+    }
+}
+
+/// A line a script wrote with `dl.log` or `dl.warn`.
+public struct ScriptLine: Sendable {
+    /// "job.lua:12", the script and line that wrote it.
+    public var place: String
+    /// The download whose handler wrote it (nil at the top level and in `done`).
+    public var download: Int?
+    public var text: String
+
+    /// `[job.lua:12 #3] text`, as dl.log prints it.
+    public var formatted: String {
+        download.map { "[\(place) #\($0)] \(text)" } ?? "[\(place)] \(text)"
     }
 }
 
@@ -78,15 +92,18 @@ final class ScriptHost: @unchecked Sendable {
     var storeNamespace = JobStore.getNamespace
     private var store: JobStore?
     private let log: @Sendable (String) -> Void
+    private let warn: @Sendable (ScriptLine) -> Void
     /// Digests that handlers computed (`f.sha256`), by path, until the
     /// finished event's verdict takes them to the engine's state.
     private var computedDigests: [String: String] = [:]
 
     init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String], allowedEnvironment: [String] = [],
-         log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
+         log: @escaping @Sendable (String) -> Void,
+         warn: (@Sendable (ScriptLine) -> Void)? = nil) throws(ScriptError) {
         runtime = LuaRuntime(memoryLimit: memoryLimit, unsafe: unsafe)
         self.budget = budget
         self.log = log
+        self.warn = warn ?? { line in log(ScriptLine(place: line.place, download: line.download, text: "warning: " + line.text).formatted) }
         registerPrimitives()
         var table: [LuaValue: LuaValue] = [:]
         for (key, value) in vars { table[LuaValue(key)] = LuaValue(value) }
@@ -255,6 +272,7 @@ final class ScriptHost: @unchecked Sendable {
         }
         runtime.register("__dl.store_get") { [unowned self] args in
             guard let key = args.first?.text else { return [.nil_] }
+            bindStore(configDir: args.count > 1 ? args[1].text : nil)
             if readOnlyStore, let value = overlay[key] { return [value] }
             switch openStore(configDir: args.count > 1 ? args[1].text : nil) {
             case .failure where readOnlyStore: return [.nil_]  // check: no state yet is an empty store
@@ -265,6 +283,7 @@ final class ScriptHost: @unchecked Sendable {
         runtime.register("__dl.store_set") { [unowned self] args in
             guard let key = args.first?.text else { return [.nil_, LuaValue("a key is needed")] }
             let value = args.count > 1 ? args[1] : .nil_
+            bindStore(configDir: args.count > 2 ? args[2].text : nil)
             if readOnlyStore {
                 // the same checks as a real write
                 let text: String
@@ -332,19 +351,35 @@ final class ScriptHost: @unchecked Sendable {
             return [URLTools.parse(text)]
         }
         runtime.register("__dl.log") { [log] args in
-            let position = args.first?.text ?? ""
-            let id = args.count > 1 ? args[1].int : nil
-            let text = args.count > 2 ? (args[2].text ?? "") : ""
-            let place = position.trimmingCharacters(in: CharacterSet(charactersIn: ": "))
-            log(id.map { "[\(place) #\($0)] \(text)" } ?? "[\(place)] \(text)")
+            log(Self.line(args).formatted)
             return []
         }
+        runtime.register("__dl.warn") { [warn] args in
+            warn(Self.line(args))
+            return []
+        }
+    }
+
+    /// The line of a `__dl.log` or `__dl.warn` call: position, download id, text.
+    private static func line(_ args: [LuaValue]) -> ScriptLine {
+        let position = args.first?.text ?? ""
+        let id = args.count > 1 ? args[1].int : nil
+        let text = args.count > 2 ? (args[2].text ?? "") : ""
+        let place = position.trimmingCharacters(in: CharacterSet(charactersIn: ": "))
+        return ScriptLine(place: place, download: id.map { Int($0) }, text: text)
+    }
+
+    /// The first use of the store, with neither `-d` nor `--state`, takes the
+    /// state of the job's `dl.config{dir}` so far: `check` (whose writes stay
+    /// in memory) binds it too, so it reports a later `dir` as `run` does.
+    private func bindStore(configDir: String?) {
+        if statePath == nil && stateDirectory == nil && storeBoundTo == nil { storeBoundTo = configDir ?? "." }
     }
 
     /// The store's own connection (the engine has another; SQLite's WAL lets both work).
     private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
-        if statePath == nil && stateDirectory == nil && storeBoundTo == nil { storeBoundTo = configDir ?? "." }
+        bindStore(configDir: configDir)
         let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
         if readOnlyStore && !FileManager.default.fileExists(atPath: path) {
             return .failure(ScriptError("no state yet"))

@@ -90,7 +90,10 @@ public final class ScriptSession: @unchecked Sendable {
 
     /// Loads the job and its hooks. A script that fails to load throws
     /// `file:line: message`, before any request is made.
-    public init(_ options: ScriptOptions, log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
+    /// `log` takes dl.log's and print's lines; `warn` takes dl.warn's (without
+    /// it they go to `log`, marked `warning:`).
+    public init(_ options: ScriptOptions, log: @escaping @Sendable (String) -> Void,
+                warn: (@Sendable (ScriptLine) -> Void)? = nil) throws(ScriptError) {
         let thread = LuaThread()
         let hookScripts = try options.hookScripts()
         let result: Result<(ScriptHost, JobSettings, [String: Int], Int), ScriptError> = thread.sync {
@@ -98,7 +101,7 @@ public final class ScriptSession: @unchecked Sendable {
                 let budget = options.budget ?? 2
                 let host = try ScriptHost(unsafe: options.unsafe, memoryLimit: options.memoryLimit,
                                           budget: budget, vars: options.vars,
-                                          allowedEnvironment: options.allowedEnvironment, log: log)
+                                          allowedEnvironment: options.allowedEnvironment, log: log, warn: warn)
                 host.statePath = options.statePath
                 host.stateDirectory = options.outputDirectory
                 host.readOnlyStore = options.readOnlyStore

@@ -28,6 +28,7 @@ return {
     { name = "dl.url.parse", args = "url", where = { "anywhere" } },
     { name = "dl.safename", args = "s", where = { "anywhere" } },
     { name = "dl.log", args = "...", where = { "anywhere" } },
+    { name = "dl.warn", args = "...", where = { "anywhere" } },
     { name = "dl.store.get", args = "key", where = { "anywhere" } },
     { name = "dl.store.set", args = "key, value", where = { "anywhere" } },
   },
@@ -63,4 +64,115 @@ return {
   -- The download `d` every handler but done's gets; only name, dir and meta may be assigned.
   download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
   writable = { name = "string", dir = "string", meta = "table" },
+
+  -- Types and one-line docs for `dlpipe lua-defs` (a LuaLS definition file,
+  -- made by luadefs.lua). Every call, value, event field and download field
+  -- above has an entry; a test holds them, the config keys and the dl.add
+  -- fields to the names above and to the prelude's.
+  defs = {
+    calls = {
+      ["dl.config"] = { doc = "Run settings; the job file's top level only.", params = { { "settings", "dl.Config" } } },
+      ["dl.add"] = { doc = "Queues a download and returns its id.", params = { { "spec", "string|dl.AddSpec" } }, returns = "integer" },
+      ["dl.on"] = { doc = "Registers a handler of an event; top level only.", params = { { "event", "dl.Event" }, { "handler", "function" } } },
+      ["dl.skip"] = { doc = "Skips the download before a byte is written (response handlers).", params = { { "reason", "string?" } }, returns = "dl.Verdict" },
+      ["dl.retry"] = { doc = "Retries after `seconds` (retrying: the delay; failed: past the budget).", params = { { "seconds", "number" } }, returns = "dl.Verdict" },
+      ["dl.handled"] = { doc = "The failure was dealt with: the download ends handled (failed handlers).", params = {}, returns = "dl.Verdict" },
+      ["dl.pause"] = { doc = "Pauses a download, keeping its part file.", params = { { "id", "integer" } } },
+      ["dl.resume"] = { doc = "Queues a paused download again.", params = { { "id", "integer" } } },
+      ["dl.cancel"] = { doc = "Ends a download as cancelled.", params = { { "id", "integer" } } },
+      ["dl.read"] = { doc = "The bytes of a file inside the output directory.", params = { { "path", "string" } }, returns = "string" },
+      ["dl.url.resolve"] = { doc = "The absolute URL of `ref` against `base`, or nil.", params = { { "base", "string" }, { "ref", "string" } }, returns = "string?" },
+      ["dl.url.parse"] = { doc = "The parts of a URL, or nil.", params = { { "url", "string" } }, returns = "dl.URL?" },
+      ["dl.safename"] = { doc = "Any text as one safe file name, or nil when nothing usable is left.", params = { { "s", "string" } }, returns = "string?" },
+      ["dl.log"] = { doc = "A line on stderr, hidden by -q.", params = { { "...", "any" } } },
+      ["dl.warn"] = { doc = "A warning line, shown under -q too (a warning event with --json).", params = { { "...", "any" } } },
+      ["dl.store.get"] = { doc = "The value stored under `key` by this job, or nil.", params = { { "key", "string" } }, returns = "any" },
+      ["dl.store.set"] = { doc = "Stores a value (string, number, boolean or table of them) for later runs.", params = { { "key", "string" }, { "value", "any" } } },
+    },
+    values = {
+      ["dl.var"] = { doc = "The --var NAME=VALUE strings.", type = "table<string, string>" },
+    },
+    -- The class of each event's second argument, and of the other tables.
+    event_classes = { response = "dl.Response", progress = "dl.Progress", retrying = "dl.Failure",
+      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary" },
+    -- The argument's name in the docs, and the type of what a handler returns (see `returns`).
+    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s" },
+    handler_returns = { response = "dl.Verdict?", retrying = "dl.Verdict|false|nil",
+      failed = "dl.Verdict|false|nil", done = "integer?" },
+    classes = {
+      { name = "dl.Download", of = "download", doc = "The download a handler runs for (name, dir and meta may be assigned)." },
+      { name = "dl.Response", of = "response", doc = "The 2xx response that will give the file." },
+      { name = "dl.Progress", of = "progress", doc = "How far a transfer is." },
+      { name = "dl.Failure", of = "failed", doc = "Why an attempt failed (retrying and failed)." },
+      { name = "dl.Finished", of = "finished", doc = "The file a download gave." },
+      { name = "dl.Summary", of = "done", doc = "The run's counts when the queue drained." },
+      { name = "dl.Config", of = "config", doc = "dl.config's settings." },
+      { name = "dl.AddSpec", of = "add", doc = "dl.add's table." },
+      { name = "dl.URL", of = "url", doc = "dl.url.parse's result." },
+    },
+    fields = {
+      download = {
+        id = { "integer", "the download's id" }, url = { "string", "the URL added" },
+        name = { "string", "the file name; assign to rename (one name, no /)" },
+        dir = { "string", "the folder inside the output directory; \"\" for the top" },
+        path = { "string", "the absolute path of the file" }, meta = { "any", "the meta given to dl.add" },
+        parent = { "integer?", "the download whose handler added this one" },
+        attempt = { "integer", "the attempt, from 1" },
+      },
+      response = {
+        status = { "integer", "the HTTP status (2xx)" }, headers = { "table<string, string>", "the headers, names in lower case" },
+        type = { "string", "the media type without parameters" }, length = { "integer?", "the body's length, when known" },
+        filename = { "string?", "the server's name for the file, sanitised" }, url = { "string", "the URL after redirects" },
+      },
+      progress = {
+        bytes = { "integer", "bytes so far" }, total = { "integer?", "the whole size, when known" },
+        fraction = { "number?", "bytes / total" }, rate = { "number", "bytes per second" }, eta = { "number?", "seconds left" },
+      },
+      finished = {
+        path = { "string", "the file's path" }, bytes = { "integer", "its size" },
+        sha256 = { "string?", "its SHA-256 in hex, computed when first read" }, type = { "string", "the media type" },
+        seconds = { "number", "how long the download took" }, unchanged = { "boolean", "kept from an earlier run" },
+      },
+      failed = {
+        kind = { "string", "http, network, timeout, checksum, io, hook, cancelled, tls or proxy" },
+        message = { "string", "what went wrong" }, status = { "integer?", "the HTTP status, for kind http" },
+        attempt = { "integer", "the attempt that failed" }, retry_after = { "number?", "the delay in seconds before a retry" },
+      },
+      done = {
+        finished = { "integer", "downloads finished" }, failed = { "integer", "downloads failed, not counting handled ones" },
+        handled = { "integer", "failures a handler dealt with" }, skipped = { "integer", "downloads skipped" },
+        unchanged = { "integer", "files kept from an earlier run" }, cancelled = { "integer", "downloads cancelled" },
+        bytes = { "integer", "bytes downloaded" }, seconds = { "number", "the run's time" },
+      },
+      config = {
+        dir = { "string?", "the output directory (-d)" }, concurrency = { "integer?", "transfers at once (-j)" },
+        per_host = { "integer?", "transfers at once per host" }, retries = { "integer?", "retries of retryable errors" },
+        timeout = { "number?", "seconds without progress before an attempt fails" },
+        rate = { "number|string?", "bytes per second for the whole run, or \"500K\"" },
+        refresh = { "\"conditional\"|\"never\"|\"always\"?", "the re-run policy" },
+        budget = { "number?", "seconds each handler call may run" }, max_downloads = { "integer?", "the most dl.add calls of a run" },
+        proxy = { "string?", "the proxy URL; \"\" for none" }, noproxy = { "string?", "hosts reached directly" },
+        max_redirs = { "integer?", "redirect hops followed" }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
+      },
+      add = {
+        url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
+        dir = { "string?", "the folder inside the output directory" }, headers = { "table<string, string>?", "request headers for this URL's host" },
+        sha256 = { "string?", "the expected SHA-256 in hex" }, meta = { "any", "any value, d.meta in its handlers" },
+        priority = { "integer?", "higher runs first (default 0)" },
+      },
+      url = {
+        scheme = { "string", "the scheme" }, host = { "string?", "the host" }, port = { "integer?", "the port, when given" },
+        path = { "string", "the path" }, query = { "string?", "the query" }, fragment = { "string?", "the fragment" },
+        user = { "string?", "the user name (never the password)" },
+      },
+    },
+    -- Field order in the definition file (the events' order comes from `events`).
+    order = {
+      download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
+      config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
+        "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects" },
+      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority" },
+      url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
+    },
+  },
 }

@@ -15,7 +15,7 @@ local type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset 
   type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset
 local table_insert, table_concat = table.insert, table.concat
 local string_format = string.format
-local math_tointeger, math_type = math.tointeger, math.type
+local math_tointeger, math_type, math_min, math_max = math.tointeger, math.type, math.min, math.max
 local API = raw.api
 
 -- Where each call may be called, and the events, from the API table.
@@ -49,6 +49,11 @@ end
 os.getenv = getenv_over(allowed_everywhere)
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
   meta = true, priority = true }
+-- The names as messages list them.
+local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority" }
+local CONFIG_ORDER = {}
+for key in pairs(CONFIG_KEYS) do CONFIG_ORDER[#CONFIG_ORDER + 1] = key end
+table.sort(CONFIG_ORDER)
 
 local handlers = {}
 for event in pairs(EVENTS) do handlers[event] = {} end
@@ -77,8 +82,49 @@ local function script_position()
     local _, where = pcall(error, "", level)
     if where ~= "" and where:sub(1, #PRELUDE) ~= PRELUDE then return where end
   end
-  if running then return positions[running] end
-  return loading and (loading .. ": ") or ""
+  if running then return positions[running], true end
+  return loading and (loading .. ": ") or "", true
+end
+
+-- A call's error at the script's line. In `return dl.x(...)` Lua drops the
+-- calling frame (a tail call), so the error names the call and the line of
+-- the handler (or the script) instead, and says why.
+local function fail(message)
+  local where, lost = script_position()
+  if lost then
+    message = message .. " (at a tail call, `return " .. (message:match("^(dl[%w_.]*)") or "dl.*")
+      .. "(...)`, for which Lua keeps no line" .. (running and "; the line is the handler's dl.on)" or ")")
+  end
+  error(where .. message, 0)
+end
+
+-- `unknown <what> 'word'`, the nearest known name when it looks like a typo
+-- (an edit distance of at most 2, or a third of the word), and the known names.
+local function distance(a, b)
+  local row = {}
+  for j = 0, #b do row[j] = j end
+  for i = 1, #a do
+    local diagonal, left = row[0], i
+    row[0] = i
+    for j = 1, #b do
+      local cost = (a:byte(i) == b:byte(j)) and 0 or 1
+      local value = math_min(row[j] + 1, left + 1, diagonal + cost)
+      diagonal, row[j], left = row[j], value, value
+    end
+  end
+  return row[#b]
+end
+local function unknown(what, word, names)
+  local message = "unknown " .. what .. " '" .. tostring(word) .. "'"
+  if type(word) == "string" and #word <= 64 then
+    local best, best_distance = nil, math_max(2, #word // 3) + 1
+    for _, name in ipairs(names) do
+      local d = distance(word:lower(), name)
+      if d < best_distance then best, best_distance = name, d end
+    end
+    if best then message = message .. " (did you mean '" .. best .. "'?)" end
+  end
+  return message .. "; known: " .. table_concat(names, ", ")
 end
 
 local function allowed(name)
@@ -90,8 +136,7 @@ local function allowed(name)
   end
   local here = (context == "job" or context == "hook") and "the top level of a script"
     or ("a " .. context .. " handler")
-  error(script_position() .. name .. " may not be called in " .. here
-    .. " (allowed: " .. table_concat(where, ", ") .. ")", 0)
+  fail(name .. " may not be called in " .. here .. " (allowed: " .. table_concat(where, ", ") .. ")")
 end
 
 local dl = {}
@@ -101,11 +146,11 @@ local dl = {}
 -- are checked here, by the same Swift rules that read them later.
 function dl.config(t)
   allowed("dl.config")
-  local function refuse(message) error(script_position() .. message, 0) end
+  local refuse = fail
   if type(t) ~= "table" then refuse("dl.config wants a table") end
   for k, v in pairs(t) do
     local want = CONFIG_KEYS[k]
-    if want == nil then refuse("unknown config key '" .. tostring(k) .. "'") end
+    if want == nil then refuse(unknown("config key", k, CONFIG_ORDER)) end
     if want ~= "any" and type(v) ~= want then
       refuse("config key '" .. k .. "' wants a " .. want .. ", not a " .. type(v))
     end
@@ -127,29 +172,29 @@ end
 function dl.add(spec)
   allowed("dl.add")
   if type(spec) == "string" then spec = { url = spec } end
-  if type(spec) ~= "table" then error("dl.add wants a URL or a table", 2) end
+  if type(spec) ~= "table" then fail("dl.add wants a URL or a table") end
   for k in pairs(spec) do
-    if not ADD_KEYS[k] then error("dl.add: unknown field '" .. tostring(k) .. "'", 2) end
+    if not ADD_KEYS[k] then fail("dl.add: " .. unknown("field", k, ADD_ORDER)) end
   end
-  if type(spec.url) ~= "string" then error("dl.add: url must be a string", 2) end
+  if type(spec.url) ~= "string" then fail("dl.add: url must be a string") end
   local headers = {}
   if spec.headers ~= nil then
-    if type(spec.headers) ~= "table" then error("dl.add: headers must be a table", 2) end
+    if type(spec.headers) ~= "table" then fail("dl.add: headers must be a table") end
     for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
   end
   local parent = current and current.fields.id or nil
   local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
     math_tointeger(spec.priority) or 0, parent)
-  if not ok then error(script_position() .. "dl.add: " .. tostring(id), 0) end
-  if not id then error("dl.add: " .. err, 2) end
+  if not ok then fail("dl.add: " .. tostring(id)) end
+  if not id then fail("dl.add: " .. err) end
   if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
   return id
 end
 
 function dl.on(event, fn)
   allowed("dl.on")
-  if not EVENTS[event] then error("unknown event '" .. tostring(event) .. "'", 2) end
-  if type(fn) ~= "function" then error("dl.on: the handler must be a function", 2) end
+  if not EVENTS[event] then fail(unknown("event", event, API.event_order)) end
+  if type(fn) ~= "function" then fail("dl.on: the handler must be a function") end
   positions[fn] = script_position()
   table_insert(handlers[event], fn)
 end
@@ -163,8 +208,7 @@ end
 function dl.retry(seconds)
   allowed("dl.retry")
   if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 then
-    error(script_position() .. "dl.retry wants a delay in seconds (a number from 0), not "
-      .. tostring(seconds), 0)
+    fail("dl.retry wants a delay in seconds (a number from 0), not " .. tostring(seconds))
   end
   recorded, recorded_extra = RETRY, seconds
   return recorded, recorded_extra
@@ -179,7 +223,7 @@ end
 local function control(name, fn)
   return function(id)
     allowed(name)
-    if math_tointeger(id) == nil then error(name .. " wants a download id", 2) end
+    if math_tointeger(id) == nil then fail(name .. " wants a download id") end
     fn(id)
   end
 end
@@ -189,9 +233,9 @@ dl.cancel = control("dl.cancel", raw.cancel)
 
 function dl.read(path)
   allowed("dl.read")
-  if type(path) ~= "string" then error("dl.read wants a path", 2) end
+  if type(path) ~= "string" then fail("dl.read wants a path") end
   local data, err = raw.read(path)
-  if data == nil then error("dl.read: " .. err, 2) end
+  if data == nil then fail("dl.read: " .. err) end
   return data
 end
 
@@ -200,37 +244,40 @@ dl.url = { resolve = raw.resolve, parse = raw.parse }
 -- The sanitiser server names go through: one safe file name, or nil when
 -- nothing usable is left.
 function dl.safename(s)
-  if type(s) ~= "string" then error("dl.safename wants a string", 2) end
+  if type(s) ~= "string" then fail("dl.safename wants a string") end
   return raw.safename(s)
 end
 dl.var = raw.vars
 
-function dl.log(...)
+-- A line for the person who runs the job: dl.log's show unless -q, dl.warn's always.
+local function line(write, ...)
   local parts = {}
   for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
   local id = current and current.fields.id or nil
-  raw.log(script_position(), id, table_concat(parts, "\t"))
+  write((script_position()), id, table_concat(parts, "\t"))
 end
+function dl.log(...) line(raw.log, ...) end
+function dl.warn(...) line(raw.warn, ...) end
 print = dl.log
 
 dl.store = {
   get = function(key)
-    if type(key) ~= "string" then error("dl.store.get wants a string key", 2) end
+    if type(key) ~= "string" then fail("dl.store.get wants a string key") end
     local ok, value, err = pcall(raw.store_get, key, config.dir)
-    if not ok then error(script_position() .. "dl.store.get: " .. tostring(value), 0) end
-    if err then error("dl.store.get: " .. err, 2) end
+    if not ok then fail("dl.store.get: " .. tostring(value)) end
+    if err then fail("dl.store.get: " .. err) end
     return value
   end,
   set = function(key, value)
-    if type(key) ~= "string" then error("dl.store.set wants a string key", 2) end
+    if type(key) ~= "string" then fail("dl.store.set wants a string key") end
     -- pcall: an argument too large for Swift is refused with an error, named at the script's line
     local called, ok, err = pcall(raw.store_set, key, value, config.dir)
-    if not called then error(script_position() .. "dl.store.set: " .. tostring(ok), 0) end
-    if not ok then error("dl.store.set: " .. err, 2) end
+    if not called then fail("dl.store.set: " .. tostring(ok)) end
+    if not ok then fail("dl.store.set: " .. err) end
   end,
 }
 
-_G.dl = setmetatable(dl, { __newindex = function() error("dl is read-only", 2) end })
+_G.dl = setmetatable(dl, { __newindex = function() fail("dl is read-only") end })
 
 -- The download as a handler sees it: name, dir and meta may be assigned;
 -- the rest is read-only.

@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// `dlpipe run --record DIR`: every response the engine receives (final ones
+/// and redirect hops) goes to DIR as it arrives, in `Recording`'s layout.
+/// Used on the engine thread only (the transfers' callbacks run there).
+public final class ResponseRecorder: @unchecked Sendable {
+    let directory: String
+    private var next = 1
+    private let index: Int32
+
+    /// Makes DIR (an empty or new folder: a recording is never mixed with another).
+    public init(directory: String) throws(DownloadError) {
+        self.directory = directory
+        if let code = FileSystem.makeDirectories(directory) {
+            throw FileErrors.io("--record: cannot create", directory, errno: code)
+        }
+        let present = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        guard present.isEmpty else {
+            throw DownloadError(.io, "--record: \(directory) is not empty; give a new or empty folder")
+        }
+        index = open(directory + "/" + Recording.indexName, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard index >= 0 else { throw FileErrors.io("--record: cannot create", directory + "/" + Recording.indexName, errno: errno) }
+    }
+
+    deinit { close(index) }
+
+    /// A recording of the request of `url` that starts now.
+    func begin(url: String) -> ResponseRecording {
+        defer { next += 1 }
+        return ResponseRecording(number: next, url: url, recorder: self)
+    }
+
+    fileprivate func path(_ number: Int, _ suffix: String) -> String { "\(directory)/\(number).\(suffix)" }
+
+    fileprivate func indexed(_ recording: ResponseRecording, complete: Bool) {
+        let line = "\(recording.number)\t\(complete ? 1 : 0)\t\(recording.url)\n"
+        _ = Array(line.utf8).withUnsafeBytes { FileSystem.writeAll(index, $0) }
+    }
+}
+
+/// One response being recorded: the last header block (a 1xx before it is
+/// dropped), and the body bytes the transfer accepted.
+final class ResponseRecording {
+    let number: Int
+    let url: String
+    private unowned let recorder: ResponseRecorder
+    private var head: [UInt8] = []
+    private var body: Int32 = -1
+    private var ended = false
+
+    fileprivate init(number: Int, url: String, recorder: ResponseRecorder) {
+        self.number = number
+        self.url = url
+        self.recorder = recorder
+    }
+
+    func header(_ line: UnsafeRawBufferPointer) {
+        if line.starts(with: Array("HTTP/".utf8)) { head = [] }
+        head.append(contentsOf: line)
+    }
+
+    func body(_ bytes: UnsafeRawBufferPointer) {
+        if body < 0 { body = open(recorder.path(number, "body"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        if body >= 0 { _ = FileSystem.writeAll(body, bytes) }
+    }
+
+    /// Writes the head and the index line; once (later calls do nothing).
+    func finish(complete: Bool) {
+        guard !ended else { return }
+        ended = true
+        if body >= 0 { close(body) } else {
+            close(open(recorder.path(number, "body"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644))
+        }
+        let file = open(recorder.path(number, "head"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if file >= 0 {
+            _ = head.withUnsafeBytes { FileSystem.writeAll(file, $0) }
+            close(file)
+        }
+        recorder.indexed(self, complete: complete)
+    }
+
+    deinit { finish(complete: false) }
+}
