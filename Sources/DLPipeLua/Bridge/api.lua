@@ -153,6 +153,7 @@ return {
         budget = { "number?", "seconds each handler call may run" }, max_downloads = { "integer?", "the most dl.add calls of a run" },
         proxy = { "string?", "the proxy URL; \"\" for none" }, noproxy = { "string?", "hosts reached directly" },
         max_redirs = { "integer?", "redirect hops followed" }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
+        env = { "string[]?", "environment variables the job's own os.getenv may read (hooks do not inherit them)" },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -170,7 +171,7 @@ return {
     order = {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
-        "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects" },
+        "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },
