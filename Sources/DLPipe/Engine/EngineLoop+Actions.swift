@@ -46,33 +46,33 @@ extension EngineLoop {
                 if let target = job.target { removePart(target) }
                 job.partBytes = 0
             case .askResponseHook:
-                guard let hooks, let response = job.response else { break }
-                pendingHookCalls += 1
+                guard let ask = hooks?.response, let response = job.response else { break }
                 let id = job.id
-                hooks.response(job.info(root: root), response) { [self] verdict in
-                    post(.responseVerdict(id, verdict))
+                let reply = hookReply("response", expiry: { .responseVerdict(id, .fail($0)) }) {
+                    .responseVerdict(id, $0)
                 }
+                ask(job.info(root: root), response, reply)
             case .askFinishedHook:
-                guard let hooks, let result = job.result else { break }
-                pendingHookCalls += 1
+                guard let ask = hooks?.finished, let result = job.result else { break }
                 let id = job.id
-                hooks.finished(job.info(root: root), result) { [self] verdict in
-                    post(.finishedVerdict(id, verdict))
+                let reply = hookReply("finished", expiry: { .finishedVerdict(id, .fail($0)) }) {
+                    .finishedVerdict(id, $0)
                 }
+                ask(job.info(root: root), result, reply)
             case .askRetryingHook(let delay):
-                guard let hooks, let error = job.state.pendingError else { break }
-                pendingHookCalls += 1
+                guard let ask = hooks?.retrying, let error = job.state.pendingError else { break }
                 let id = job.id
-                hooks.retrying(job.info(root: root), error, delay: delay) { [self] verdict in
-                    post(.retryVerdict(id, verdict))
+                let reply = hookReply("retrying", expiry: { .retryVerdict(id, .fail($0)) }) {
+                    .retryVerdict(id, $0)
                 }
+                ask(job.info(root: root), error, delay, reply)
             case .askFailedHook:
-                guard let hooks, let error = job.state.pendingError else { break }
-                pendingHookCalls += 1
+                guard let ask = hooks?.failed, let error = job.state.pendingError else { break }
                 let id = job.id
-                hooks.failed(job.info(root: root), error) { [self] verdict in
-                    post(.failureVerdict(id, verdict))
+                let reply = hookReply("failed", expiry: { .failureVerdictMissed(id, $0) }) {
+                    .failureVerdict(id, $0)
                 }
+                ask(job.info(root: root), error, reply)
             case .scheduleRetry(let delay):
                 job.retryGeneration += 1
                 timers.push((EngineLoop.now() + delay, job.id, job.retryGeneration))
@@ -327,7 +327,7 @@ extension EngineLoop {
             let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.rate)
             let info = job.info(root: root)
             emit(.progress(info, progress))
-            if interests.contains(.progress) { hooks?.progress(info, progress) }
+            hooks?.progress?(info, progress)
         }
     }
 }

@@ -32,6 +32,9 @@ final class EngineLoop: @unchecked Sendable {
         case finishedVerdict(DownloadID, FinishedVerdict)
         case retryVerdict(DownloadID, RetryVerdict)
         case failureVerdict(DownloadID, FailureVerdict)
+        /// A `failed` hook gave no reply within the hook deadline: the download
+        /// fails with this error (kind `hook`).
+        case failureVerdictMissed(DownloadID, DownloadError)
         case drainedVerdict(Int?)
         /// The syncfs of the batch in `syncingBatch` returned.
         case synced
@@ -46,7 +49,7 @@ final class EngineLoop: @unchecked Sendable {
     let configuration: EngineConfiguration
     /// The output directory, absolute and canonical.
     let root: String
-    let hooks: (any DownloadHooks)?
+    let hooks: DownloadHooks?
     let interests: HookInterests
     let events: EventHub
     /// Which downloads are open, for the public side (told of every end).
@@ -123,6 +126,11 @@ final class EngineLoop: @unchecked Sendable {
     /// Paused downloads: open, but waiting for nobody but a `resume`.
     var pausedJobs: Set<DownloadID> = []
     var pendingHookCalls = 0
+    /// Hook calls waiting for a reply, by deadline (`hookDeadline`).
+    var hookDeadlines = HookDeadlines()
+    /// Hook replies dropped: second replies, and replies after the deadline
+    /// (read by `DownloadEngine.ignoredHookReplies`, from any thread).
+    let ignoredHookReplies = Atomic<Int>(0)
     var summary = RunSummary()
     var exitCode: Int?
     /// Work arrived since the last drain: the next idle moment is a drain.
@@ -136,7 +144,7 @@ final class EngineLoop: @unchecked Sendable {
     private var stopped = false
     private var stopWaiters: [@Sendable () -> Void] = []
 
-    init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub,
+    init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, events: EventHub,
          registry: DownloadRegistry = DownloadRegistry(engine: 0), store: StateStore?) {
         self.registry = registry
         self.configuration = configuration
@@ -225,6 +233,7 @@ final class EngineLoop: @unchecked Sendable {
             }
             if stopped { break }
             fireDueTimers()
+            expireHookCalls()
             startQueued()
             releasePacedTransfers()
             let activeAfterStart = scheduler.active
@@ -236,7 +245,7 @@ final class EngineLoop: @unchecked Sendable {
             tickProgress()
             checkIdle()
             flushState()
-            hooks?.endOfTurn()
+            hooks?.endOfTurn?()
             if stopped { break }
             // A slot freed in this turn (a transfer ended, or an attempt failed
             // before its body, e.g. a part file that cannot be created) goes to
@@ -273,6 +282,9 @@ final class EngineLoop: @unchecked Sendable {
             pendingHookCalls -= 1
             if case .retry(let seconds) = verdict { verdict = .retry(after: boundedDelay(seconds)) }
             feed(id, .failureVerdict(verdict))
+        case .failureVerdictMissed(let id, let error):
+            pendingHookCalls -= 1
+            feed(id, .fail(error))
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
             if let code { exitCode = code }
@@ -378,6 +390,7 @@ final class EngineLoop: @unchecked Sendable {
         var wait = 1.0
         let now = EngineLoop.now()
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
+        if let due = hookDeadlines.nextDue { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
         if let release = pacer?.secondsUntilRelease() { wait = min(wait, release) }
         if !awaitingDurability.isEmpty && !syncInFlight { wait = min(wait, durabilityBatchStarted + 0.02 - now) }
@@ -392,10 +405,10 @@ final class EngineLoop: @unchecked Sendable {
         }
         if drainPending && interests.contains(.drained) && !askedDrainHook, let hooks {
             askedDrainHook = true
-            pendingHookCalls += 1
             summary.seconds = EngineLoop.now() - startedAt
             let snapshot = summary
-            hooks.drained(snapshot) { [self] code in post(.drainedVerdict(code)) }
+            let reply = hookReply("done", expiry: { _ in .drainedVerdict(nil) }) { .drainedVerdict($0) }
+            hooks.drained?(snapshot, reply)
             return
         }
         if configuration.endPausedWhenDrained && !pausedJobs.isEmpty {
@@ -422,7 +435,7 @@ final class EngineLoop: @unchecked Sendable {
     private func shutDown() {
         assertOnEngineThread()
         placeDurableFiles(force: true)
-        hooks?.endOfTurn()
+        hooks?.endOfTurn?()
         for job in jobs.values where job.transfer != nil {
             perform([.abortTransfer(keepPart: true)], job)
             saveState(job, .partial)

@@ -19,7 +19,7 @@ public final class DownloadEngine: Sendable {
     let registry: DownloadRegistry
 
     /// Creates the output directory when missing and starts the engine's thread.
-    public init(configuration: EngineConfiguration = EngineConfiguration(), hooks: (any DownloadHooks)? = nil)
+    public init(configuration: EngineConfiguration = EngineConfiguration(), hooks: DownloadHooks? = nil)
         throws(DownloadError)
     {
         if let code = FileSystem.makeDirectories(configuration.directory) {
@@ -49,6 +49,12 @@ public final class DownloadEngine: Sendable {
     /// Whether an ended request keeps its id for the whole run (the command
     /// line's engine): then a job's own rule needs no table of its own.
     package var deduplicatesWholeRun: Bool { registry.wholeRun }
+
+    /// Hook replies the engine dropped: a second reply to one call, or a
+    /// reply that came after `EngineConfiguration.hookDeadline` had failed
+    /// the download. Zero in a program whose hooks reply exactly once in time;
+    /// anything else is a bug of the hooks, counted here so that it shows.
+    public var ignoredHookReplies: Int { loop.ignoredHookReplies.load(ordering: .relaxed) }
 
     /// The absolute output directory.
     public var directory: String { loop.root }

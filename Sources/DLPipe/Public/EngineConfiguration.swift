@@ -52,6 +52,12 @@ public struct EngineConfiguration: Sendable {
     /// `--replay DIR`: every request is answered by this recording's server
     /// instead of the network (see ReplayServer).
     public var replay: ReplayServer? = nil
+    /// Seconds a hook call (`DownloadHooks`) may take to reply. Past it the
+    /// engine answers in the hook's place: the download fails with kind
+    /// `hook` (a `drained` call counts as replied with no exit code), and the
+    /// late reply is ignored. Nil waits for ever: the command line's Lua
+    /// hooks have their own time budget per handler instead.
+    public var hookDeadline: Double? = 2
     /// How often progress events are emitted per transfer, in seconds.
     public var progressInterval: Double = 0.25
     /// Whether small bodies may skip the part file (`HeldFile`); internal, so

@@ -99,6 +99,10 @@ struct RunOptions {
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        // Lua handlers have their own budget and backstop, and wait in one queue
+        // behind each other: a per-call deadline would fail downloads of a busy
+        // but healthy script.
+        config.hookDeadline = nil
         config.recorder = recorder
         config.replay = replay
         config.transport = transport

@@ -131,8 +131,8 @@ public final class ScriptSession: @unchecked Sendable {
     }
 
     /// The engine's hooks: the Lua handlers.
-    public func hooks(report: @escaping @Sendable (String) -> Void) -> any DownloadHooks {
-        LuaHooks(host: host, thread: thread, counts: counts, backstop: backstop, report: report)
+    public func hooks(report: @escaping @Sendable (String) -> Void) -> DownloadHooks {
+        LuaHooks(host: host, thread: thread, counts: counts, backstop: backstop, report: report).downloadHooks
     }
 
     /// What to do when a handler stuck past its budget has not returned long after its
