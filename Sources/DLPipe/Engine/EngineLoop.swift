@@ -329,7 +329,7 @@ final class EngineLoop: @unchecked Sendable {
             let job = Job(id: id, request: request, host: "")
             jobs[id] = job
             job.state.endBeforeStart(.failed)
-            finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
+            finish(job, .failed(DownloadError(.url, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
             return
         }
         // The CLI and the Lua bridge refuse such headers before they get here;

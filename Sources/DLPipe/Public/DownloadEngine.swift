@@ -105,6 +105,10 @@ public final class DownloadEngine: Sendable {
     @discardableResult
     public func add(_ url: String) -> DownloadID { add(DownloadRequest(url: url)) }
 
+    /// Queues a download of `url` with default settings.
+    @discardableResult
+    public func add(_ url: URL) -> DownloadID { add(DownloadRequest(url: url)) }
+
     /// Queues a download as `add` does and returns its task handle: its own
     /// events from its first on, `pause`, `resume`, `cancel`, and its awaited
     /// `result`. A repeat of an open request gets a handle of that download.
@@ -121,6 +125,9 @@ public final class DownloadEngine: Sendable {
 
     /// Queues a download of `url` with default settings and returns its task handle.
     public func addTask(_ url: String) -> DownloadTask { addTask(DownloadRequest(url: url)) }
+
+    /// Queues a download of `url` with default settings and returns its task handle.
+    public func addTask(_ url: URL) -> DownloadTask { addTask(DownloadRequest(url: url)) }
 
     /// Ends a download as failed (a hook that broke, for example), stopping its
     /// transfer. False when `id` is not an open download of this engine.

@@ -1,6 +1,9 @@
+import Foundation
+
 /// What to download and where to put it.
 public struct DownloadRequest: Sendable, Hashable {
-    /// The http or https URL.
+    /// The http or https URL. Anything else (malformed, no host, another
+    /// scheme) fails its download with kind `url`; it is never retried.
     public var url: String
     /// The file name; nil lets the server suggest one (Content-Disposition, else the URL).
     public var name: String?
@@ -31,6 +34,19 @@ public struct DownloadRequest: Sendable, Hashable {
         self.priority = priority
         self.parent = parent
         self.meta = meta
+    }
+
+    /// A request for `url` (`URL.absoluteString`) with every other field at
+    /// its default. A URL that is not http or https (a file URL, say) fails
+    /// its download with kind `url`.
+    public init(
+        url: URL, name: String? = nil, directory: String? = nil,
+        headers: [String: String] = [:], sha256: String? = nil, priority: Int = 0,
+        parent: DownloadID? = nil, meta: [String: String] = [:]
+    ) {
+        self.init(
+            url: url.absoluteString, name: name, directory: directory, headers: headers, sha256: sha256,
+            priority: priority, parent: parent, meta: meta)
     }
 
     /// Requests with the same key are the same download: the same URL into the

@@ -134,7 +134,7 @@ return {
         seconds = { "number", "how long the download took" }, unchanged = { "boolean", "kept from an earlier run" },
       },
       failed = {
-        kind = { "string", "http, network, timeout, checksum, io, hook, cancelled, tls or proxy" },
+        kind = { "string", "http, network, timeout, checksum, io, hook, cancelled, url, tls or proxy" },
         message = { "string", "what went wrong" }, status = { "integer?", "the HTTP status, for kind http" },
         attempt = { "integer", "the attempt that failed" }, retry_after = { "number?", "the delay in seconds before a retry" },
       },
