@@ -124,7 +124,8 @@ extension EngineLoop: TransferOwner {
             contentType: body.type)
         let response = ResponseInfo(
             status: head.status, headers: head.headers, type: body.type, length: body.length,
-            filename: suggested, url: job.currentURL)
+            filename: suggested, url: job.currentURL,
+            resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
         job.response = response
         if job.target == nil {
             do {

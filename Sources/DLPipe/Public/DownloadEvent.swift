@@ -15,18 +15,53 @@ public struct DownloadInfo: Sendable, Hashable {
 }
 
 /// The final response of an attempt, after redirects.
+///
+/// `status` is what the server sent. A resumed download gets 206 with
+/// `resumedFrom` set; a server that ignores the range sends 200 and the file
+/// starts over. A check for "the whole file, or a resume of it" is thus
+/// `response.status == 200 || (response.status == 206 && response.resumedFrom != nil)`,
+/// or simply `response.isWholeOrResumed`.
 public struct ResponseInfo: Sendable, Hashable {
+    /// The HTTP status as the server sent it: 2xx (errors fail the attempt and
+    /// never reach a `response` event), 206 for a resumed download.
     public var status: Int
     /// Header names in lower case; repeated headers joined with ", ".
     public var headers: [String: String]
     /// Media type without parameters, lower case ("" when absent).
     public var type: String
-    /// The body length of the whole resource when known.
+    /// The body length of the whole resource when known: for a resumed
+    /// download, the bytes already on disk plus the 206's body.
     public var length: Int64?
-    /// The server's suggested name, already sanitised.
+    /// The server's suggested name (Content-Disposition, else the URL), already
+    /// sanitised.
     public var filename: String
     /// The URL after redirects.
     public var url: String
+    /// The byte this response continues the part file from: a 206 to the
+    /// engine's Range request, whose body is appended to the bytes an earlier
+    /// attempt (or run) left. Nil when the body is the whole file.
+    public var resumedFrom: Int64?
+
+    /// Whether the body is the whole file (200) or continues the part file
+    /// from where the engine asked (206 with `resumedFrom`): the "HTTP 200"
+    /// check that does not trip on a resume.
+    public var isWholeOrResumed: Bool {
+        status == 200 || (status == 206 && resumedFrom != nil)
+    }
+
+    /// A response as the engine reports it (for tests of code that handles events).
+    public init(
+        status: Int, headers: [String: String] = [:], type: String = "", length: Int64? = nil,
+        filename: String = "", url: String, resumedFrom: Int64? = nil
+    ) {
+        self.status = status
+        self.headers = headers
+        self.type = type
+        self.length = length
+        self.filename = filename
+        self.url = url
+        self.resumedFrom = resumedFrom
+    }
 }
 
 /// A coalesced progress report.

@@ -15,13 +15,14 @@ enum EventArgument {
     func push(on L: OpaquePointer) {
         switch self {
         case .response(let r):
-            let t = LuaFieldWriter(L, fields: 6)
+            let t = LuaFieldWriter(L, fields: 7)
             t.set("status", r.status)
             t.set("headers", strings: r.headers)
             t.set("type", r.type)
             t.set("length", r.length)
             t.set("filename", r.filename)
             t.set("url", r.url)
+            t.set("resumed_from", r.resumedFrom)
         case .progress(let p):
             let t = LuaFieldWriter(L, fields: 5)
             t.set("bytes", p.bytes)

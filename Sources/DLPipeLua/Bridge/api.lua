@@ -38,7 +38,7 @@ return {
   },
   -- The fields of each event's second argument (a field may be nil when unknown).
   events = {
-    response = { "status", "headers", "type", "length", "filename", "url" },
+    response = { "status", "headers", "type", "length", "filename", "url", "resumed_from" },
     progress = { "bytes", "total", "fraction", "rate", "eta" },
     finished = { "path", "bytes", "sha256", "type", "seconds", "unchanged" },
     retrying = { "kind", "message", "status", "attempt", "retry_after" },
@@ -120,9 +120,10 @@ return {
         attempt = { "integer", "the attempt, from 1" },
       },
       response = {
-        status = { "integer", "the HTTP status (2xx)" }, headers = { "table<string, string>", "the headers, names in lower case" },
+        status = { "integer", "the HTTP status as the server sent it (2xx: 206 when resumed_from is set)" }, headers = { "table<string, string>", "the headers, names in lower case" },
         type = { "string", "the media type without parameters" }, length = { "integer?", "the body's length, when known" },
         filename = { "string?", "the server's name for the file, sanitised" }, url = { "string", "the URL after redirects" },
+        resumed_from = { "integer?", "the byte a 206 continues the part file from; nil when the body is the whole file" },
       },
       progress = {
         bytes = { "integer", "bytes so far" }, total = { "integer?", "the whole size, when known" },
