@@ -25,6 +25,7 @@ struct URLParts: Equatable {
 /// URLs as they may be printed: a `user:password@` part is replaced by `***@`,
 /// so credentials never reach logs, events or error messages.
 public enum RedactedURL {
+    /// `url` with its `user:password@` part, if any, replaced by `***@`.
     public static func text(_ url: String) -> String {
         guard let schemeEnd = url.range(of: "://") else { return url }
         let rest = url[schemeEnd.upperBound...]

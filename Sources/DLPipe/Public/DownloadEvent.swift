@@ -1,6 +1,9 @@
-/// A download as hooks and observers see it at one moment.
+/// A download as hooks and observers see it at one moment (a copy: it does
+/// not change when the download moves on).
 public struct DownloadInfo: Sendable, Hashable {
+    /// The download's id in its engine.
     public var id: DownloadID
+    /// The requested URL (before redirects; `ResponseInfo.url` is after them).
     public var url: String
     /// The file name once known (after the response), else the requested one.
     public var name: String?
@@ -8,9 +11,11 @@ public struct DownloadInfo: Sendable, Hashable {
     public var directory: String
     /// The final path once the name is known.
     public var path: String?
+    /// The download whose hook added this one (`DownloadRequest.parent`).
     public var parent: DownloadID?
-    /// 1 for the first attempt.
+    /// The attempt under way or last made: 1 for the first, one more per retry.
     public var attempt: Int
+    /// The request's free-form values (`DownloadRequest.meta`).
     public var meta: [String: String]
 }
 
@@ -64,12 +69,18 @@ public struct ResponseInfo: Sendable, Hashable {
     }
 }
 
-/// A coalesced progress report.
+/// A coalesced progress report: at most one per transfer every
+/// `EngineConfiguration.progressInterval`, and only when bytes arrived.
 public struct ProgressInfo: Sendable, Hashable {
-    /// Bytes of the file so far, including bytes resumed from an earlier attempt.
+    /// Bytes of the file so far, including the bytes a resumed download kept
+    /// from an earlier attempt or run (so a resume does not start at 0).
     public var bytes: Int64
+    /// The size of the whole file in bytes when the server said it (its
+    /// Content-Length, plus the kept bytes for a resume: `ResponseInfo.length`);
+    /// nil when unknown (a chunked body).
     public var total: Int64?
-    /// Bytes per second over the recent past.
+    /// Bytes per second, smoothed over the recent reports of this transfer
+    /// (received bytes only; resumed bytes do not count as speed).
     public var rate: Double
 
     /// 0...1 when the total is known.
@@ -86,11 +97,17 @@ public struct ProgressInfo: Sendable, Hashable {
 
 /// What a finished download produced.
 public struct FinishedInfo: Sendable, Hashable {
+    /// The absolute path of the file under its final name.
     public var path: String
+    /// The file's size in bytes.
     public var bytes: Int64
     /// Hex SHA-256 when it was computed while streaming (asked for, or verified).
     public var sha256: String?
+    /// The media type without parameters ("" when the server named none).
     public var type: String
+    /// Seconds from the start of the download's first attempt (when it got a
+    /// transfer slot, not when it was queued) to the file in place; retries,
+    /// backoff and pauses included. 0 for a file kept without a request.
     public var seconds: Double
     /// True when the server said 304 and the existing file was kept.
     public var unchanged: Bool
@@ -101,15 +118,23 @@ public struct FinishedInfo: Sendable, Hashable {
 /// `failed` leaves out the failures a `failed` hook handled: they are `handled`.
 /// `bytes` are the body bytes received in this run.
 public struct RunSummary: Sendable, Hashable {
+    /// Files downloaded (new or changed) since the engine started.
     public var finished = 0
+    /// Downloads that ended `failed`.
     public var failed = 0
     /// Failures a `failed` hook dealt with (`FailureVerdict.handled`).
     public var handled = 0
+    /// Downloads a hook skipped.
     public var skipped = 0
+    /// Downloads cancelled by the caller or a hook.
     public var cancelled = 0
+    /// Downloads whose file was found current (304, or refresh "never").
     public var unchanged = 0
+    /// Body bytes received since the engine started, all attempts together.
     public var bytes: Int64 = 0
+    /// Seconds from the engine's start to this summary.
     public var seconds: Double = 0
+    /// All counts at zero.
     public init() {}
 }
 
