@@ -30,7 +30,7 @@ struct AfterStop {
         case .addAll(let requests):
             for (id, _) in requests { stopped.insert(id) }
             return nil
-        case .waitIdle(let reply):
+        case .waitIdle(let reply), .countsNow(let reply):
             let (summary, exitCode) = (self.summary, self.exitCode)
             return { reply(summary, exitCode) }
         case .waitOutcome(let id, let reply):

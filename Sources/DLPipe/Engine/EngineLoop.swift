@@ -41,6 +41,8 @@ final class EngineLoop: @unchecked Sendable {
         /// The part file's first bytes are hashed for a resume (ResumeHash).
         case resumeHashed(DownloadID, ResumeHash)
         case waitIdle(@Sendable (RunSummary, Int?) -> Void)
+        /// The counts as they are now (a cancelled `waitUntilDrained`).
+        case countsNow(@Sendable (RunSummary, Int?) -> Void)
         case waitOutcome(DownloadID, @Sendable (DownloadOutcome?) -> Void)
         /// Stop every transfer (part files stay) and end the thread; then `done`.
         case stop(done: (@Sendable () -> Void)?)
@@ -302,6 +304,8 @@ final class EngineLoop: @unchecked Sendable {
             } else {
                 idleWaiters.append(reply)
             }
+        case .countsNow(let reply):
+            reply(summary, exitCode)
         case .waitOutcome(let id, let reply):
             if jobs[id] != nil || waiting[id] != nil {
                 outcomeWaiters[id, default: []].append(reply)

@@ -159,21 +159,43 @@ public final class DownloadEngine: Sendable {
     /// Waits for one download's outcome. Nil at once for an id of another
     /// engine, and for a download that ended earlier when `keepsOutcomes` is
     /// off. After a stop it answers at once: `.stopped` for what was open at
-    /// the stop or added after it.
+    /// the stop or added after it. Cancelling the waiting task makes it
+    /// return nil at once; the download goes on (`cancel(_:)` ends it, and
+    /// cancelling a task awaiting `DownloadTask.result` ends it too).
     public func outcome(of id: DownloadID) async -> DownloadOutcome? {
         guard registry.owns(id) else { return nil }
-        return await withCheckedContinuation { continuation in
-            loop.post(.waitOutcome(id, { continuation.resume(returning: $0) }))
+        let answer = OnceContinuation<DownloadOutcome?>()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                answer.wait(continuation)
+                loop.post(.waitOutcome(id, { answer.resume($0) }))
+            }
+        } onCancel: {
+            answer.resume(nil)
         }
     }
 
     /// Waits until the queue is drained and no hook is running; returns the counts
     /// and the exit code a `drained` hook chose, if any. After a stop it
-    /// answers at once with the counts at the stop.
+    /// answers at once with the counts at the stop. Cancelling the waiting
+    /// task makes it return at once with the counts so far (the queue goes on).
     public func waitUntilDrained() async -> (summary: RunSummary, exitCode: Int?) {
-        await withCheckedContinuation { continuation in
-            loop.post(.waitIdle({ continuation.resume(returning: ($0, $1)) }))
+        let answer = OnceContinuation<Drained>()
+        let drained = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                answer.wait(continuation)
+                loop.post(.waitIdle({ answer.resume(Drained(summary: $0, exitCode: $1)) }))
+            }
+        } onCancel: { [loop] in
+            loop.post(.countsNow({ answer.resume(Drained(summary: $0, exitCode: $1)) }))
         }
+        return (drained.summary, drained.exitCode)
+    }
+
+    /// `waitUntilDrained`'s answer as one Sendable value.
+    private struct Drained: Sendable {
+        let summary: RunSummary
+        let exitCode: Int?
     }
 
     /// Stops every transfer (part files stay) and the engine's thread, without
