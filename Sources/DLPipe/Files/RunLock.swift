@@ -14,6 +14,7 @@ public final class RunLock: @unchecked Sendable {
     public enum Failure: Error, Sendable {
         /// Another process holds it; its PID when the file names one.
         case held(pid: Int32?, path: String)
+        /// The lock file could not be created, opened or locked; the message says why.
         case io(String)
     }
 
