@@ -127,7 +127,8 @@ import Testing
         error.status = 503
         let pushed: [String: Set<String>] = [
             "response": keys(.response(ResponseInfo(
-                status: 200, headers: ["a": "b"], type: "text/html", length: 3, filename: "x", url: "http://h/x"))),
+                status: 206, headers: ["a": "b"], type: "text/html", length: 3, filename: "x", url: "http://h/x",
+                resumedFrom: 1))),
             "progress": keys(.progress(ProgressInfo(bytes: 1, total: 4, rate: 2))),
             "finished": keys(.finished(FinishedInfo(
                 path: "/p", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false))),
