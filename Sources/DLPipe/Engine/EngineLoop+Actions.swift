@@ -295,7 +295,7 @@ extension EngineLoop {
         }
         for transfer in stalled {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(configuration.timeout.formatted) s"))
+            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(configuration.timeout.secondsText) s"))
         }
         for transfer in transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }

@@ -98,7 +98,7 @@ extension EngineLoop: TransferOwner {
             if let retryAfter, retryAfter > cap {
                 // Say so: a user who sees "retrying in 5m" must know the server asked for more.
                 let asked = retryAfter.isFinite ? String(format: "%.0fs", retryAfter) : "more than any delay"
-                message += " (Retry-After asked for \(asked); capped at \(cap.formatted)s)"
+                message += " (Retry-After asked for \(asked); capped at \(cap.secondsText)s)"
             }
             transfer.abortError = DownloadError(
                 .http, message, status: status, retryAfter: retryAfter.map { min($0, cap) })

@@ -53,8 +53,3 @@ enum HTTPDate {
         return nil
     }
 }
-
-extension Double {
-    /// Seconds for messages: "2", "0.5", "1.25".
-    var formatted: String { String(format: "%g", self) }
-}

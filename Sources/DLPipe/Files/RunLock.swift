@@ -4,7 +4,7 @@ import Foundation
 /// `DIR/.dlpipe/lock`, which holds the holder's PID for the message others see.
 /// The kernel drops the lock when its process dies, however it dies, so a lock
 /// left by a dead process is no lock.
-public final class RunLock: @unchecked Sendable {
+package final class RunLock: @unchecked Sendable {
     // @unchecked: the descriptor is set once and only closed in deinit.
     private let fd: Int32
     /// The lock file's path.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What the state remembers of one download (SPEC 4).
-public struct DownloadRecord: Sendable, Hashable {
+package struct DownloadRecord: Sendable, Hashable {
     /// `handled`: failed, and a `failed` hook dealt with it (stored as text: an
     /// older dlpipe reads it as failed, no schema change).
     public enum Status: String, Sendable { case partial, finished, failed, handled, cancelled, skipped }
@@ -33,7 +33,7 @@ public struct DownloadRecord: Sendable, Hashable {
 /// A file that dlpipe put under its name: where, how large, and (once a later
 /// run has seen it) its inode, which tells it apart from a newer version
 /// renamed over it.
-public struct PlacedFile: Sendable, Hashable {
+package struct PlacedFile: Sendable, Hashable {
     /// Relative to the output directory.
     public var path: String
     public var size: Int64
@@ -49,7 +49,7 @@ public struct PlacedFile: Sendable, Hashable {
 /// A file the state placed that its download left behind when it placed a
 /// newer version under another name (a handler renamed it on a re-run, or
 /// another program had taken the name): still on disk, no longer tracked.
-public struct ReleasedFile: Sendable, Hashable {
+package struct ReleasedFile: Sendable, Hashable {
     /// Relative to the output directory.
     public var path: String
     public var url: String
@@ -63,7 +63,7 @@ public struct ReleasedFile: Sendable, Hashable {
 }
 
 /// One run of a job, as `dlpipe status` shows it.
-public struct RunRecord: Sendable, Hashable {
+package struct RunRecord: Sendable, Hashable {
     public var id: Int64
     public var startedAt: Double
     public var endedAt: Double?
@@ -79,7 +79,7 @@ public struct RunRecord: Sendable, Hashable {
 /// always exists for every part file on disk. synchronous=NORMAL: a commit
 /// survives a killed process at once; a power loss may drop the last commits,
 /// which the next run recognises from the files themselves.
-public final class StateStore: @unchecked Sendable {
+package final class StateStore: @unchecked Sendable {
     // @unchecked: used by one thread at a time (the engine loop, or a command).
     private let db: SQLiteDatabase
     private var inTransaction = false
