@@ -17,14 +17,15 @@ extension EngineLoop {
         job.placed = record.placed
         guard let relative = record.target,
             let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
-            !reservedPaths.contains(target.relative)  // another download of this run has it
+            targets.reserveExactly(target)  // false: another download of this run has it
         else { return false }
+        // Held from here; let go below when the name turns out to be another's.
         job.knownSHA256 = record.sha256
         job.knownType = record.mediaType
-        let final = finalPath(target)
+        let final = targets.finalPath(target)
         let found = FileSystem.identity(final)
         let finalSize = found?.size
-        let partSize = FileSystem.size(partPath(target))
+        let partSize = FileSystem.size(targets.partPath(target))
         let ownership = Ownership(record: record, target: relative, found: found, partExists: partSize != nil)
         if ownership.placedHere, found == nil { job.placed = nil }  // removed since: the name is free
         if ownership.validatorsFit || (partSize == nil && ownership.isPlacedFile) {
@@ -37,7 +38,6 @@ extension EngineLoop {
             // A stale part file beside a whole one (a power loss undid the
             // rename's commit): opened as the job's own, never O_EXCL.
             job.partFileMayExist = partSize != nil
-            reservedPaths.insert(target.relative)
             switch configuration.refresh {
             case .never:
                 job.result = FinishedInfo(
@@ -66,9 +66,8 @@ extension EngineLoop {
             // A part file already at full length (killed between the batch sync
             // and the rename) has nothing left to ask for: it starts over.
             let whole = record.total.map { partSize >= $0 } ?? false
-            job.partBytes = whole ? 0 : partSize
+            job.partHolds(whole ? 0 : partSize)
             job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
-            reservedPaths.insert(target.relative)
         } else if finalSize == nil || ownership.ownsFile {
             // The same name as before: free, or holding a file this job placed
             // (cut short by a power loss, say), which may be replaced. A file
@@ -76,7 +75,8 @@ extension EngineLoop {
             job.target = target
             job.ownsTarget = finalSize != nil
             if job.ownsTarget { job.placed = ownership.foundFile }
-            reservedPaths.insert(target.relative)
+        } else {
+            targets.release(target)
         }
         return false
     }

@@ -69,8 +69,6 @@ final class EngineLoop: @unchecked Sendable {
     var idleHandles: [CurlEasy] = []
     /// Retry timers: (due time, id, the job's retry generation when set).
     var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
-    /// Relative paths (final names) held by unfinished downloads.
-    var reservedPaths: Set<String> = []
     /// Transfers paused until this turn's state commit names their part files.
     var awaitingCommit: [Transfer] = []
     /// Checked files waiting for their data to be durable before they get their names.
@@ -97,10 +95,9 @@ final class EngineLoop: @unchecked Sendable {
     let resumeHashQueue = DispatchQueue(label: "dlpipe-resume-hash")
     /// The output directory, open: file calls relative to it, and syncfs.
     let output: OutputDirectory
-    /// What names the output directory's folders hold (read once per folder).
-    let names: NameIndex
-    /// Directories known to exist (created or checked in this run).
-    var createdDirectories: Set<String> = []
+    /// The file names: what the disk holds, what downloads hold, the taken
+    /// rule, part and final names, and every rename, removal and folder.
+    let targets: TargetRegistry
     var openJobs = 0
     /// Paused downloads: open, but waiting for nobody but a `resume`.
     var pausedJobs: Set<DownloadID> = []
@@ -133,7 +130,7 @@ final class EngineLoop: @unchecked Sendable {
         self.pacer = configuration.rateLimit.map { RatePacer(bytesPerSecond: $0) }
         self.multi = CurlMulti()
         self.output = OutputDirectory(root: root)
-        self.names = NameIndex(output: output)
+        self.targets = TargetRegistry(output: output)
         self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
         // No more transfers at once than the descriptor limit has room for, so
         // that a low `ulimit -n` slows the run down instead of failing it.

@@ -147,7 +147,7 @@ final class HeldFile: Sendable {
                     return
                 }
                 // Someone else took the name meanwhile: never clobber, take the next.
-                name = CollisionName.firstFree(for: file.name, in: file.directory) {
+                name = CollisionName.firstFree(for: file.name) {
                     output.exists(file.relative($0))
                 }
             }
