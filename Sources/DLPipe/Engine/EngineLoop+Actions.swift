@@ -192,7 +192,7 @@ extension EngineLoop {
             job.ownsTarget = false
             // The record names the part file before it exists (write ordering).
             saveState(job, .partial)
-            commitState()
+            try commitStateBeforePart(of: job)
         } catch {
             return feed(job, .responseVerdict(.fail(error)))
         }

@@ -10,7 +10,7 @@ extension EngineLoop {
         // every caller, and committed here unless a commit took it already
         // (records are otherwise committed every 50 ms, and a hook's verdict can
         // come sooner).
-        commitState()
+        try commitStateBeforePart(of: job)
         let fresh = !job.partFileMayExist && offset == 0
         for _ in 0..<4 {
             guard let target = job.target else { break }
@@ -22,7 +22,7 @@ extension EngineLoop {
             targets.diskDisagreed(about: target)
             job.target = targets.move(from: target, to: target)
             saveState(job, .partial)
-            commitState()
+            try commitStateBeforePart(of: job)
         }
         throw DownloadError(.io, "no free name for \(job.target?.relative ?? "the file"): other programs keep taking them")
     }

@@ -87,9 +87,14 @@ extension EngineLoop {
             store?.wait()
             syncQueue.sync {}
             let waiting = awaitingDurability
-            commitState()
+            let held = waiting.compactMap(\.held)
+            do throws(StateFailure) {
+                try store?.commitAndWait()
+            } catch {
+                HeldFile.refuse(held, because: error.message)  // no name without a record
+            }
             HeldFile.place(
-                waiting.compactMap(\.held), in: output, syncAnyway: true,
+                held, in: output, syncAnyway: true,
                 refusingLinks: configuration.heldBodies == .linksRefused)
             let batch = syncingBatch + waiting
             syncingBatch = []  // the background sync's `.synced` finds nothing left
@@ -113,8 +118,12 @@ extension EngineLoop {
             post(.synced)
         }
         if let store, !held.isEmpty {
-            // Their records are committed before any of them is linked.
-            store.commit { [syncQueue] in syncQueue.async(execute: work) }
+            // Their records are committed before any of them is linked; when
+            // the commit fails none is (the batch's part files still sync).
+            store.commit { [syncQueue] failure in
+                if let failure { HeldFile.refuse(held, because: failure.message) }
+                syncQueue.async(execute: work)
+            }
         } else {
             syncQueue.async(execute: work)
         }
@@ -181,6 +190,8 @@ extension EngineLoop {
             placed(job, as: final, size: placement.size, digest: placement.digest)
         case .failed(let what, let code):
             attemptFailed(job, FileErrors.io(what, targets.finalPath(target), errno: code))
+        case .notRecorded(let message):
+            attemptFailed(job, DownloadError(.io, "\(message); \(target.relative) was not placed"))
         case .pending:
             attemptFailed(job, DownloadError(.io, "\(target.relative) was never written"))
         case .unsupported:

@@ -9,9 +9,18 @@ extension EngineLoop {
     /// Applies what the state knows of a newly added download. Returns true when
     /// the download ended at once (a finished file under refresh "never").
     func applyState(_ job: Job) -> Bool {
-        guard let store,
-            let record = store.record(key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun)
-        else { return false }
+        guard let store else { return false }
+        let lookup: DownloadRecord?
+        do {
+            lookup = try store.record(key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun)
+        } catch {
+            // Without its record the download cannot know which file is its
+            // own: it fails rather than guess (and maybe replace one).
+            job.state.endBeforeStart(.failed)
+            finish(job, .failed(DownloadError(.io, "\(error.message); the download was not started")))
+            return true
+        }
+        guard let record = lookup else { return false }
         // Whatever happens below, the file placed before stays known until a
         // new one replaces it (or it turns out to be gone).
         job.placed = record.placed
@@ -111,6 +120,30 @@ extension EngineLoop {
     }
 
     /// Commits the batch of state writes and waits: before a part file is
-    /// created, its record must be on disk.
-    func commitState() { store?.commitAndWait() }
+    /// created, its record must be on disk. When it is not, the part file is
+    /// not made, and the download fails with this error, of kind `io`.
+    func commitStateBeforePart(of job: Job) throws(DownloadError) {
+        do {
+            try store?.commitAndWait()
+        } catch {
+            throw notRecorded(error, partFileOf: job)
+        }
+    }
+
+    /// A part file not created because its record could not be committed.
+    func notRecorded(_ failure: StateFailure, partFileOf job: Job) -> DownloadError {
+        DownloadError(.io, "\(failure.message); the part file of \(job.target?.relative ?? "the download") was not created")
+    }
+
+    /// Ends the run's record; a state that could not record everything says
+    /// so in the summary (`RunSummary.stateError`).
+    func endRun() {
+        guard let store else { return }
+        do {
+            try store.endRun(runID, summary: summary)
+            summary.stateError = nil  // what failed before is written now
+        } catch {
+            summary.stateError = error.message
+        }
+    }
 }

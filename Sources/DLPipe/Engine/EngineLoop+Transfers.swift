@@ -153,9 +153,9 @@ extension EngineLoop: TransferOwner {
         }
         if store != nil {
             if !transfer.bodyDecided || transfers[transfer.easy.handle] !== transfer {
-                // An empty body (the transfer is over): commit now, alone.
+                // An empty body (the transfer is over): committed now, alone
+                // (openPartFile commits before it creates the file).
                 saveState(job, .partial)
-                commitState()
                 return openPartFile(job, transfer) ? .write : .abort
             }
             awaitingCommit.append(transfer)
@@ -190,7 +190,12 @@ extension EngineLoop: TransferOwner {
             opening.append((job, transfer))
         }
         guard !opening.isEmpty else { return }
-        commitState()
+        do throws(StateFailure) {
+            try store?.commitAndWait()
+        } catch {
+            for (job, _) in opening { attemptFailed(job, notRecorded(error, partFileOf: job)) }
+            return
+        }
         for (job, transfer) in opening {
             guard openPartFile(job, transfer), transfer.flushBuffer() else {
                 attemptFailed(job, transfer.abortError!)

@@ -116,7 +116,7 @@ final class EngineLoop: @unchecked Sendable {
     private var stopWaiters: [@Sendable () -> Void] = []
 
     init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub,
-         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: StateStore?) {
+         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: (any DownloadState)?) {
         self.registry = registry
         self.configuration = configuration
         self.store = store.map(StateWriter.init)
@@ -139,9 +139,9 @@ final class EngineLoop: @unchecked Sendable {
             perHost: configuration.perHost)
     }
 
-    /// Starts the thread.
-    func start() {
-        runID = store?.startRun() ?? 0
+    /// Starts the run's record and the thread.
+    func start() throws(StateFailure) {
+        runID = try store?.startRun() ?? 0
         let thread = Thread { [self] in run() }
         thread.name = "dlpipe-engine"
         thread.stackSize = 1 << 20
@@ -376,7 +376,7 @@ final class EngineLoop: @unchecked Sendable {
         }
         drainPending = false
         drainedOnce = true
-        if let store { store.endRun(runID, summary: summary) }
+        endRun()
         askedDrainHook = false
         summary.seconds = EngineLoop.now() - startedAt
         emit(.drained(summary))
@@ -396,7 +396,7 @@ final class EngineLoop: @unchecked Sendable {
             saveState(job, .partial)
         }
         flushState(force: true)
-        store?.endRun(runID, summary: summary)
+        endRun()
         registry.close()
         // Ids first, then one event at a time: a queue of a million waiting
         // requests must not become a million infos at once.

@@ -13,8 +13,8 @@ enum RunDriver {
             // One run at a time per output directory, or per state file when the
             // state lives elsewhere (two directories may share one). The lock
             // sits beside the state, wherever `-o` puts the file.
-            let path = options.state.map { $0 + ".lock" }
-                ?? configuration.statePath.map { ($0 as NSString).deletingLastPathComponent + "/lock" }
+            let path = options.state.map(StateLayout.lock(ofStateFile:))
+                ?? configuration.statePath.map(StateLayout.lock(besideDatabase:))
             if let path { lock = try RunLock(path: path, wait: options.waitLock) } else { lock = nil }
         } catch {
             switch error {
@@ -59,9 +59,13 @@ enum RunDriver {
             Terminal.error("dlpipe: -o -: \(failure)")
             return ExitCode.failed
         }
+        if let stateError = summary.stateError {
+            // The files are as reported; the state may not know some of them.
+            Terminal.error("dlpipe: records are missing from the state: \(stateError)")
+        }
         // An exit status is one byte: a done handler's code is kept within 0...255.
         if let hookCode { return Int32(min(255, max(0, hookCode))) }
-        return summary.failed > 0 ? ExitCode.failed : ExitCode.ok
+        return summary.failed > 0 || summary.stateError != nil ? ExitCode.failed : ExitCode.ok
     }
 
     /// Loads the scripts, or prints why they cannot load (exit 2 follows).

@@ -90,7 +90,7 @@ struct RunOptions {
         config.keepsOutcomes = false  // output comes from events; a long queue stays small
         // A URL listed twice is fetched once, even when the first has ended.
         config.deduplicatesWholeRun = true
-        config.statePath = state ?? config.directory + "/.dlpipe/state.db"
+        config.statePath = state ?? StateLayout(directory: config.directory).database
         if let fileFolder { config.directory = fileFolder }
         if let stdout {
             config.directory = stdout.folder

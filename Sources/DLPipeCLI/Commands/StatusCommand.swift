@@ -21,8 +21,9 @@ enum StatusCommand {
             throw UsageError("\(directory): no such directory", command: "status")
         }
         guard isDirectory.boolValue else { throw UsageError("\(directory): not a directory", command: "status") }
-        let path = statePath ?? directory + "/.dlpipe/state.db"
-        let holder = RunLock.holder(path: statePath.map { $0 + ".lock" } ?? directory + "/.dlpipe/lock")
+        let layout = StateLayout(directory: directory)
+        let path = layout.database(statePath: statePath)
+        let holder = RunLock.holder(path: layout.lock(statePath: statePath))
         guard FileManager.default.fileExists(atPath: path) else {
             if json {
                 print(#"{"state":null,"finished":0,"failed":0,"handled":0,"partial":0,"cancelled":0,"running_pid":\#(holder.map(String.init) ?? "null")}"#)
@@ -31,17 +32,18 @@ enum StatusCommand {
             }
             return ExitCode.ok
         }
-        let store: StateStore
-        do {
-            store = try StateStore(path: path)
+        let records: [DownloadRecord], runs: [RunRecord], released: [ReleasedFile]
+        do throws(StateFailure) {
+            let store = try StateStore(path: path)
+            records = BytesOnDisk.applied(to: try store.records(), in: directory)
+            runs = try store.runs(limit: 5)
+            released = try store.releasedFiles()
         } catch {
             Terminal.error("dlpipe: \(error.message)")
             return ExitCode.failed
         }
-        let records = BytesOnDisk.applied(to: store.records(), in: directory)
-        let runs = store.runs(limit: 5)
         // Only those still there: a user may have removed them since.
-        let untracked = store.releasedFiles().filter { BytesOnDisk.regularFileSize(directory + "/" + $0.path) != nil }
+        let untracked = released.filter { BytesOnDisk.regularFileSize(directory + "/" + $0.path) != nil }
         if json {
             print(StatusReport.json(path: path, records: records, runs: runs, holder: holder, untracked: untracked))
         } else {

@@ -12,7 +12,7 @@ import DLPipe
 /// `set` writes its own row, and the shared row stays for the other jobs.
 struct JobStore {
     let namespace: String
-    let state: StateStore
+    let state: any DownloadState
 
     /// The namespace of the `get` command's hooks (`dlpipe get --hook FILE`).
     static let getNamespace = "get"
@@ -29,12 +29,13 @@ struct JobStore {
     }
 
     /// The job's value (JSON text), else the shared one of an older state.
-    func value(_ key: String) -> String? {
-        state.value(Self.rowKey(key, namespace: namespace)) ?? state.value(key)
+    func value(_ key: String) throws(StateFailure) -> String? {
+        if let own = try state.value(Self.rowKey(key, namespace: namespace)) { return own }
+        return try state.value(key)
     }
 
     /// Sets the job's value (JSON text), committed at once.
-    func setValue(_ key: String, _ json: String) {
-        state.setValue(Self.rowKey(key, namespace: namespace), json)
+    func setValue(_ key: String, _ json: String) throws(StateFailure) {
+        try state.setValue(Self.rowKey(key, namespace: namespace), json)
     }
 }

@@ -254,7 +254,12 @@ final class ScriptHost: @unchecked Sendable {
             switch openStore(configDir: args.count > 1 ? args[1].text : nil) {
             case .failure where readOnlyStore: return [.nil_]  // check: no state yet is an empty store
             case .failure(let error): return [.nil_, LuaValue(error.message)]
-            case .success(let store): return [store.value(key).map(StoreCodec.value) ?? .nil_]
+            case .success(let store):
+                do throws(StateFailure) {
+                    return [try store.value(key).map(StoreCodec.value) ?? .nil_]
+                } catch {
+                    return [.nil_, LuaValue(error.message)]
+                }
             }
         }
         runtime.register("__dl.store_set") { [unowned self] args in
@@ -272,8 +277,14 @@ final class ScriptHost: @unchecked Sendable {
             switch openStore(configDir: args.count > 2 ? args[2].text : nil) {
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             case .success(let store):
+                let text: String
                 do throws(StoreCodec.Unstorable) {
-                    store.setValue(key, try StoreCodec.text(value))
+                    text = try StoreCodec.text(value)
+                } catch {
+                    return [.nil_, LuaValue(error.message)]
+                }
+                do throws(StateFailure) {
+                    try store.setValue(key, text)
                     return [.boolean(true)]
                 } catch {
                     return [.nil_, LuaValue(error.message)]
@@ -343,11 +354,11 @@ final class ScriptHost: @unchecked Sendable {
     private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
         if statePath == nil && stateDirectory == nil && storeBoundTo == nil { storeBoundTo = configDir ?? "." }
-        let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
+        let path = statePath ?? StateLayout(directory: stateDirectory ?? configDir ?? ".").database
         if readOnlyStore && !FileManager.default.fileExists(atPath: path) {
             return .failure(ScriptError("no state yet"))
         }
-        do throws(StateStore.Failure) {
+        do throws(StateFailure) {
             let opened = JobStore(namespace: storeNamespace, state: try StateStore(path: path))
             store = opened
             return .success(opened)
