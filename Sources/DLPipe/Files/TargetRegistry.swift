@@ -98,6 +98,9 @@ final class TargetRegistry {
     func linked(_ target: TargetPath, as final: TargetPath) {
         names.insert(final.relative)  // linked on the syncfs queue, which leaves the index to this thread
         if final != target {
+            // The file is on disk under `final` already: the hold follows it
+            // whatever the store says. A download that held the name too finds
+            // the file there (O_EXCL) and moves on to the next name.
             _ = reservations.reserve(final.relative)
             reservations.release(target.relative)
         }

@@ -89,8 +89,9 @@ final class StateWriter: @unchecked Sendable {
     /// Writes and commits a batch after any that failed before, on `queue`.
     /// On failure the whole of it waits for the next commit.
     private func write(_ batch: ([DownloadRecord], [ReleasedFile])) -> StateFailure? {
-        let records = unwritten.0 + batch.0
-        let files = unwritten.1 + batch.1
+        // Usually nothing failed before: the batch as it is, not a copy.
+        let records = unwritten.0.isEmpty ? batch.0 : unwritten.0 + batch.0
+        let files = unwritten.1.isEmpty ? batch.1 : unwritten.1 + batch.1
         do {
             try state.write(records, released: files)
             unwritten = ([], [])
