@@ -157,8 +157,11 @@ import Testing
         let elsewhere = try TempDir.make("state-elsewhere")
         defer { try? FileManager.default.removeItem(atPath: elsewhere) }
         let state = elsewhere + "/run.db"
+        // The stall must outlast this test on a loaded machine: the default
+        // 30 s timeout would end it with a resume that finishes the file.
         let running = try Subprocess(
-            Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--state", state, "--json"])
+            Paths.binary,
+            ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--state", state, "--json", "--timeout", "300"])
         running.waitForLine(containing: "\"progress\"")
         #expect(FileManager.default.fileExists(atPath: state + ".lock"))
         let status = try await DLPipeRun.run(["status", out, "--state", state])
