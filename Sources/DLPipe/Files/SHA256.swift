@@ -75,7 +75,7 @@ private func hex<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
 }
 
 /// File digests for callers outside the engine (hooks asking for `f.sha256`).
-public enum FileDigest {
+package enum FileDigest {
     /// The lower-case hex SHA-256 of a file, or nil when it cannot be read.
     public static func sha256Hex(ofFile path: String) -> String? {
         SHA256Hasher.hexDigest(ofFile: path)

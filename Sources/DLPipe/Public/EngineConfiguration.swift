@@ -62,30 +62,8 @@ public struct EngineConfiguration: Sendable {
     public init() {}
 }
 
-/// How an engine writes bodies that arrived whole in memory.
-enum HeldBodies: Sendable {
-    /// As unnamed files linked after the batch's syncfs, where supported.
-    case auto
-    /// Through part files, as larger bodies.
-    case off
-    /// As `auto`, but every link is refused as by a file system without them:
-    /// the engine falls back to part files at run time.
-    case linksRefused
-}
-
 /// Re-runs (SPEC 3): ask with validators (`conditional`), keep finished files
 /// without asking (`never`), or fetch everything again (`always`).
 public enum RefreshPolicy: String, Sendable, CaseIterable {
     case conditional, never, always
-}
-
-/// The version of the engine and the tool.
-public enum DLPipeVersion {
-    /// Semantic version string.
-    public static let string = "0.1.0"
-}
-
-extension DLPipeVersion {
-    /// The C libraries underneath, as they name themselves.
-    public static var libraries: String { CurlGlobal.version }
 }

@@ -68,7 +68,7 @@ struct ConfinedFile: ~Copyable {
     /// Inside `root`, and not the state's folder (`.dlpipe/`, which scripts never read).
     private static func isInside(_ real: String, root: String) -> Bool {
         guard real == root || real.hasPrefix(root + "/") else { return false }
-        let state = root + "/.dlpipe"
+        let state = root + "/" + StateLayout.folderName
         return real != state && !real.hasPrefix(state + "/")
     }
 

@@ -277,7 +277,12 @@ final class ScriptHost: @unchecked Sendable {
             switch openStore(configDir: args.count > 1 ? args[1].text : nil) {
             case .failure where readOnlyStore: return [.nil_]  // check: no state yet is an empty store
             case .failure(let error): return [.nil_, LuaValue(error.message)]
-            case .success(let store): return [store.value(key).map(StoreCodec.value) ?? .nil_]
+            case .success(let store):
+                do throws(StateFailure) {
+                    return [try store.value(key).map(StoreCodec.value) ?? .nil_]
+                } catch {
+                    return [.nil_, LuaValue(error.message)]
+                }
             }
         }
         runtime.register("__dl.store_set") { [unowned self] args in
@@ -288,7 +293,7 @@ final class ScriptHost: @unchecked Sendable {
                 // the same checks as a real write
                 let text: String
                 do throws(StoreCodec.Unstorable) { text = try StoreCodec.text(value) } catch { return [.nil_, LuaValue(error.message)] }
-                do throws(JobStore.TooLarge) { try JobStore.check(text) } catch { return [.nil_, LuaValue(error.message)] }
+                do throws(JobStore.Refused) { try JobStore.check(text) } catch { return [.nil_, LuaValue(error.message)] }
                 overlay[key] = value
                 return [.boolean(true)]
             }
@@ -297,7 +302,7 @@ final class ScriptHost: @unchecked Sendable {
             case .success(let store):
                 let text: String
                 do throws(StoreCodec.Unstorable) { text = try StoreCodec.text(value) } catch { return [.nil_, LuaValue(error.message)] }
-                do throws(JobStore.TooLarge) { try store.setValue(key, text) } catch { return [.nil_, LuaValue(error.message)] }
+                do throws(JobStore.Refused) { try store.setValue(key, text) } catch { return [.nil_, LuaValue(error.message)] }
                 return [.boolean(true)]
             }
         }
@@ -380,11 +385,11 @@ final class ScriptHost: @unchecked Sendable {
     private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
         bindStore(configDir: configDir)
-        let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
+        let path = statePath ?? StateLayout(directory: stateDirectory ?? configDir ?? ".").database
         if readOnlyStore && !FileManager.default.fileExists(atPath: path) {
             return .failure(ScriptError("no state yet"))
         }
-        do throws(StateStore.Failure) {
+        do throws(StateFailure) {
             let opened = JobStore(namespace: storeNamespace, state: try StateStore(path: path))
             store = opened
             return .success(opened)
