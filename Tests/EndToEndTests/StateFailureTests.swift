@@ -50,6 +50,7 @@ import TestSupport
 
         func value(_ key: String) throws(StateFailure) -> String? { nil }
         func setValue(_ key: String, _ json: String) throws(StateFailure) {}
+        func storedBytes(keyPrefix prefix: String) throws(StateFailure) -> Int { 0 }
     }
 
     private func engine(_ out: String, _ state: FlakyState, held: HeldBodies) throws -> DownloadEngine {

@@ -246,7 +246,9 @@ extension EngineLoop: TransferOwner {
             guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
             idleHandles.append(transfer.easy)
-            transfer.recording?.finish(complete: completion.code == Int(CURLE_OK.rawValue) && transfer.abortError == nil)
+            // A refusal of dlpipe's own (abortError) stopped the reading, as a skip does.
+            transfer.recording?.finish(transfer.abortError != nil ? .stopped
+                : completion.code == Int(CURLE_OK.rawValue) ? .whole : .broken)
             transfer.file?.finish()
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             if job.state.phase == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
@@ -343,7 +345,7 @@ extension EngineLoop: TransferOwner {
     @discardableResult
     func abort(_ transfer: Transfer) -> Bool {
         transfer.file?.closeFile()
-        transfer.recording?.finish(complete: false)
+        transfer.recording?.finish(.stopped)
         // A transfer that already completed has left the multi handle and the
         // pool has its easy handle back (maybe already in use by another
         // transfer): only a transfer still registered is taken out of curl.

@@ -56,8 +56,8 @@ final class JobStore {
         let row = Self.rowKey(key, namespace: namespace)
         let before: Int, old: Int
         do throws(StateFailure) {
-            before = try total ?? state.storedBytes(keyPrefix: Self.rowKey("", namespace: namespace))
-            old = try state.value(row).map { row.utf8.count + $0.utf8.count } ?? 0
+            if let total { before = total } else { before = try state.storedBytes(keyPrefix: Self.rowKey("", namespace: namespace)) }
+            if let value = try state.value(row) { old = row.utf8.count + value.utf8.count } else { old = 0 }
         } catch {
             throw Refused(message: error.message)
         }
