@@ -126,6 +126,13 @@ final class ScriptHost: @unchecked Sendable {
         }
     }
 
+    /// Seconds a script's top level may run: a job that queues a million URLs
+    /// there needs several (7.7 µs per `dl.add` in a release build, four
+    /// times that in a debug one, more on a busy machine); 10 s failed a
+    /// 250,001-add job on a loaded two-core machine. Still a bound: a top
+    /// level that never ends is a load error, not a hang.
+    static let topLevelBudget: Double = 60
+
     /// Loads and runs a script's top level: the job file, or a drop-in hook.
     func load(path: String, displayName: String, isJob: Bool) throws(ScriptError) {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -138,7 +145,7 @@ final class ScriptHost: @unchecked Sendable {
             if isJob, let getenv = hostFunctions["job_getenv"] {
                 runtime.setInEnvironment(of: chunk, "os.getenv", .function(getenv))
             }
-            _ = try runtime.call(chunk, [], budget: max(budget, 10))
+            _ = try runtime.call(chunk, [], budget: max(budget, Self.topLevelBudget))
         } catch {
             throw ScriptError(error)
         }
