@@ -87,7 +87,7 @@ public final class StateStore: @unchecked Sendable {
     /// first run; see `StateWriter.record`).
     private(set) var hadRecords = true
     public let path: String
-    static let schemaVersion = 3
+    static let schemaVersion = 4
     /// What brings a file of version N - 1 to version N, by N. Each runs in a
     /// transaction that also bumps `schema_version`, so a file is never half
     /// migrated.
@@ -102,6 +102,8 @@ public final class StateStore: @unchecked Sendable {
             UPDATE downloads SET placed_target = target, placed_size = bytes WHERE status = 'finished';
             CREATE TABLE released(path TEXT PRIMARY KEY, url TEXT NOT NULL, size INTEGER NOT NULL);
             """,
+        // Files that scripts wrote (dl.write, dl.append), and the job that wrote each.
+        4: "CREATE TABLE written(path TEXT PRIMARY KEY, job TEXT NOT NULL) WITHOUT ROWID;",
     ]
 
     /// A state file that cannot be used; nothing is deleted.
@@ -211,6 +213,7 @@ public final class StateStore: @unchecked Sendable {
               unchanged INTEGER NOT NULL DEFAULT 0);
             CREATE TABLE store(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE released(path TEXT PRIMARY KEY, url TEXT NOT NULL, size INTEGER NOT NULL);
+            CREATE TABLE written(path TEXT PRIMARY KEY, job TEXT NOT NULL) WITHOUT ROWID;
             COMMIT;
             """)
     }
@@ -348,6 +351,52 @@ public final class StateStore: @unchecked Sendable {
     public func setValue(_ key: String, _ json: String) {
         try? begin()
         try? db.query("INSERT OR REPLACE INTO store(key, value) VALUES (?, ?)", [.text(key), .text(json)])
+        flush()
+    }
+
+    // MARK: files that scripts wrote (dl.write, dl.append), each committed at once
+
+    /// The job whose script wrote the file at `path` (relative to the output
+    /// directory), or nil when no script did.
+    public func writer(of path: String) -> String? {
+        var found: String?
+        try? db.query("SELECT job FROM written WHERE path = ?", [.text(path)]) { found = $0.text(0) }
+        return found
+    }
+
+    /// Remembers that `job` wrote the file at `path`.
+    public func setWriter(of path: String, to job: String) {
+        try? begin()
+        try? db.query("INSERT OR REPLACE INTO written(path, job) VALUES (?, ?)", [.text(path), .text(job)])
+        flush()
+    }
+
+    /// Forgets the script-written file at `path` (it was removed).
+    public func forgetWritten(_ path: String) {
+        try? begin()
+        try? db.query("DELETE FROM written WHERE path = ?", [.text(path)])
+        flush()
+    }
+
+    /// True when `path` is a download's file: the target a download has or
+    /// had, a file the state placed, or one it placed and released. (No
+    /// index on these columns: each would cost the engine's every save, and a
+    /// script asks once per file it creates or removes.)
+    public func isDownloadFile(_ path: String) -> Bool {
+        var found = false
+        try? db.query("""
+            SELECT 1 FROM downloads WHERE target = ?1 OR placed_target = ?1
+            UNION ALL SELECT 1 FROM released WHERE path = ?1 LIMIT 1
+            """, [.text(path)]) { _ in found = true }
+        return found
+    }
+
+    /// Forgets the downloads whose file is `path` (a script removed it), so
+    /// that the next run fetches them again.
+    public func forgetDownloadFile(_ path: String) {
+        try? begin()
+        try? db.query("DELETE FROM downloads WHERE target = ?1 OR placed_target = ?1", [.text(path)])
+        try? db.query("DELETE FROM released WHERE path = ?", [.text(path)])
         flush()
     }
 

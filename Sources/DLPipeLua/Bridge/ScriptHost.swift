@@ -88,6 +88,7 @@ final class ScriptHost: @unchecked Sendable {
         self.budget = budget
         self.log = log
         registerPrimitives()
+        registerKit()
         var table: [LuaValue: LuaValue] = [:]
         for (key, value) in vars { table[LuaValue(key)] = LuaValue(value) }
         runtime.setGlobal("__dl.vars", .table(table))
@@ -96,6 +97,9 @@ final class ScriptHost: @unchecked Sendable {
             // The API table first: the prelude reads it as `__dl.api`.
             let api = try runtime.run(Prelude.api, chunkName: Prelude.apiChunkName)
             runtime.setGlobal("__dl.api", api.first ?? .nil_)
+            // The script kit's Lua half, which the prelude calls with the primitives.
+            let kit = try runtime.run(Prelude.kit, chunkName: Prelude.kitChunkName)
+            runtime.setGlobal("__dl.kit", kit.first ?? .nil_)
             host = try runtime.run(Prelude.source, chunkName: Prelude.chunkName)
         } catch {
             throw ScriptError("internal error in the dl prelude: \(error.message)")
@@ -340,7 +344,7 @@ final class ScriptHost: @unchecked Sendable {
     }
 
     /// The store's own connection (the engine has another; SQLite's WAL lets both work).
-    private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
+    func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
         if statePath == nil && stateDirectory == nil && storeBoundTo == nil { storeBoundTo = configDir ?? "." }
         let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
