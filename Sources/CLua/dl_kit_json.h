@@ -408,7 +408,7 @@ static inline void dl_json_put_table(dl_json_enc *e, int index) {
         if (t == LUA_TSTRING) {
             lua_pushvalue(L, -1);
         } else if (t == LUA_TNUMBER && lua_isinteger(L, -1)) {
-            lua_pushfstring(L, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointegerx(L, -1, NULL));
+            lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointegerx(L, -1, NULL));
         } else {
             luaL_error(L, "dl.json.encode: a %s key has no JSON form (keys are strings or integers)", luaL_typename(L, -1));
         }

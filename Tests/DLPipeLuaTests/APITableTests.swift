@@ -155,7 +155,7 @@ import Testing
         let headings = text.split(separator: "\n").filter { $0.hasPrefix("### ") }
         var documented: Set<String> = []
         for heading in headings {
-            for match in heading.matches(of: /dl(\.[a-z_]+)+/) { documented.insert(String(match.output.0)) }
+            for match in heading.matches(of: /dl(\.[a-z_0-9]+)+/) { documented.insert(String(match.output.0)) }
         }
         #expect(documented == Self.names(api, "calls").union(Self.names(api, "values")), "### headings of lua-api.md vs api.lua")
         // The events: the fields named in each row of the events table ("r.status", ...).

@@ -75,7 +75,7 @@ import Testing
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 3)
+        #expect(StateStore.schemaVersion == 4)
     }
 
     /// Version 3 remembers the placed file apart from the status; a version 2
@@ -97,6 +97,7 @@ import Testing
             ALTER TABLE downloads DROP COLUMN placed_size;
             ALTER TABLE downloads DROP COLUMN placed_inode;
             DROP TABLE released;
+            DROP TABLE written;
             UPDATE dlpipe_meta SET value = '2' WHERE key = 'schema_version';
             """)
         let store = try StateStore(path: path)
@@ -107,6 +108,32 @@ import Testing
         store.save(kept)
         store.flush()
         #expect(try StateStore(path: path).record(key: half.deduplicationKey)?.placed?.inode == UInt64.max)
+    }
+
+    /// Version 4 remembers the files scripts wrote (dl.write, dl.append); a
+    /// version 3 file gets the empty table and keeps its downloads, which
+    /// count as downloads' files for the scripts' rules.
+    @Test func aVersionThreeFileLearnsTheFilesScriptsWrite() throws {
+        let done = DownloadRequest(url: "http://h/done.bin")
+        do {
+            let store = try StateStore(path: path)
+            store.save(record(done, target: "done.bin"))
+            store.flush()
+        }
+        try SQLiteDatabase(path: path).execute("""
+            DROP TABLE written;
+            UPDATE dlpipe_meta SET value = '3' WHERE key = 'schema_version';
+            """)
+        let store = try StateStore(path: path)
+        #expect(store.record(key: done.deduplicationKey)?.target == "done.bin")
+        #expect(store.isDownloadFile("done.bin"))
+        #expect(!store.isDownloadFile("other.bin"))
+        #expect(store.writer(of: "index.json") == nil)
+        store.setWriter(of: "index.json", to: "feed")
+        #expect(try StateStore(path: path).writer(of: "index.json") == "feed")
+        store.forgetDownloadFile("done.bin")
+        #expect(store.record(key: done.deduplicationKey) == nil)
+        #expect(!store.isDownloadFile("done.bin"))
     }
 
     @Test func aFileOfANewerVersionIsRefusedAndKept() throws {
