@@ -153,6 +153,7 @@ enum RunDriver {
         session?.start(with: engine)
         for request in requests { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()
+        session?.finish()
         if stopper.stopping { await stopper.waitForever() }
         options.stdout?.finish()
         reporter.finish(summary)

@@ -88,8 +88,10 @@ struct ScriptFiles {
         try Self.writeAll(fd, bytes, path: path)
     }
 
-    /// Removes a file this job wrote, or a download's file (which the state then forgets).
-    func remove(_ path: String) throws(ScriptError) {
+    /// Removes a file this job wrote, or a download's file (which the state then
+    /// forgets); returns the download's file's path (relative), or nil for a written one.
+    @discardableResult
+    func remove(_ path: String) throws(ScriptError) -> String? {
         let place = try locate(path, creatingFolders: false)
         defer { close(place.folder) }
         var info = stat()
@@ -107,8 +109,10 @@ struct ScriptFiles {
             }
         }
         guard unlinkat(place.folder, place.name, 0) == 0 else { throw failure("cannot remove \(path)") }
-        if download { state.forgetDownloadFile(place.relative) }
         state.forgetWritten(place.relative)
+        guard download else { return nil }
+        state.forgetDownloadFile(place.relative)
+        return place.relative
     }
 
     // MARK: -

@@ -20,8 +20,20 @@ extension ScriptHost {
             fileCall(args) { files, path, data throws(ScriptError) in try files.append(path, data) }
         }
         runtime.register("__dl.remove") { [unowned self] args in
-            fileCall(args) { files, path, _ throws(ScriptError) in try files.remove(path) }
+            fileCall(args) { files, path, _ throws(ScriptError) in
+                if let download = try files.remove(path) { removedDownloadFiles.append(download) }
+            }
         }
+    }
+
+    /// Forgets again the downloads whose files scripts removed in this run: a
+    /// download whose own `finished` handler removed its file has its finished
+    /// record saved by the engine after the handler, so the state forgets it
+    /// once the run has drained (every record committed), not only at the call.
+    func forgetRemovedDownloads() {
+        guard !removedDownloadFiles.isEmpty, case .success(let store) = openStore(configDir: nil) else { return }
+        for path in removedDownloadFiles { store.state.forgetDownloadFile(path) }
+        removedDownloadFiles = []
     }
 
     /// Runs a file operation with (path, data, config.dir) from the prelude:

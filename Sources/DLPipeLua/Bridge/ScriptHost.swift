@@ -81,6 +81,8 @@ final class ScriptHost: @unchecked Sendable {
     /// Digests that handlers computed (`f.sha256`), by path, until the
     /// finished event's verdict takes them to the engine's state.
     private var computedDigests: [String: String] = [:]
+    /// Downloads' files that `dl.remove` removed in this run (`forgetRemovedDownloads`).
+    var removedDownloadFiles: [String] = []
 
     init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String],
          log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
