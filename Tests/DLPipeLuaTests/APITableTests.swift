@@ -46,8 +46,8 @@ import Testing
         return out
     }
 
-    @Test func bothLuaFilesCompileWithLuac() throws {
-        for file in ["prelude.lua", "api.lua"] {
+    @Test func theLuaFilesCompileWithLuac() throws {
+        for file in ["prelude.lua", "api.lua", "kit.lua"] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["luac5.4", "-p", Self.bridge.appendingPathComponent(file).path]
@@ -63,8 +63,10 @@ import Testing
     @Test func theCompiledInPreludeIsTheFileInTheTree() throws {
         let prelude = try String(contentsOf: Self.bridge.appendingPathComponent("prelude.lua"), encoding: .utf8)
         let api = try String(contentsOf: Self.bridge.appendingPathComponent("api.lua"), encoding: .utf8)
+        let kit = try String(contentsOf: Self.bridge.appendingPathComponent("kit.lua"), encoding: .utf8)
         #expect(prelude == Prelude.source)
         #expect(api == Prelude.api)
+        #expect(kit == Prelude.kit)
     }
 
     @Test func everyCallSaysWhereItMayBeCalled() throws {
