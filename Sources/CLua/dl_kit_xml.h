@@ -298,6 +298,10 @@ static inline int dl_kit_xml_parse(lua_State *L) {
         }
         if (x->refused) return luaL_error(L, "dl.xml.parse: the document declares entities, which are refused (line %d)",
                                          (int)XML_GetCurrentLineNumber(x->parser));
+        if (status != XML_STATUS_OK && XML_GetErrorCode(x->parser) == XML_ERROR_NO_MEMORY) {
+            return luaL_error(L, "dl.xml.parse: the document needs more memory than the memory cap leaves (line %d)",
+                              (int)XML_GetCurrentLineNumber(x->parser));
+        }
         if (status != XML_STATUS_OK) {
             return luaL_error(L, "dl.xml.parse: %s at line %d, column %d", XML_ErrorString(XML_GetErrorCode(x->parser)),
                               (int)XML_GetCurrentLineNumber(x->parser), (int)XML_GetCurrentColumnNumber(x->parser) + 1);
