@@ -317,6 +317,13 @@ import Testing
         #expect(out[4] == "")
         #expect(try Self.failure("dl.url.query{ a = {} , b = print }")?.message.contains("job.lua:1: dl.url.query: the value of b is a function") == true)
         #expect(try Self.failure("dl.url.encode({})")?.message.contains("job.lua:1: dl.url.encode wants a string") == true)
+        // The kit took its library functions when it loaded: a script that replaces
+        // the shared ones (where it still may) does not change what the kit does.
+        let tampered = try Self.eval("""
+            pcall(function() string.gsub = function() return "evil" end; string.match = string.gsub end)
+            return dl.url.encode("a b"), dl.time.parse("2003-06-10T04:00:00Z")
+            """)
+        #expect(tampered == ["a%20b", 1_055_217_600])
     }
 
     @Test func timeParseReadsFeedDates() throws {

@@ -4,30 +4,38 @@
 -- primitives and that returns the tables the prelude places under `dl`. Everything here runs
 -- as script code: under the handler's time budget and the memory cap.
 
+-- The library functions it uses are taken once, here: what a script later does to the
+-- shared `string` or `table` tables does not reach the kit.
+local byte, char, format, gsub, lower, match = string.byte, string.char, string.format,
+  string.gsub, string.lower, string.match
+local concat, sort = table.concat, table.sort
+local mathtype, tointeger = math.type, math.tointeger
+local error, ipairs, pairs, tonumber, tostring, type = error, ipairs, pairs, tonumber, tostring, type
+
 return function(raw)
   local kit = {}
 
   -- ---- dl.url.encode / decode / query ----
 
-  local function hex(c) return string.format("%%%02X", string.byte(c)) end
+  local function hex(c) return format("%%%02X", byte(c)) end
 
   -- Percent-encodes everything but RFC 3986's unreserved characters (letters, digits, - . _ ~).
   local function encode(s)
     if type(s) == "number" then s = tostring(s) end
     if type(s) ~= "string" then error("dl.url.encode wants a string, not a " .. type(s), 2) end
-    return (string.gsub(s, "[^A-Za-z0-9%-%._~]", hex))
+    return (gsub(s, "[^A-Za-z0-9%-%._~]", hex))
   end
 
   -- Decodes %XX escapes (a '%' not followed by two hex digits stays); '+' stays '+'.
   local function decode(s)
     if type(s) ~= "string" then error("dl.url.decode wants a string, not a " .. type(s), 2) end
-    return (string.gsub(s, "%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
+    return (gsub(s, "%%(%x%x)", function(h) return char(tonumber(h, 16)) end))
   end
 
   local function scalar(key, v)
     local t = type(v)
     if t == "string" then return v end
-    if t == "number" then return tostring(math.tointeger(v) or v) end
+    if t == "number" then return tostring(tointeger(v) or v) end
     if t == "boolean" then return tostring(v) end
     error("dl.url.query: the value of " .. key .. " is a " .. t .. " (strings, numbers, booleans or lists of them)", 3)
   end
@@ -37,23 +45,23 @@ return function(raw)
     if type(t) ~= "table" then error("dl.url.query wants a table", 2) end
     local keys = {}
     for k in pairs(t) do
-      if type(k) ~= "string" and math.type(k) ~= "integer" then
+      if type(k) ~= "string" and mathtype(k) ~= "integer" then
         error("dl.url.query: keys are strings, not " .. type(k), 2)
       end
       keys[#keys + 1] = tostring(k)
     end
-    table.sort(keys)
+    sort(keys)
     local parts = {}
     for _, key in ipairs(keys) do
       local v = t[key]
-      if v == nil then v = t[math.tointeger(tonumber(key))] end
+      if v == nil then v = t[tointeger(tonumber(key))] end
       if type(v) == "table" then
         for i = 1, #v do parts[#parts + 1] = encode(key) .. "=" .. encode(scalar(key, v[i])) end
       else
         parts[#parts + 1] = encode(key) .. "=" .. encode(scalar(key, v))
       end
     end
-    return table.concat(parts, "&")
+    return concat(parts, "&")
   end
 
   kit.url = { encode = encode, decode = decode, query = query }
@@ -89,22 +97,22 @@ return function(raw)
 
   local function zone(z)
     if z == nil or z == "" then return 0 end
-    local sign, hh, mm = z:match("^([+-])(%d%d):?(%d%d)$")
+    local sign, hh, mm = match(z, "^([+-])(%d%d):?(%d%d)$")
     if sign then
       local minutes = tonumber(hh) * 60 + tonumber(mm)
       return (sign == "-" and -minutes or minutes) * 60
     end
-    local hours = ZONES[z:lower()]
+    local hours = ZONES[lower(z)]
     return hours and hours * 3600 or nil
   end
 
   -- "2024-03-01T12:30:00Z", "2024-03-01 12:30:00.25+01:00", or a date alone ("2024-03-01").
   local function rfc3339(s)
-    local y, mo, d, rest = s:match("^(%d%d%d%d)%-(%d%d)%-(%d%d)(.*)$")
+    local y, mo, d, rest = match(s, "^(%d%d%d%d)%-(%d%d)%-(%d%d)(.*)$")
     if not y then return nil end
     y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
     if rest == "" then return epoch(y, mo, d, 0, 0, 0, 0) end
-    local h, mi, sec, frac, z = rest:match("^[Tt ](%d%d):(%d%d):?(%d?%d?)(%.?%d*)(.*)$")
+    local h, mi, sec, frac, z = match(rest, "^[Tt ](%d%d):(%d%d):?(%d?%d?)(%.?%d*)(.*)$")
     if not h or (sec == "" and frac ~= "") then return nil end
     local offset = zone(z)
     if offset == nil then return nil end
@@ -115,10 +123,10 @@ return function(raw)
 
   -- "Tue, 10 Jun 2003 04:00:00 GMT", "10 Jun 03 04:00 +0200" (the weekday and seconds are optional).
   local function rfc822(s)
-    s = s:gsub("^%a+,%s*", "")
-    local d, mon, ys, h, mi, sec, z = s:match("^(%d%d?)%s+(%a%a%a)%a*%s+(%d%d%d?%d?)%s+(%d%d?):(%d%d):?(%d?%d?)%s*(%S*)%s*$")
+    s = gsub(s, "^%a+,%s*", "")
+    local d, mon, ys, h, mi, sec, z = match(s, "^(%d%d?)%s+(%a%a%a)%a*%s+(%d%d%d?%d?)%s+(%d%d?):(%d%d):?(%d?%d?)%s*(%S*)%s*$")
     if not d then return nil end
-    local mo = MONTHS[mon:lower()]
+    local mo = MONTHS[lower(mon)]
     if not mo then return nil end
     local y = tonumber(ys)
     if #ys == 2 then y = y + (y < 50 and 2000 or 1900) end -- RFC 2822's two-digit years
@@ -131,7 +139,7 @@ return function(raw)
   local function parse(s)
     if type(s) ~= "string" then error("dl.time.parse wants a string, not a " .. type(s), 2) end
     if #s > 100 then return nil end
-    s = s:match("^%s*(.-)%s*$")
+    s = match(s, "^%s*(.-)%s*$")
     return rfc3339(s) or rfc822(s)
   end
 
@@ -143,7 +151,7 @@ return function(raw)
     if type(body) ~= "string" then error("dl.html.links wants the page's text, not a " .. type(body), 2) end
     if type(base) ~= "string" then error("dl.html.links wants the page's URL as its second argument", 2) end
     if raw.resolve(base, "x") == nil then
-      error("dl.html.links: the base " .. string.format("%q", base) .. " is not an absolute URL", 2)
+      error("dl.html.links: the base " .. format("%q", base) .. " is not an absolute URL", 2)
     end
     local found = raw.native.html_scan(body)
     -- A <base href> changes what every relative URL of the page is relative to.
@@ -153,13 +161,19 @@ return function(raw)
         break
       end
     end
-    local out = {}
+    local out, resolved = {}, {}
     for i = 1, #found, 3 do
       local tag = found[i]
       if tag ~= "base" then
-        local url = raw.resolve(base, found[i + 2])
-        local scheme = url and url:match("^(%a[%w+.-]*):")
-        scheme = scheme and scheme:lower()
+        -- Pages repeat their links: each value is resolved once per call.
+        local value = found[i + 2]
+        local url = resolved[value]
+        if url == nil then
+          url = raw.resolve(base, value) or false
+          resolved[value] = url
+        end
+        local scheme = url and match(url, "^(%a[%w+.-]*):")
+        scheme = scheme and lower(scheme)
         if scheme == "http" or scheme == "https" then
           out[#out + 1] = { url = url, tag = tag, attr = found[i + 1] }
         end
