@@ -22,21 +22,28 @@ static inline int dl_kit_buf_free(lua_State *L) {
     return 0;
 }
 
-/* Pushes a new empty buffer, marked to-be-closed, and returns it. */
-static inline dl_kit_buf *dl_kit_buf_new(lua_State *L) {
-    dl_kit_buf *b = (dl_kit_buf *)lua_newuserdatauv(L, sizeof(dl_kit_buf), 0);
-    memset(b, 0, sizeof *b);
-    b->alloc = lua_getallocf(L, &b->ud);
-    if (luaL_newmetatable(L, "dl.kit.buf")) {
-        lua_pushcfunction(L, dl_kit_buf_free);
+/* Gives the userdata on top of the stack the metatable `name` (made once per state), whose
+ * __gc and __close both run `release`, and marks its slot to-be-closed: what it holds is
+ * released when the C function returns or raises, or at the latest when it is collected. */
+static inline void dl_kit_closing(lua_State *L, const char *name, lua_CFunction release) {
+    if (luaL_newmetatable(L, name)) {
+        lua_pushcfunction(L, release);
         lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, dl_kit_buf_free);
+        lua_pushcfunction(L, release);
         lua_setfield(L, -2, "__close");
         lua_pushboolean(L, 0);
         lua_setfield(L, -2, "__metatable");
     }
     lua_setmetatable(L, -2);
     lua_toclose(L, -1);
+}
+
+/* Pushes a new empty buffer, marked to-be-closed, and returns it. */
+static inline dl_kit_buf *dl_kit_buf_new(lua_State *L) {
+    dl_kit_buf *b = (dl_kit_buf *)lua_newuserdatauv(L, sizeof(dl_kit_buf), 0);
+    memset(b, 0, sizeof *b);
+    b->alloc = lua_getallocf(L, &b->ud);
+    dl_kit_closing(L, "dl.kit.buf", dl_kit_buf_free);
     return b;
 }
 

@@ -25,16 +25,7 @@ static inline int dl_gz_end(lua_State *L) {
 static inline dl_gz *dl_gz_new(lua_State *L) {
     dl_gz *g = (dl_gz *)lua_newuserdatauv(L, sizeof(dl_gz), 0);
     memset(g, 0, sizeof *g);
-    if (luaL_newmetatable(L, "dl.kit.gz")) {
-        lua_pushcfunction(L, dl_gz_end);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, dl_gz_end);
-        lua_setfield(L, -2, "__close");
-        lua_pushboolean(L, 0);
-        lua_setfield(L, -2, "__metatable");
-    }
-    lua_setmetatable(L, -2);
-    lua_toclose(L, -1);
+    dl_kit_closing(L, "dl.kit.gz", dl_gz_end);
     if (inflateInit2(&g->zs, 16 + MAX_WBITS) != Z_OK) luaL_error(L, "dl.gunzip: zlib cannot start");
     g->live = 1;
     return g;

@@ -263,16 +263,7 @@ static inline int dl_kit_xml_parse(lua_State *L) {
     dl_xml *x = (dl_xml *)lua_newuserdatauv(L, sizeof(dl_xml), 0); /* 2 */
     memset(x, 0, sizeof *x);
     x->L = L;
-    if (luaL_newmetatable(L, "dl.kit.xml")) {
-        lua_pushcfunction(L, dl_xml_close);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, dl_xml_close);
-        lua_setfield(L, -2, "__close");
-        lua_pushboolean(L, 0);
-        lua_setfield(L, -2, "__metatable");
-    }
-    lua_setmetatable(L, -2);
-    lua_toclose(L, 2);
+    dl_kit_closing(L, "dl.kit.xml", dl_xml_close);
     lua_createtable(L, 16, 0); /* 3: open elements */
     lua_createtable(L, 16, 0); /* 4: their text pieces */
     lua_createtable(L, 1, 0);  /* 5: the root */
