@@ -137,6 +137,33 @@ import Testing
         #expect(!c.contains("published"), "\(c)")
     }
 
+    @Test func aGzipBombFailsItsOwnDownloadAndTheRunGoesOn() async throws {
+        // 200 MiB of zeros in about 200 KiB: more than half of the 256 MiB cap.
+        let bomb = try TempDir.make("bomb") + "/bomb.xml.gz"
+        let packer = try Subprocess("/bin/sh", ["-c", "head -c 209715200 /dev/zero | gzip -c -n > \"$0\"", bomb])
+        _ = packer.waitForExit(within: 60)
+        _ = packer.finish()
+        try server.put("bomb.xml.gz", bytes: bytes(at: bomb))
+        try server.put("fine.xml.gz", bytes: try Self.gzip("<urlset><url><loc>x</loc></url></urlset>"))
+        try job.write("bomb.lua", """
+            dl.add(dl.var.base .. "/bomb.xml.gz")
+            dl.add(dl.var.base .. "/fine.xml.gz")
+            dl.on("finished", function(d, f)
+              local urlset = dl.xml.parse(dl.gunzip(dl.read(f.path)))
+              dl.log(d.name, "lists", #urlset.children)
+            end)
+            """)
+        let run = try await job.run("bomb.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 1, "one download failed: \(run.stderr)")
+        let failed = run.events("failed")
+        #expect(failed.count == 1)
+        #expect(failed.first?["kind"] as? String == "hook")
+        let message = failed.first?["message"] as? String ?? ""
+        #expect(message.contains("bomb.lua:4: dl.gunzip: the data inflates to more than"), "\(message)")
+        #expect(run.logLines(containing: "fine.xml.gz\tlists\t1").count == 1, "\(run.stderr)")
+        #expect(FileManager.default.fileExists(atPath: out + "/bomb.xml.gz.part"), "a failed finished handler keeps the file as .part")
+    }
+
     @Test func scriptsNeverReplaceAFileTheyDidNotWrite() async throws {
         let served = try server.put("x.bin", randomBytes: 100)
         try "the user's notes".write(toFile: out + "/notes.txt", atomically: true, encoding: .utf8)
