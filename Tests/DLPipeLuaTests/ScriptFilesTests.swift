@@ -19,7 +19,7 @@ import Testing
         folder = try #require(TargetPath.canonical(base + "/out"))
         outside = try #require(TargetPath.canonical(base + "/outside"))
         state = try StateStore(path: folder + "/.dlpipe/state.db")
-        files = ScriptFiles(root: folder, state: state, job: "feed")
+        files = ScriptFiles(root: folder, state: state, job: "feed", downloads: KnownDownloadFiles())
     }
 
     func read(_ path: String) -> String? {
@@ -50,7 +50,7 @@ import Testing
         // No temporary file is left beside it.
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/meta") == ["a.json"])
         // Another job's script may replace it too (the rule is "a script wrote it").
-        try ScriptFiles(root: folder, state: state, job: "other").write("meta/a.json", Array("x".utf8))
+        try ScriptFiles(root: folder, state: state, job: "other", downloads: KnownDownloadFiles()).write("meta/a.json", Array("x".utf8))
         #expect(read("meta/a.json") == "x")
     }
 
@@ -82,6 +82,26 @@ import Testing
         try files.remove("a.bin")
         #expect(read("a.bin") == nil)
         #expect(state.record(key: request.deduplicationKey) == nil)
+        // Forgotten: the name is free for a script now.
+        try files.write("a.bin", Array("mine".utf8))
+        #expect(read("a.bin") == "mine")
+    }
+
+    @Test func aNewFileIsNotCreatedUnderADownloadsNameEvenWhenItsFileIsGone() throws {
+        // A download whose file is missing (removed by hand, or still a part file):
+        // a script's file under its name would later pass for the download's.
+        let request = DownloadRequest(url: "http://h/gone.bin")
+        state.save(DownloadRecord(
+            key: request.deduplicationKey, url: request.url, target: "sub/gone.bin", status: .partial, bytes: 0,
+            total: nil, etag: nil, lastModified: nil, sha256: nil, mediaType: nil, attempts: 1, lastError: nil,
+            updatedAt: 0))
+        state.flush()
+        let write = refusal { () throws(ScriptError) in try files.write("sub/gone.bin", Array("x".utf8)) }
+        #expect(write?.contains("sub/gone.bin is a download's file") == true, "\(write ?? "")")
+        let append = refusal { () throws(ScriptError) in try files.append("sub/gone.bin", Array("x".utf8)) }
+        #expect(append?.contains("a download's file") == true)
+        #expect(read("sub/gone.bin") == nil)
+        #expect(state.writer(of: "sub/gone.bin") == nil)
     }
 
     @Test func appendAddsLinesToItsOwnFile() throws {
@@ -93,7 +113,7 @@ import Testing
     }
 
     @Test func removeTakesOnlyThisJobsFiles() throws {
-        try ScriptFiles(root: folder, state: state, job: "other").write("theirs.txt", Array("x".utf8))
+        try ScriptFiles(root: folder, state: state, job: "other", downloads: KnownDownloadFiles()).write("theirs.txt", Array("x".utf8))
         let theirs = refusal { () throws(ScriptError) in try files.remove("theirs.txt") }
         #expect(theirs?.contains("written by the job \"other\"") == true, "\(theirs ?? "")")
         #expect(read("theirs.txt") == "x")

@@ -378,10 +378,21 @@ public final class StateStore: @unchecked Sendable {
         flush()
     }
 
-    /// True when `path` is a download's file: the target a download has or
-    /// had, a file the state placed, or one it placed and released. (No
-    /// index on these columns: each would cost the engine's every save, and a
-    /// script asks once per file it creates or removes.)
+    /// Every download's file: the targets downloads have or had, the files
+    /// the state placed, and those it placed and released (one scan).
+    public func downloadFiles() -> Set<String> {
+        var all = Set<String>()
+        try? db.query("""
+            SELECT target FROM downloads WHERE target IS NOT NULL
+            UNION SELECT placed_target FROM downloads WHERE placed_target IS NOT NULL
+            UNION SELECT path FROM released
+            """) { if let path = $0.text(0) { all.insert(path) } }
+        return all
+    }
+
+    /// True when `path` is a download's file (as `downloadFiles`). No index on
+    /// these columns: each would cost the engine's every save; a script asks
+    /// when it removes a file or is refused one.
     public func isDownloadFile(_ path: String) -> Bool {
         var found = false
         try? db.query("""

@@ -21,6 +21,8 @@ struct ScriptFiles {
     let state: StateStore
     /// The job's name (`JobStore.namespace`): who wrote a file.
     let job: String
+    /// The downloads' files as the run first read them (`KnownDownloadFiles`).
+    let downloads: KnownDownloadFiles
 
     /// The suffix of the engine's part files, which scripts leave alone.
     static let partSuffix = ".part"
@@ -99,6 +101,7 @@ struct ScriptFiles {
             throw ScriptError("no such file: \(path)")
         }
         guard info.st_mode & S_IFMT == S_IFREG else { throw ScriptError("\(path) is not a regular file") }
+        // The state itself, not the run's copy: the download may have finished since.
         let download = state.isDownloadFile(place.relative)
         if !download {
             guard let writer = state.writer(of: place.relative) else {
@@ -112,6 +115,7 @@ struct ScriptFiles {
         state.forgetWritten(place.relative)
         guard download else { return nil }
         state.forgetDownloadFile(place.relative)
+        downloads.forget(place.relative)
         return place.relative
     }
 
@@ -127,15 +131,25 @@ struct ScriptFiles {
 
     /// Whether the file exists (then it is a script's own); throws for a file a
     /// script may not write: a download's, or one nothing of dlpipe's placed.
+    /// A script's own file is known by one lookup; a new name is checked against
+    /// the downloads' files the run read once (a file a download of this run
+    /// placed since is there, and so refused as not a script's).
     private func checkWritable(_ place: Place) throws(ScriptError) -> Bool {
-        if state.isDownloadFile(place.relative) {
-            throw ScriptError("\(place.relative) is a download's file, which scripts do not write (dl.remove it first, or write another name)")
-        }
         var info = stat()
-        guard fstatat(place.folder, place.name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
-        guard state.writer(of: place.relative) != nil else { throw Self.clobber(place.relative) }
+        guard fstatat(place.folder, place.name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            if downloads.contains(place.relative, in: state) { throw Self.downloadsFile(place.relative) }
+            return false
+        }
+        guard state.writer(of: place.relative) != nil else {
+            if state.isDownloadFile(place.relative) { throw Self.downloadsFile(place.relative) }
+            throw Self.clobber(place.relative)
+        }
         guard info.st_mode & S_IFMT == S_IFREG else { throw ScriptError("\(place.relative) is not a regular file") }
         return true
+    }
+
+    private static func downloadsFile(_ path: String) -> ScriptError {
+        ScriptError("\(path) is a download's file, which scripts do not write (dl.remove it first, or write another name)")
     }
 
     private static func clobber(_ path: String) -> ScriptError {
@@ -211,4 +225,19 @@ struct ScriptFiles {
     private func failure(_ what: String) -> ScriptError {
         ScriptError("\(what): \(String(cString: strerror(errno)))")
     }
+}
+
+/// The downloads' files of the state, read once per run (one scan of every
+/// record) when a script first creates a file: asking the state for each new
+/// file would scan the downloads table every time (it has no index on files).
+final class KnownDownloadFiles {
+    private var paths: Set<String>?
+
+    func contains(_ path: String, in state: StateStore) -> Bool {
+        if paths == nil { paths = state.downloadFiles() }
+        return paths!.contains(path)
+    }
+
+    /// A download's file that a script removed (the state forgot it).
+    func forget(_ path: String) { paths?.remove(path) }
 }

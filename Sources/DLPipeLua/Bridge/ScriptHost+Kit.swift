@@ -50,7 +50,8 @@ extension ScriptHost {
             return [.nil_, LuaValue(error.message)]
         case .success(let store):
             do throws(ScriptError) {
-                try operation(ScriptFiles(root: root, state: store.state, job: store.namespace), path, data)
+                let files = ScriptFiles(root: root, state: store.state, job: store.namespace, downloads: knownDownloadFiles)
+                try operation(files, path, data)
                 return [.boolean(true)]
             } catch {
                 return [.nil_, LuaValue(error.message)]

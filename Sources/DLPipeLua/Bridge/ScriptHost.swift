@@ -83,6 +83,8 @@ final class ScriptHost: @unchecked Sendable {
     private var computedDigests: [String: String] = [:]
     /// Downloads' files that `dl.remove` removed in this run (`forgetRemovedDownloads`).
     var removedDownloadFiles: [String] = []
+    /// The downloads' files, read once per run for `dl.write`/`dl.append`'s new names.
+    let knownDownloadFiles = KnownDownloadFiles()
 
     init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String],
          log: @escaping @Sendable (String) -> Void) throws(ScriptError) {
