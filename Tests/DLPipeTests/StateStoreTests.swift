@@ -80,7 +80,7 @@ import TestSupport
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 3)
+        #expect(StateStore.schemaVersion == 4)
     }
 
     /// Version 3 remembers the placed file apart from the status; a version 2
@@ -102,6 +102,7 @@ import TestSupport
             ALTER TABLE downloads DROP COLUMN placed_size;
             ALTER TABLE downloads DROP COLUMN placed_inode;
             DROP TABLE released;
+            DROP TABLE written;
             UPDATE dlpipe_meta SET value = '2' WHERE key = 'schema_version';
             """)
         let store = try StateStore(path: path)
@@ -112,6 +113,32 @@ import TestSupport
         try store.save(kept)
         try store.flush()
         #expect(try StateStore(path: path).record(key: half.deduplicationKey)?.placed?.inode == UInt64.max)
+    }
+
+    /// Version 4 remembers the files scripts wrote (dl.write, dl.append); a
+    /// version 3 file gets the empty table and keeps its downloads, which
+    /// count as downloads' files for the scripts' rules.
+    @Test func aVersionThreeFileLearnsTheFilesScriptsWrite() throws {
+        let done = DownloadRequest(url: "http://h/done.bin")
+        do {
+            let store = try StateStore(path: path)
+            try store.save(record(done, target: "done.bin"))
+            try store.flush()
+        }
+        try SQLiteDatabase(path: path).execute("""
+            DROP TABLE written;
+            UPDATE dlpipe_meta SET value = '3' WHERE key = 'schema_version';
+            """)
+        let store = try StateStore(path: path)
+        #expect(try store.record(key: done.deduplicationKey)?.target == "done.bin")
+        #expect(try store.isDownloadFile("done.bin"))
+        #expect(try !store.isDownloadFile("other.bin"))
+        #expect(try store.writer(of: "index.json") == nil)
+        try store.setWriter(of: "index.json", to: "feed")
+        #expect(try StateStore(path: path).writer(of: "index.json") == "feed")
+        try store.forgetDownloadFile("done.bin")
+        #expect(try store.record(key: done.deduplicationKey) == nil)
+        #expect(try !store.isDownloadFile("done.bin"))
     }
 
     @Test func aFileOfANewerVersionIsRefusedAndKept() throws {

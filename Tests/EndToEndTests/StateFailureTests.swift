@@ -51,6 +51,12 @@ import TestSupport
         func value(_ key: String) throws(StateFailure) -> String? { nil }
         func setValue(_ key: String, _ json: String) throws(StateFailure) {}
         func storedBytes(keyPrefix prefix: String) throws(StateFailure) -> Int { 0 }
+        func writer(of path: String) throws(StateFailure) -> String? { nil }
+        func setWriter(of path: String, to job: String) throws(StateFailure) {}
+        func forgetWritten(_ path: String) throws(StateFailure) {}
+        func downloadFiles() throws(StateFailure) -> Set<String> { [] }
+        func isDownloadFile(_ path: String) throws(StateFailure) -> Bool { false }
+        func forgetDownloadFile(_ path: String) throws(StateFailure) {}
     }
 
     private func engine(_ out: String, _ state: FlakyState, held: HeldBodies) throws -> DownloadEngine {

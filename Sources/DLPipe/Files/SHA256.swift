@@ -81,6 +81,13 @@ package enum FileDigest {
         SHA256Hasher.hexDigest(ofFile: path)
     }
 
+    /// The lower-case hex SHA-256 of `bytes` (`dl.sha256`).
+    public static func sha256Hex(of bytes: [UInt8]) -> String {
+        let hasher = SHA256Hasher()
+        bytes.withUnsafeBytes { hasher.update($0) }
+        return hasher.finalHex()
+    }
+
     /// The lower-case hex SHA-256 of what can be read from `descriptor` (from
     /// where it stands to its end), or nil on a read error. For a file that was
     /// opened and checked once: the digest is of what was checked.

@@ -26,6 +26,22 @@ package protocol DownloadState: AnyObject, Sendable {
     func setValue(_ key: String, _ json: String) throws(StateFailure)
     /// Bytes the `dl.store` values whose keys start with `prefix` take (keys and values).
     func storedBytes(keyPrefix prefix: String) throws(StateFailure) -> Int
+
+    // Files that scripts wrote (`dl.write`, `dl.append`) and downloads' files
+    // that scripts remove (`dl.remove`); each change committed at once.
+
+    /// The job whose script wrote the file at `path` (relative), if any.
+    func writer(of path: String) throws(StateFailure) -> String?
+    /// Remembers that `job` wrote the file at `path`.
+    func setWriter(of path: String, to job: String) throws(StateFailure)
+    /// Forgets the script-written file at `path` (it was removed).
+    func forgetWritten(_ path: String) throws(StateFailure)
+    /// Every download's file: targets, placed files, released files.
+    func downloadFiles() throws(StateFailure) -> Set<String>
+    /// Whether `path` is a download's file (as `downloadFiles`).
+    func isDownloadFile(_ path: String) throws(StateFailure) -> Bool
+    /// Forgets the downloads whose file is `path`, so the next run fetches them again.
+    func forgetDownloadFile(_ path: String) throws(StateFailure)
 }
 
 /// A state that cannot be opened, read or written; the message says which

@@ -65,6 +65,9 @@ enum RunDriver {
         session?.start(with: engine)
         for request in requests { engine.add(request) }
         let (summary, hookCode) = await engine.waitUntilDrained()
+        // A stop does not wait for the Lua thread (a handler may still run): a
+        // removed download's record then stays, and its missing file is fetched again.
+        if !stopper.stopping { session?.finish() }
         if stopper.stopping { await stopper.waitForever() }
         options.stdout?.finish()
         reporter.finish(summary)

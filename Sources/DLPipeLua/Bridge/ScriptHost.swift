@@ -91,11 +91,15 @@ final class ScriptHost: @unchecked Sendable {
     /// Whose `dl.store` this is: the job's name (`JobStore`).
     var storeNamespace = JobStore.getNamespace
     private var store: JobStore?
-    private let log: @Sendable (String) -> Void
+    let log: @Sendable (String) -> Void
     private let warn: @Sendable (ScriptLine) -> Void
     /// Digests that handlers computed (`f.sha256`), by path, until the
     /// finished event's verdict takes them to the engine's state.
     private var computedDigests: [String: String] = [:]
+    /// Downloads' files that `dl.remove` removed in this run (`forgetRemovedDownloads`).
+    var removedDownloadFiles: [String] = []
+    /// The downloads' files, read once per run for `dl.write`/`dl.append`'s new names.
+    let knownDownloadFiles = KnownDownloadFiles()
 
     init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String], allowedEnvironment: [String] = [],
          log: @escaping @Sendable (String) -> Void,
@@ -105,6 +109,7 @@ final class ScriptHost: @unchecked Sendable {
         self.log = log
         self.warn = warn ?? { line in log(ScriptLine(place: line.place, download: line.download, text: "warning: " + line.text).formatted) }
         registerPrimitives()
+        registerKit()
         var table: [LuaValue: LuaValue] = [:]
         for (key, value) in vars { table[LuaValue(key)] = LuaValue(value) }
         runtime.setGlobal("__dl.vars", .table(table))
@@ -114,6 +119,9 @@ final class ScriptHost: @unchecked Sendable {
             // The API table first: the prelude reads it as `__dl.api`.
             let api = try runtime.run(Prelude.api, chunkName: Prelude.apiChunkName)
             runtime.setGlobal("__dl.api", api.first ?? .nil_)
+            // The script kit's Lua half, which the prelude calls with the primitives.
+            let kit = try runtime.run(Prelude.kit, chunkName: Prelude.kitChunkName)
+            runtime.setGlobal("__dl.kit", kit.first ?? .nil_)
             host = try runtime.run(Prelude.source, chunkName: Prelude.chunkName)
         } catch {
             throw ScriptError("internal error in the dl prelude: \(error.message)")
@@ -389,7 +397,7 @@ final class ScriptHost: @unchecked Sendable {
     }
 
     /// The store's own connection (the engine has another; SQLite's WAL lets both work).
-    private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
+    func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
         bindStore(configDir: configDir)
         let path = statePath ?? StateLayout(directory: stateDirectory ?? configDir ?? ".").database

@@ -31,10 +31,25 @@ return {
     { name = "dl.warn", args = "...", where = { "anywhere" } },
     { name = "dl.store.get", args = "key", where = { "anywhere" } },
     { name = "dl.store.set", args = "key, value", where = { "anywhere" } },
+    -- The script kit: pure functions, and the files a script writes.
+    { name = "dl.json.decode", args = "text", where = { "anywhere" } },
+    { name = "dl.json.encode", args = "value", where = { "anywhere" } },
+    { name = "dl.xml.parse", args = "text", where = { "anywhere" } },
+    { name = "dl.html.links", args = "body, base", where = { "anywhere" } },
+    { name = "dl.gunzip", args = "data", where = { "anywhere" } },
+    { name = "dl.sha256", args = "s", where = { "anywhere" } },
+    { name = "dl.url.encode", args = "s", where = { "anywhere" } },
+    { name = "dl.url.decode", args = "s", where = { "anywhere" } },
+    { name = "dl.url.query", args = "{ key = value, ... }", where = { "anywhere" } },
+    { name = "dl.time.parse", args = "s", where = { "anywhere" } },
+    { name = "dl.write", args = "path, data", where = handlers() },
+    { name = "dl.append", args = "path, line", where = handlers() },
+    { name = "dl.remove", args = "path", where = handlers() },
   },
   -- Tables of values rather than calls.
   values = {
     { name = "dl.var", args = ".NAME", where = { "anywhere" } },
+    { name = "dl.json.null", args = "", where = { "anywhere" } },
   },
   -- The fields of each event's second argument (a field may be nil when unknown).
   events = {
