@@ -23,15 +23,18 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(
             name: "CLua", pkgConfig: "lua5.4",
-            providers: [.apt(["liblua5.4-dev"])]),
+            // libexpat and zlib: dl.xml.parse and dl.gunzip (Sources/CLua/dl_kit.h).
+            providers: [.apt(["liblua5.4-dev", "libexpat1-dev", "zlib1g-dev"])]),
         // The engine: queue, state machine, transport, naming. C stays internal.
         .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite"]),
         // Lua 5.4: the runtime (sandbox, budgets, values) and the bridge that
         // answers the engine's hooks with a job's handlers.
         .target(
             name: "DLPipeLua", dependencies: ["DLPipe", "CLua"],
-            resources: [.embedInCode("Bridge/prelude.lua"), .embedInCode("Bridge/api.lua"),
-                        .embedInCode("Bridge/luadefs.lua")]),
+            resources: [
+                .embedInCode("Bridge/prelude.lua"), .embedInCode("Bridge/api.lua"), .embedInCode("Bridge/kit.lua"),
+                .embedInCode("Bridge/luadefs.lua"),
+            ]),
         // The command-line tool.
         .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "CPosix"]),
         // A small program that uses the library the way an app would.

@@ -202,7 +202,7 @@ public final class LuaRuntime {
     }
 
     /// Walks/creates tables along `path` in the shared globals and stores what `pushValue` pushes.
-    private func setPath(_ path: String, on L: OpaquePointer, _ pushValue: () -> Void) {
+    func setPath(_ path: String, on L: OpaquePointer, _ pushValue: () -> Void) {
         let parts = Self.split(path)
         guard let last = parts.last, lua_checkstack(L, 5) != 0 else { return }
         let top = lua_gettop(L)

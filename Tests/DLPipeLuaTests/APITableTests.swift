@@ -46,8 +46,8 @@ import Testing
         return out
     }
 
-    @Test func bothLuaFilesCompileWithLuac() throws {
-        for file in ["prelude.lua", "api.lua", "luadefs.lua"] {
+    @Test func theLuaFilesCompileWithLuac() throws {
+        for file in ["prelude.lua", "api.lua", "kit.lua", "luadefs.lua"] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["luac5.4", "-p", Self.bridge.appendingPathComponent(file).path]
@@ -63,8 +63,10 @@ import Testing
     @Test func theCompiledInPreludeIsTheFileInTheTree() throws {
         let prelude = try String(contentsOf: Self.bridge.appendingPathComponent("prelude.lua"), encoding: .utf8)
         let api = try String(contentsOf: Self.bridge.appendingPathComponent("api.lua"), encoding: .utf8)
+        let kit = try String(contentsOf: Self.bridge.appendingPathComponent("kit.lua"), encoding: .utf8)
         #expect(prelude == Prelude.source)
         #expect(api == Prelude.api)
+        #expect(kit == Prelude.kit)
     }
 
     @Test func everyCallSaysWhereItMayBeCalled() throws {
@@ -156,7 +158,7 @@ import Testing
         let headings = text.split(separator: "\n").filter { $0.hasPrefix("### ") }
         var documented: Set<String> = []
         for heading in headings {
-            for match in heading.matches(of: /dl(\.[a-z_]+)+/) { documented.insert(String(match.output.0)) }
+            for match in heading.matches(of: /dl(\.[a-z_0-9]+)+/) { documented.insert(String(match.output.0)) }
         }
         #expect(documented == Self.names(api, "calls").union(Self.names(api, "values")), "### headings of lua-api.md vs api.lua")
         // The events: the fields named in each row of the events table ("r.status", ...).

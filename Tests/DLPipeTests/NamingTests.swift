@@ -199,16 +199,16 @@ struct NamingTests {
     /// firstFree probes bare names in order and falls back to deterministic hashed names.
     @Test func collisionFirstFree() {
         let taken: Set = ["report.pdf", "report.1.pdf", "report.3.pdf"]
-        #expect(CollisionName.firstFree(for: "report.pdf", in: "d", isTaken: taken.contains) == "report.2.pdf")
-        #expect(CollisionName.firstFree(for: "new.pdf", in: "d", isTaken: taken.contains) == "new.pdf")
+        #expect(CollisionName.firstFree(for: "report.pdf", isTaken: taken.contains) == "report.2.pdf")
+        #expect(CollisionName.firstFree(for: "new.pdf", isTaken: taken.contains) == "new.pdf")
         var seen: [String] = []  // isTaken gets bare names, in order
-        _ = CollisionName.firstFree(for: "a.tar.gz", in: "d") { seen.append($0); return seen.count < 3 }
+        _ = CollisionName.firstFree(for: "a.tar.gz") { seen.append($0); return seen.count < 3 }
         #expect(seen == ["a.tar.gz", "a.1.tar.gz", "a.2.tar.gz"])
         var calls = 0  // the name and all 10,000 numbered variants are taken, the first hashed one is free
-        let hashed = CollisionName.firstFree(for: "r.pdf", in: "", isTaken: { _ in calls += 1; return calls <= 10_001 })
+        let hashed = CollisionName.firstFree(for: "r.pdf", isTaken: { _ in calls += 1; return calls <= 10_001 })
         #expect(calls == 10_002 && hashed.hasPrefix("r.") && hashed.hasSuffix(".pdf") && hashed.utf8.count == 14)
-        let allTaken = CollisionName.firstFree(for: "r.pdf", in: "", isTaken: { _ in true })
-        #expect(allTaken != "r.pdf" && allTaken == CollisionName.firstFree(for: "r.pdf", in: "", isTaken: { _ in true }))
+        let allTaken = CollisionName.firstFree(for: "r.pdf", isTaken: { _ in true })
+        #expect(allTaken != "r.pdf" && allTaken == CollisionName.firstFree(for: "r.pdf", isTaken: { _ in true }))
     }
 
     /// 5,000 seeded random inputs through every entry point: no crash, invariants hold.

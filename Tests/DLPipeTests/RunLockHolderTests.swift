@@ -24,7 +24,12 @@ import TestSupport
         do {
             let lock = try RunLock(path: path, wait: false)
             #expect(RunLock.holder(path: lock.path) == getpid())
+            // Without /proc/locks, flock answers: another open file description
+            // is refused a shared lock while the run holds its exclusive one.
+            #expect(RunLock.probe(path: lock.path) == getpid())
+            #expect(RunLock.holder(path: lock.path) == getpid(), "the probe took nothing from the holder")
         }
         #expect(RunLock.holder(path: path) == nil, "released with its descriptor")
+        #expect(RunLock.probe(path: path) == nil, "flock grants a probe once nobody holds it")
     }
 }

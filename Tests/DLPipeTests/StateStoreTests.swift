@@ -23,22 +23,22 @@ import TestSupport
         let store = try StateStore(path: path)
         let a = DownloadRequest(url: "http://h/x", name: "copy1")
         let b = DownloadRequest(url: "http://h/x", name: "copy2")
-        store.save(record(a, target: "copy1"))
-        store.save(record(b, target: "copy2"))
-        store.flush()
-        #expect(store.record(key: a.deduplicationKey)?.target == "copy1")
-        #expect(store.record(key: b.deduplicationKey)?.target == "copy2")
-        #expect(store.records().count == 2)
+        try store.save(record(a, target: "copy1"))
+        try store.save(record(b, target: "copy2"))
+        try store.flush()
+        #expect(try store.record(key: a.deduplicationKey)?.target == "copy1")
+        #expect(try store.record(key: b.deduplicationKey)?.target == "copy2")
+        #expect(try store.records().count == 2)
     }
 
     @Test func valuesSurviveReopening() throws {
         do {
             let store = try StateStore(path: path)
-            store.setValue("cursor", "[\"i\",42]")
+            try store.setValue("cursor", "[\"i\",42]")
         }
         let again = try StateStore(path: path)
-        #expect(again.value("cursor") == "[\"i\",42]")
-        #expect(again.value("missing") == nil)
+        #expect(try again.value("cursor") == "[\"i\",42]")
+        #expect(try again.value("missing") == nil)
     }
 
     /// A state file of schema version 1 (before media types were kept) is
@@ -70,17 +70,17 @@ import TestSupport
                 [.text(request.deduplicationKey), .text(request.url)])
         }
         let store = try StateStore(path: path)
-        let kept = try #require(store.record(key: request.deduplicationKey))
+        let kept = try #require(try store.record(key: request.deduplicationKey))
         #expect(kept.target == "page.html" && kept.etag == "\"e\"" && kept.attempts == 7)
         #expect(kept.mediaType == nil, "unknown until the next 200")
-        store.save(record(request, target: "page.html"))
-        store.flush()
+        try store.save(record(request, target: "page.html"))
+        try store.flush()
         let again = try StateStore(path: path)
-        #expect(again.record(key: request.deduplicationKey)?.mediaType == "text/html")
+        #expect(try again.record(key: request.deduplicationKey)?.mediaType == "text/html")
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 3)
+        #expect(StateStore.schemaVersion == 4)
     }
 
     /// Version 3 remembers the placed file apart from the status; a version 2
@@ -90,11 +90,11 @@ import TestSupport
         let half = DownloadRequest(url: "http://h/half.bin")
         do {
             let store = try StateStore(path: path)
-            store.save(record(done, target: "done.bin"))
+            try store.save(record(done, target: "done.bin"))
             var partial = record(half, target: "half.bin")
             partial.status = .partial
-            store.save(partial)
-            store.flush()
+            try store.save(partial)
+            try store.flush()
         }
         // Back to version 2: the columns of version 3 go (DROP COLUMN, SQLite 3.35+).
         try SQLiteDatabase(path: path).execute("""
@@ -102,22 +102,49 @@ import TestSupport
             ALTER TABLE downloads DROP COLUMN placed_size;
             ALTER TABLE downloads DROP COLUMN placed_inode;
             DROP TABLE released;
+            DROP TABLE written;
             UPDATE dlpipe_meta SET value = '2' WHERE key = 'schema_version';
             """)
         let store = try StateStore(path: path)
-        #expect(store.record(key: done.deduplicationKey)?.placed == PlacedFile(path: "done.bin", size: 5))
-        #expect(store.record(key: half.deduplicationKey)?.placed == nil)
-        var kept = try #require(store.record(key: half.deduplicationKey))
+        #expect(try store.record(key: done.deduplicationKey)?.placed == PlacedFile(path: "done.bin", size: 5))
+        #expect(try store.record(key: half.deduplicationKey)?.placed == nil)
+        var kept = try #require(try store.record(key: half.deduplicationKey))
         kept.placed = PlacedFile(path: "half.bin", size: 9, inode: UInt64.max)
-        store.save(kept)
-        store.flush()
+        try store.save(kept)
+        try store.flush()
         #expect(try StateStore(path: path).record(key: half.deduplicationKey)?.placed?.inode == UInt64.max)
+    }
+
+    /// Version 4 remembers the files scripts wrote (dl.write, dl.append); a
+    /// version 3 file gets the empty table and keeps its downloads, which
+    /// count as downloads' files for the scripts' rules.
+    @Test func aVersionThreeFileLearnsTheFilesScriptsWrite() throws {
+        let done = DownloadRequest(url: "http://h/done.bin")
+        do {
+            let store = try StateStore(path: path)
+            try store.save(record(done, target: "done.bin"))
+            try store.flush()
+        }
+        try SQLiteDatabase(path: path).execute("""
+            DROP TABLE written;
+            UPDATE dlpipe_meta SET value = '3' WHERE key = 'schema_version';
+            """)
+        let store = try StateStore(path: path)
+        #expect(try store.record(key: done.deduplicationKey)?.target == "done.bin")
+        #expect(try store.isDownloadFile("done.bin"))
+        #expect(try !store.isDownloadFile("other.bin"))
+        #expect(try store.writer(of: "index.json") == nil)
+        try store.setWriter(of: "index.json", to: "feed")
+        #expect(try StateStore(path: path).writer(of: "index.json") == "feed")
+        try store.forgetDownloadFile("done.bin")
+        #expect(try store.record(key: done.deduplicationKey) == nil)
+        #expect(try !store.isDownloadFile("done.bin"))
     }
 
     @Test func aFileOfANewerVersionIsRefusedAndKept() throws {
         do {
             let store = try StateStore(path: path)
-            store.flush()
+            try store.flush()
         }
         try SQLiteDatabase(path: path).execute("UPDATE dlpipe_meta SET value = '99' WHERE key = 'schema_version'")
         #expect(throws: StateStore.Failure.self) { try StateStore(path: path) }

@@ -31,7 +31,7 @@ import Testing
         #expect(listing(out) == [], "nothing but .dlpipe in -d")
         #expect(first.events("finished").first?["path"] as? String == target)
         let state = try StateStore(path: out + "/.dlpipe/state.db")
-        #expect(state.records(status: .finished).map(\.url) == [server.url("/files/a.bin")])
+        #expect(try state.records(status: .finished).map(\.url) == [server.url("/files/a.bin")])
         #expect(FileManager.default.fileExists(atPath: out + "/.dlpipe/lock"))
         // A re-run with the same -d asks conditionally and keeps the file.
         let second = try await get("/files/a.bin", ["-o", target])

@@ -44,7 +44,7 @@ import Testing
         #expect(sameBytes(out + "/f3.bin", Array("not ours".utf8)), "\(mode): a file dlpipe did not write stays")
         #expect(!listing(out).contains { $0.hasSuffix(".part") }, "\(mode)")
         let store = try StateStore(path: out + "/.dlpipe/state.db")
-        let records = store.records()
+        let records = try store.records()
         #expect(records.count == files.count && records.allSatisfy { $0.status == .finished }, "\(mode)")
         #expect(Set(records.compactMap(\.target)).contains("f3.1.bin"), "\(mode)")
     }

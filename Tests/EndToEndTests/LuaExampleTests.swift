@@ -81,5 +81,30 @@ import Testing
         let json = run.logLines(containing: "\"bytes\":")
         #expect(json.count == 4)
         #expect(json.allSatisfy { $0.contains("20-log-json.lua") })
+        // 30-manifest.lua keeps a line per finished download, with the folder the sorting hook chose.
+        let manifest = String(decoding: bytes(at: out + "/manifest.tsv"), as: UTF8.self).split(separator: "\n")
+        #expect(manifest.count == 4, "\(manifest)")
+        let ep2 = sha256Hex(bytes(at: site + "/audio/ep2.mp3"))
+        #expect(manifest.contains { $0.hasSuffix("\t\(ep2)\tepisodes/ep2.mp3\t\(server.url("/files/audio/ep2.mp3"))") }, "\(manifest)")
+        #expect(manifest.contains { $0.contains("\tother/feed.xml\t") }, "\(manifest)")
+    }
+
+    @Test func sitemapCrawlReadsTheGzippedSitemapAndIndexesTheImages() async throws {
+        let sitemap = server.url("/files/sitemap.xml.gz")
+        let first = try await run("sitemap/job.lua", ["--var", "sitemap=\(sitemap)"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(listing(out + "/pages") == ["gallery.html", "index.1.html", "index.html"])
+        #expect(listing(out + "/images") == ["sunset.png"])
+        #expect(!FileManager.default.fileExists(atPath: out + "/sitemap.xml.gz"), "read, then removed")
+        let index = try #require(try JSONSerialization.jsonObject(with: Data(bytes(at: out + "/index.json"))) as? [String: Any])
+        #expect((index["pages"] as? [String])?.count == 3)
+        let images = try #require(index["images"] as? [[String: Any]])
+        #expect(images.count == 1)
+        #expect(images.first?["sha256"] as? String == sha256Hex(bytes(at: site + "/img/sunset.png")))
+        // The next run reads the sitemap again and rewrites its own index.
+        let second = try await run("sitemap/job.lua", ["--var", "sitemap=\(sitemap)"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try server.requests(matching: "/files/sitemap.xml.gz").count == 2)
+        #expect(FileManager.default.fileExists(atPath: out + "/index.json"))
     }
 }

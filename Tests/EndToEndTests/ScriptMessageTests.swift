@@ -75,7 +75,7 @@ import Testing
         let require = try await check("local json = require('json')\n")
         #expect(require.first.contains("attempt to call a nil value (global 'require'): the sandbox loads no modules: put shared code in a drop-in hook"), "\(require.first)")
         let remove = try await check("os.remove('x')\n")
-        #expect(remove.first.contains("attempt to call a nil value (field 'remove'): if this is os.remove, the sandbox deletes no files"), "\(remove.first)")
+        #expect(remove.first.contains("attempt to call a nil value (field 'remove'): if this is os.remove, dl.remove(path) removes a download's file or one this job wrote"), "\(remove.first)")
         // A nil of the script's own gets no hint.
         let own = try await check("local t = {}\nt.go()\n")
         #expect(own.first.hasSuffix("attempt to call a nil value (field 'go')"), "\(own.first)")

@@ -149,6 +149,32 @@ import Testing
         #expect(running.waitForExit() == 130)
     }
 
+    /// A state kept elsewhere (`--state FILE`) is locked by `FILE.lock`: status
+    /// with the same `--state` sees the run holding it; the directory's own
+    /// lock is not taken by that run.
+    @Test func statusWithAStateElsewhereChecksThatStatesLock() async throws {
+        try server.put("big.bin", randomBytes: 300_000)
+        let elsewhere = try TempDir.make("state-elsewhere")
+        defer { try? FileManager.default.removeItem(atPath: elsewhere) }
+        let state = elsewhere + "/run.db"
+        // The stall must outlast this test on a loaded machine: the default
+        // 30 s timeout would end it with a resume that finishes the file.
+        let running = try Subprocess(
+            Paths.binary,
+            ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--state", state, "--json", "--timeout", "300"])
+        running.waitForLine(containing: "\"progress\"")
+        #expect(FileManager.default.fileExists(atPath: state + ".lock"))
+        let status = try await DLPipeRun.run(["status", out, "--state", state])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("running: process \(running.pid)"), "\(status.stdout)")
+        let own = try await DLPipeRun.run(["status", out])
+        #expect(!own.stdout.contains("running:"), "the directory's lock is free: \(own.stdout)")
+        running.signal(SIGTERM)
+        #expect(running.waitForExit() == 130)
+        let after = try await DLPipeRun.run(["status", out, "--state", state])
+        #expect(after.status == 0 && !after.stdout.contains("running:"), "\(after.stdout)")
+    }
+
     @Test(arguments: ["garbage", "foreign"])
     func aStateFileThatCannotBeUsedIsAClearErrorAndIsKept(_ kind: String) async throws {
         try server.put("x.txt", bytes: Array("x".utf8))

@@ -16,14 +16,21 @@ dl.on("finished", function(d, f)
     dl.log("saved " .. (titles[d.url] or d.url))
     return
   end
-  local xml = dl.read(f.path)
-  for item in xml:gmatch("<item>(.-)</item>") do
-    local title = item:match("<title>(.-)</title>") or "untitled"
-    local url = item:match('<enclosure[^>]-url="([^"]+)"')
-    if url then
-      url = dl.url.resolve(d.url, url)
-      titles[url] = title
-      dl.add{ url = url, dir = "episodes", meta = { title = title } }
+  local rss = dl.xml.parse(dl.read(f.path))
+  for _, channel in ipairs(rss.children) do
+    for _, item in ipairs(channel.children) do
+      if item.name == "item" then
+        local title, url = "untitled", nil
+        for _, field in ipairs(item.children) do
+          if field.name == "title" then title = field.text end
+          if field.name == "enclosure" then url = field.attrs.url end
+        end
+        if url then
+          url = dl.url.resolve(d.url, url)
+          titles[url] = title
+          dl.add{ url = url, dir = "episodes", meta = { title = title } }
+        end
+      end
     end
   end
 end)

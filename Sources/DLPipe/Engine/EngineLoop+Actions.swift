@@ -40,11 +40,11 @@ extension EngineLoop {
                 guard let transfer = job.transfer else { break }
                 if abort(transfer) { job.receivedThisRun += transfer.received }
                 job.transfer = nil
-                job.partBytes = keepPart ? transfer.resumeOffset + transfer.received : 0
-                if job.validator == nil { job.partBytes = 0 }
+                job.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
+                job.dropPartUnlessResumable()
             case .removePartFile:
-                if let target = job.target { removePart(target) }
-                job.partBytes = 0
+                if let target = job.target { targets.removePart(target) }
+                job.dropPart()
             case .askResponseHook:
                 guard let ask = hooks?.response, let response = job.response else { break }
                 let id = job.id
@@ -110,7 +110,7 @@ extension EngineLoop {
         registry.ended(job.id, job.request)
         openJobs -= 1
         pausedJobs.remove(job.id)
-        if let target = job.target { reservedPaths.remove(target.relative) }
+        if let target = job.target { targets.release(target) }
         let info = job.info(root: root)
         if case .finished(let result) = outcome, !result.unchanged, let target = job.target {
             // A new file is in place: from now on it is the one to claim. One
@@ -127,7 +127,7 @@ extension EngineLoop {
             // A part file the next run cannot resume (no validator for If-Range)
             // would only hold the name: it goes.
             if job.validator == nil, job.partFileMayExist, let target = job.target {
-                removePart(target)
+                targets.removePart(target)
             }
             saveState(job, .failed, error: error)
         case .handled(let error): saveState(job, .handled, error: error)
@@ -171,37 +171,31 @@ extension EngineLoop {
         else { return feed(job, .responseVerdict(verdict)) }
         do throws(DownloadError) {
             let old = job.target
-            var renamed = try TargetPath.resolve(
+            let wanted = try TargetPath.resolve(
                 root: root, directory: directory ?? old?.directory, name: name ?? old?.name ?? "download")
             // The same name again (`d.name = r.filename` on a retry): nothing moves.
-            guard renamed != old else { return feed(job, .responseVerdict(.proceed())) }
-            renamed.name = CollisionName.firstFree(for: renamed.name, in: renamed.directory) { candidate in
-                isTaken(renamed.directory.isEmpty ? candidate : renamed.directory + "/" + candidate)
-            }
+            guard wanted != old else { return feed(job, .responseVerdict(.proceed())) }
+            let renamed = targets.move(from: old, to: wanted)
             if let old {
-                reservedPaths.remove(old.relative)
                 if let transfer = job.transfer, transfer.resumeOffset > 0 {
                     // Bytes resumed under the old name move with the rename; when
                     // they cannot, this attempt cannot resume: start over.
-                    if move(partName(old), to: partName(renamed)) != nil {
-                        job.partBytes = 0
-                        job.validator = nil
-                        reservedPaths.insert(renamed.relative)
+                    if targets.rename(targets.partName(old), to: targets.partName(renamed)) != nil {
+                        job.startOver()
                         job.target = renamed
                         return attemptFailed(job, DownloadError(.io, "cannot move the part file of \(old.relative) to \(renamed.relative); starting over"))
                     }
                 } else {
-                    removePart(old)
+                    targets.removePart(old)
                     job.partFileMayExist = false  // the new name's part file must be new
                 }
             }
-            reservedPaths.insert(renamed.relative)
             job.target = renamed
             // A new name is never one this job wrote before.
             job.ownsTarget = false
             // The record names the part file before it exists (write ordering).
             saveState(job, .partial)
-            commitState()
+            try commitStateBeforePart(of: job)
         } catch {
             return feed(job, .responseVerdict(.fail(error)))
         }
@@ -234,7 +228,7 @@ extension EngineLoop {
         // An empty body, or one that fit the buffer: its bytes are on disk now,
         // so account for them and finish.
         job.transfer = nil
-        job.partBytes = transfer.resumeOffset + transfer.received
+        job.partHolds(transfer.resumeOffset + transfer.received)
         job.receivedThisRun += transfer.received
         transfer.file?.finish()
         bodyComplete(job, transfer)
@@ -249,31 +243,33 @@ extension EngineLoop {
             let old = job.target
         else { return feed(job, .finishedVerdict(verdict)) }
         do throws(DownloadError) {
-            var moved = try TargetPath.resolve(
+            let wanted = try TargetPath.resolve(
                 root: root, directory: directory ?? old.directory, name: name ?? old.name)
-            if moved != old {
-                if let error = ensureFolder(of: moved) { throw error }
-                try moved.checkSymlinks(root: root)
-                if output.exists(moved.relative) && output.sameBytes(moved.relative, old.relative) {
+            if wanted != old {
+                if let error = targets.ensureFolder(of: wanted) { throw error }
+                try wanted.checkSymlinks(root: root)
+                if targets.output.exists(wanted.relative) && targets.output.sameBytes(wanted.relative, old.relative) {
                     // The name holds these very bytes already (a re-run, or a
                     // duplicate under a content-hash name): no copy is made,
                     // the download's file is the one there.
-                    output.remove(old.relative)
-                    names.remove(old.relative)
+                    targets.drop(old, for: wanted)
+                    job.target = wanted
+                    job.result?.path = targets.finalPath(wanted)
                 } else {
                     // The download's own file is no collision: when the name
                     // asked for is taken and the next free one is where the file
                     // already is, it stays (a re-run keeps its name, no X.1/X.2 swap).
-                    moved.name = CollisionName.firstFree(for: moved.name, in: moved.directory) {
-                        let candidate = moved.directory.isEmpty ? $0 : moved.directory + "/" + $0
-                        return candidate != old.relative && output.exists(candidate)
-                    }
-                    if moved != old, let code = move(old.relative, to: moved.relative) {
-                        throw FileErrors.io("cannot move \(old.relative) to", finalPath(moved), errno: code)
+                    let moved = targets.reserveMove(from: old, to: wanted)
+                    if moved != old {
+                        if let code = targets.rename(old.relative, to: moved.relative) {
+                            targets.release(moved)  // still under its old name, which it holds
+                            throw FileErrors.io("cannot move \(old.relative) to", targets.finalPath(moved), errno: code)
+                        }
+                        targets.release(old)
+                        job.target = moved
+                        job.result?.path = targets.finalPath(moved)
                     }
                 }
-                job.target = moved
-                job.result?.path = finalPath(moved)
             }
         } catch {
             return failFinished(job, error)
@@ -287,7 +283,7 @@ extension EngineLoop {
     /// (304) was finished by an earlier run and stays.
     private func failFinished(_ job: Job, _ error: DownloadError) {
         if let target = job.target, job.result?.unchanged != true {
-            _ = move(target.relative, to: partName(target), replacing: true)
+            _ = targets.rename(target.relative, to: targets.partName(target), replacing: true)
         }
         feed(job, .finishedVerdict(.fail(error)))
     }
@@ -312,7 +308,7 @@ extension EngineLoop {
         }
         for transfer in stalled {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(configuration.timeout.formatted) s"))
+            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(configuration.timeout.secondsText) s"))
         }
         for transfer in transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }

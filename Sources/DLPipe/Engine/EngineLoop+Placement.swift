@@ -27,8 +27,8 @@ extension EngineLoop {
         }
         let digest = transfer.hasher?.finalHex()
         if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
-            removePart(target)
-            job.partBytes = 0
+            targets.removePart(target)
+            job.dropPart()
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
         transfer.file?.finish()
@@ -42,7 +42,7 @@ extension EngineLoop {
     /// A whole body in memory: checked here, then written, synced and linked
     /// by the syncfs queue with the rest of its batch.
     private func hold(_ job: Job, _ target: TargetPath, _ body: [UInt8]) {
-        job.partBytes = 0  // nothing of it is on disk to resume from
+        job.dropPart()  // nothing of it is on disk to resume from
         var digest: String?
         if job.request.sha256 != nil || configuration.alwaysHash {
             let hasher = SHA256Hasher()
@@ -52,7 +52,7 @@ extension EngineLoop {
         if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
-        if let error = ensureFolder(of: target) { return attemptFailed(job, error) }
+        if let error = targets.ensureFolder(of: target) { return attemptFailed(job, error) }
         let held = HeldFile(directory: target.directory, name: target.name, bytes: body)
         job.held = held
         // The record names the file before it appears under its name (committed
@@ -86,9 +86,14 @@ extension EngineLoop {
             store?.wait()
             syncQueue.sync {}
             let waiting = awaitingDurability
-            commitState()
+            let held = waiting.compactMap(\.held)
+            do throws(StateFailure) {
+                try store?.commitAndWait()
+            } catch {
+                HeldFile.refuse(held, because: error.message)  // no name without a record
+            }
             HeldFile.place(
-                waiting.compactMap(\.held), in: output, syncAnyway: true,
+                held, in: output, syncAnyway: true,
                 refusingLinks: configuration.heldBodies == .linksRefused)
             let batch = syncingBatch + waiting
             syncingBatch = []  // the background sync's `.synced` finds nothing left
@@ -112,8 +117,12 @@ extension EngineLoop {
             post(.synced)
         }
         if let store, !held.isEmpty {
-            // Their records are committed before any of them is linked.
-            store.commit { [syncQueue] in syncQueue.async(execute: work) }
+            // Their records are committed before any of them is linked; when
+            // the commit fails none is (the batch's part files still sync).
+            store.commit { [syncQueue] failure in
+                if let failure { HeldFile.refuse(held, because: failure.message) }
+                syncQueue.async(execute: work)
+            }
         } else {
             syncQueue.async(execute: work)
         }
@@ -140,17 +149,17 @@ extension EngineLoop {
         // The file under this name is ours (the state says so): replace it.
         // Otherwise never clobber: someone else may have created the name
         // meanwhile, and then the next free one is taken.
-        while let code = move(partName(target), to: final.relative, replacing: job.ownsTarget) {
-            if code == ENOENT, !output.exists(partName(target)) {
+        while let code = targets.rename(targets.partName(target), to: final.relative, replacing: job.ownsTarget) {
+            if code == ENOENT, !output.exists(targets.partName(target)) {
                 // Never drop a job silently: it must still reach a terminal event.
                 return attemptFailed(job, DownloadError(.io, "the part file \(target.relative).part vanished before it could be renamed"))
             }
             guard code == EEXIST, !job.ownsTarget else {
-                return attemptFailed(job, FileErrors.io("cannot rename into place", finalPath(final), errno: code))
+                return attemptFailed(job, FileErrors.io("cannot rename into place", targets.finalPath(final), errno: code))
             }
-            final.name = CollisionName.firstFree(for: target.name, in: target.directory) {
-                output.exists(target.directory.isEmpty ? $0 : target.directory + "/" + $0)
-            }
+            // Another program created the name: read the folder again, take the next free one.
+            targets.diskDisagreed(about: final)
+            final = targets.move(from: final, to: target)
         }
         placed(job, as: final, size: size, digest: digest)
     }
@@ -158,9 +167,9 @@ extension EngineLoop {
     /// The file is under its final name: the download succeeded.
     private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?) {
         job.target = final
-        job.partBytes = 0
+        job.dropPart()
         job.result = FinishedInfo(
-            path: finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
+            path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
@@ -177,14 +186,12 @@ extension EngineLoop {
         case .linked(let name):
             var final = target
             final.name = name
-            names.insert(final.relative)  // linked on the syncfs queue, which leaves the index to this thread
-            if final != target {
-                reservedPaths.remove(target.relative)
-                reservedPaths.insert(final.relative)
-            }
+            targets.linked(target, as: final)
             placed(job, as: final, size: placement.size, digest: placement.digest)
         case .failed(let what, let code):
-            attemptFailed(job, FileErrors.io(what, finalPath(target), errno: code))
+            attemptFailed(job, FileErrors.io(what, targets.finalPath(target), errno: code))
+        case .notRecorded(let message):
+            attemptFailed(job, DownloadError(.io, "\(message); \(target.relative) was not placed"))
         case .pending:
             attemptFailed(job, DownloadError(.io, "\(target.relative) was never written"))
         case .unsupported:
@@ -208,7 +215,7 @@ extension EngineLoop {
         } catch {
             return attemptFailed(job, error)
         }
-        job.partBytes = placement.size
+        job.partHolds(placement.size)
         waitForDurability(Placement(job: job, size: placement.size, digest: placement.digest, held: nil))
     }
 }

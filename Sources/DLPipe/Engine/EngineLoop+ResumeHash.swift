@@ -31,7 +31,7 @@ extension EngineLoop {
         }
         let hash = ResumeHash(offset: job.partBytes)
         job.resumeHash = hash
-        let path = partPath(target)
+        let path = targets.partPath(target)
         let id = job.id
         resumeHashQueue.async { [self] in
             let hasher = SHA256Hasher()
@@ -50,7 +50,7 @@ extension EngineLoop {
         if hash.hasher == nil {
             // The part file could not be read whole: start over from zero.
             job.resumeHash = nil
-            job.partBytes = 0
+            job.dropPart()
         }
         startTransfer(job)
     }
@@ -63,7 +63,7 @@ extension EngineLoop {
         if let hash = job.resumeHash, hash.offset == offset, let hasher = hash.hasher { return hasher }
         // Not expected (startTransfer waits for the hash): correct, if slow.
         let hasher = SHA256Hasher()
-        if let target = job.target { hasher.feed(file: partPath(target), upTo: offset) }
+        if let target = job.target { hasher.feed(file: targets.partPath(target), upTo: offset) }
         return hasher
     }
 

@@ -9,22 +9,32 @@ extension EngineLoop {
     /// Applies what the state knows of a newly added download. Returns true when
     /// the download ended at once (a finished file under refresh "never").
     func applyState(_ job: Job) -> Bool {
-        guard let store,
-            let record = store.record(key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun)
-        else { return false }
+        guard let store else { return false }
+        let lookup: DownloadRecord?
+        do {
+            lookup = try store.record(key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun)
+        } catch {
+            // Without its record the download cannot know which file is its
+            // own: it fails rather than guess (and maybe replace one).
+            job.state.endBeforeStart(.failed)
+            finish(job, .failed(DownloadError(.io, "\(error.message); the download was not started")))
+            return true
+        }
+        guard let record = lookup else { return false }
         // Whatever happens below, the file placed before stays known until a
         // new one replaces it (or it turns out to be gone).
         job.placed = record.placed
         guard let relative = record.target,
             let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
-            !reservedPaths.contains(target.relative)  // another download of this run has it
+            targets.reserveExactly(target)  // false: another download of this run has it
         else { return false }
+        // Held from here; let go below when the name turns out to be another's.
         job.knownSHA256 = record.sha256
         job.knownType = record.mediaType
-        let final = finalPath(target)
+        let final = targets.finalPath(target)
         let found = FileSystem.identity(final)
         let finalSize = found?.size
-        let partSize = FileSystem.size(partPath(target))
+        let partSize = FileSystem.size(targets.partPath(target))
         let ownership = Ownership(record: record, target: relative, found: found, partExists: partSize != nil)
         if ownership.placedHere, found == nil { job.placed = nil }  // removed since: the name is free
         if ownership.validatorsFit || (partSize == nil && ownership.isPlacedFile) {
@@ -37,7 +47,6 @@ extension EngineLoop {
             // A stale part file beside a whole one (a power loss undid the
             // rename's commit): opened as the job's own, never O_EXCL.
             job.partFileMayExist = partSize != nil
-            reservedPaths.insert(target.relative)
             switch configuration.refresh {
             case .never:
                 job.result = FinishedInfo(
@@ -66,9 +75,8 @@ extension EngineLoop {
             // A part file already at full length (killed between the batch sync
             // and the rename) has nothing left to ask for: it starts over.
             let whole = record.total.map { partSize >= $0 } ?? false
-            job.partBytes = whole ? 0 : partSize
+            job.partHolds(whole ? 0 : partSize)
             job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
-            reservedPaths.insert(target.relative)
         } else if finalSize == nil || ownership.ownsFile {
             // The same name as before: free, or holding a file this job placed
             // (cut short by a power loss, say), which may be replaced. A file
@@ -76,7 +84,8 @@ extension EngineLoop {
             job.target = target
             job.ownsTarget = finalSize != nil
             if job.ownsTarget { job.placed = ownership.foundFile }
-            reservedPaths.insert(target.relative)
+        } else {
+            targets.release(target)
         }
         return false
     }
@@ -112,6 +121,30 @@ extension EngineLoop {
     }
 
     /// Commits the batch of state writes and waits: before a part file is
-    /// created, its record must be on disk.
-    func commitState() { store?.commitAndWait() }
+    /// created, its record must be on disk. When it is not, the part file is
+    /// not made, and the download fails with this error, of kind `io`.
+    func commitStateBeforePart(of job: Job) throws(DownloadError) {
+        do {
+            try store?.commitAndWait()
+        } catch {
+            throw notRecorded(error, partFileOf: job)
+        }
+    }
+
+    /// A part file not created because its record could not be committed.
+    func notRecorded(_ failure: StateFailure, partFileOf job: Job) -> DownloadError {
+        DownloadError(.io, "\(failure.message); the part file of \(job.target?.relative ?? "the download") was not created")
+    }
+
+    /// Ends the run's record; a state that could not record everything says
+    /// so in the summary (`RunSummary.stateError`).
+    func endRun() {
+        guard let store else { return }
+        do {
+            try store.endRun(runID, summary: summary)
+            summary.stateError = nil  // what failed before is written now
+        } catch {
+            summary.stateError = error.message
+        }
+    }
 }

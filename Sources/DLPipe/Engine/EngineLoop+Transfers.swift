@@ -44,7 +44,7 @@ extension EngineLoop: TransferOwner {
             lines.append("Range: bytes=\(job.partBytes)-")
             lines.append("If-Range: \(validator)")
         } else {
-            job.partBytes = 0
+            job.dropPart()
         }
         if configuration.replay != nil {
             // The replay server answers for the URL this request stands for,
@@ -101,8 +101,7 @@ extension EngineLoop: TransferOwner {
             return .discard(.restart)
         case .fail(let error, let dropsResume):
             if dropsResume {
-                job.partBytes = 0
-                job.validator = nil
+                job.startOver()
             }
             transfer.abortError = error
             return .abort
@@ -151,9 +150,9 @@ extension EngineLoop: TransferOwner {
         }
         if store != nil {
             if transfers[transfer.easy.handle] !== transfer {
-                // An empty body (the transfer is over): commit now, alone.
+                // An empty body (the transfer is over): committed now, alone
+                // (openPartFile commits before it creates the file).
                 saveState(job, .partial)
-                commitState()
                 return openPartFile(job, transfer) ? .write : .abort
             }
             awaitingCommit.append(transfer)
@@ -188,7 +187,12 @@ extension EngineLoop: TransferOwner {
             opening.append((job, transfer))
         }
         guard !opening.isEmpty else { return }
-        commitState()
+        do throws(StateFailure) {
+            try store?.commitAndWait()
+        } catch {
+            for (job, _) in opening { attemptFailed(job, notRecorded(error, partFileOf: job)) }
+            return
+        }
         for (job, transfer) in opening {
             let paused = transfer.body == .bufferFull  // the buffer filled up and curl was paused
             guard openPartFile(job, transfer), transfer.flushBuffer() else {
@@ -212,25 +216,15 @@ extension EngineLoop: TransferOwner {
         let name = job.request.name ?? suggested
         // The file itself is not checked for a symlink: any existing file under
         // the name is moved aside from below.
-        var target = try TargetPath.resolve(
+        let wanted = try TargetPath.resolve(
             root: root, directory: job.request.directory, name: name, checkingLeaf: false)
-        target.name = CollisionName.firstFree(for: target.name, in: target.directory) { candidate in
-            isTaken(target.directory.isEmpty ? candidate : target.directory + "/" + candidate)
-        }
-        reservedPaths.insert(target.relative)
-        return target
-    }
-
-    /// Whether a name is held by another download of this run, or by a file or a
-    /// part file on disk.
-    func isTaken(_ relative: String) -> Bool {
-        reservedPaths.contains(relative) || names.contains(relative) || names.contains(relative + ".part")
+        return targets.reserveFree(wanted)
     }
 
     /// Opens the part file (and the hasher) for the transfer; false on failure.
     func openPartFile(_ job: Job, _ transfer: Transfer) -> Bool {
         guard let target = job.target else { return false }
-        if let error = ensureFolder(of: target) {
+        if let error = targets.ensureFolder(of: target) {
             transfer.abortError = error
             return false
         }
@@ -253,7 +247,9 @@ extension EngineLoop: TransferOwner {
             guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
             idleHandles.append(transfer.easy)
-            transfer.recording?.finish(complete: completion.code == Int(CURLE_OK.rawValue) && transfer.abortError == nil)
+            // A refusal of dlpipe's own (abortError) stopped the reading, as a skip does.
+            transfer.recording?.finish(transfer.abortError != nil ? .stopped
+                : completion.code == Int(CURLE_OK.rawValue) ? .whole : .broken)
             transfer.file?.finish()
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             if job.state.phase == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
@@ -266,7 +262,7 @@ extension EngineLoop: TransferOwner {
             }
             job.transfer = nil
             if transfer.body == .keptWhole { transfer.keepWholeBody() }
-            job.partBytes = transfer.resumeOffset + transfer.received
+            job.partHolds(transfer.resumeOffset + transfer.received)
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
         }
@@ -294,8 +290,7 @@ extension EngineLoop: TransferOwner {
         case .refused:
             attemptFailed(job, transfer.abortError!)
         case .dropping(.restart):
-            job.partBytes = 0
-            job.validator = nil
+            job.startOver()
             startTransfer(job)
         case .dropping(.redirect):
             followRedirect(job, transfer)
@@ -321,14 +316,14 @@ extension EngineLoop: TransferOwner {
             return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
         job.currentURL = next
-        job.partBytes = job.target == nil ? 0 : job.partBytes
+        if job.target == nil { job.dropPart() }
         startTransfer(job)
     }
 
     /// The server said the file on disk is current (304): keep it.
     private func keepUnchanged(_ job: Job) {
         guard let target = job.target else { return }
-        let path = finalPath(target)
+        let path = targets.finalPath(target)
         job.result = FinishedInfo(
             path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256, type: job.knownType ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true)
@@ -338,7 +333,7 @@ extension EngineLoop: TransferOwner {
     /// One attempt failed: the retry policy and the `failed` hook decide what next.
     func attemptFailed(_ job: Job, _ error: DownloadError) {
         if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
-        if job.validator == nil { job.partBytes = 0 }
+        job.dropPartUnlessResumable()
         saveState(job, .partial, error: error)
         job.hops = 0
         job.currentURL = job.request.url
@@ -351,7 +346,7 @@ extension EngineLoop: TransferOwner {
     @discardableResult
     func abort(_ transfer: Transfer) -> Bool {
         transfer.file?.closeFile()
-        transfer.recording?.finish(complete: false)
+        transfer.recording?.finish(.stopped)
         // A transfer that already completed has left the multi handle and the
         // pool has its easy handle back (maybe already in use by another
         // transfer): only a transfer still registered is taken out of curl.

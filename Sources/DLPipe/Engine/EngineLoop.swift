@@ -89,8 +89,6 @@ final class EngineLoop: @unchecked Sendable {
     var idleHandles: [CurlEasy] = []
     /// Retry timers: (due time, id, the job's retry generation when set).
     var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
-    /// Relative paths (final names) held by unfinished downloads.
-    var reservedPaths: Set<String> = []
     /// Transfers paused until this turn's state commit names their part files.
     var awaitingCommit: [Transfer] = []
     /// Checked files waiting for their data to be durable before they get their names.
@@ -120,10 +118,9 @@ final class EngineLoop: @unchecked Sendable {
     let resumeHashQueue = DispatchQueue(label: "dlpipe-resume-hash")
     /// The output directory, open: file calls relative to it, and syncfs.
     let output: OutputDirectory
-    /// What names the output directory's folders hold (read once per folder).
-    let names: NameIndex
-    /// Directories known to exist (created or checked in this run).
-    var createdDirectories: Set<String> = []
+    /// The file names: what the disk holds, what downloads hold, the taken
+    /// rule, part and final names, and every rename, removal and folder.
+    let targets: TargetRegistry
     var openJobs = 0
     /// Paused downloads: open, but waiting for nobody but a `resume`.
     var pausedJobs: Set<DownloadID> = []
@@ -147,7 +144,7 @@ final class EngineLoop: @unchecked Sendable {
     private var stopWaiters: [@Sendable () -> Void] = []
 
     init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, events: EventHub,
-         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: StateStore?) {
+         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: (any DownloadState)?) {
         self.registry = registry
         self.configuration = configuration
         self.store = store.map(StateWriter.init)
@@ -161,7 +158,7 @@ final class EngineLoop: @unchecked Sendable {
         self.pacer = configuration.rateLimit.map { RatePacer(bytesPerSecond: $0) }
         self.multi = CurlMulti()
         self.output = OutputDirectory(root: root)
-        self.names = NameIndex(output: output)
+        self.targets = TargetRegistry(output: output)
         self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
         // No more transfers at once than the descriptor limit has room for, so
         // that a low `ulimit -n` slows the run down instead of failing it.
@@ -170,9 +167,9 @@ final class EngineLoop: @unchecked Sendable {
             perHost: configuration.perHost)
     }
 
-    /// Starts the thread.
-    func start() {
-        runID = store?.startRun() ?? 0
+    /// Starts the run's record and the thread.
+    func start() throws(StateFailure) {
+        runID = try store?.startRun() ?? 0
         let thread = Thread { [self] in run() }
         thread.name = "dlpipe-engine"
         thread.stackSize = 1 << 20
@@ -424,7 +421,7 @@ final class EngineLoop: @unchecked Sendable {
         }
         drainPending = false
         drainedOnce = true
-        if let store { store.endRun(runID, summary: summary) }
+        endRun()
         askedDrainHook = false
         summary.seconds = EngineLoop.now() - startedAt
         emit(.drained(summary))
@@ -445,7 +442,7 @@ final class EngineLoop: @unchecked Sendable {
             saveState(job, .partial)
         }
         flushState(force: true)
-        store?.endRun(runID, summary: summary)
+        endRun()
         registry.close()
         // Ids first, then one event at a time: a queue of a million waiting
         // requests must not become a million infos at once.

@@ -21,7 +21,9 @@ final class Job {
     /// Where the file goes, decided at the first response and kept across attempts.
     var target: TargetPath?
     /// Bytes kept in the part file from earlier attempts (the next Range start).
-    var partBytes: Int64 = 0
+    /// Changed only through `partHolds`, `dropPart`, `dropPartUnlessResumable`
+    /// and `startOver`, which hold the rules of what a part file is worth.
+    private(set) var partBytes: Int64 = 0
     /// ETag or Last-Modified of the response the part file's bytes came from.
     var validator: String?
     /// The URL the current attempt asks (it moves along redirects).
@@ -71,6 +73,24 @@ final class Job {
         self.request = request
         self.host = host
         self.currentURL = request.url
+    }
+
+    /// The part file holds `bytes` (written by a transfer, or found on disk).
+    func partHolds(_ bytes: Int64) { partBytes = bytes }
+
+    /// Nothing on disk to resume from: none was written, or it is gone.
+    func dropPart() { partBytes = 0 }
+
+    /// Bytes without a validator cannot be resumed (no If-Range to guard
+    /// them): they count as none, and the next attempt starts at zero.
+    func dropPartUnlessResumable() { if validator == nil { partBytes = 0 } }
+
+    /// The bytes kept cannot be trusted (a range the server placed elsewhere,
+    /// a part file that could not follow a rename): start from zero, with no
+    /// validator to resume under.
+    func startOver() {
+        partBytes = 0
+        validator = nil
     }
 
     /// Bytes of the file so far, across attempts.

@@ -20,8 +20,3 @@ struct RetryPolicy: Sendable {
         return jittered
     }
 }
-
-extension Double {
-    /// Seconds for messages: "2", "0.5", "1.25".
-    var formatted: String { String(format: "%g", self) }
-}

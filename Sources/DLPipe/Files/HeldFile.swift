@@ -33,6 +33,9 @@ final class HeldFile: Sendable {
         case unsupported
         /// The disk refused: what, and errno.
         case failed(String, Int32)
+        /// Its record could not be committed, so it must not get a name (a
+        /// file on disk always has a record naming it): the state's message.
+        case notRecorded(String)
     }
 
     init(directory: String, name: String, bytes: [UInt8]) {
@@ -63,6 +66,11 @@ final class HeldFile: Sendable {
     }
 
     // MARK: the syncfs queue's side
+
+    /// Settles files whose records failed to commit: `place` then skips them.
+    static func refuse(_ files: [HeldFile], because message: String) {
+        for file in files { file.settle(.notRecorded(message)) }
+    }
 
     /// Whether this output directory can hold unnamed files that are linked
     /// later, and the descriptor limit leaves room for a batch of them open
@@ -147,7 +155,7 @@ final class HeldFile: Sendable {
                     return
                 }
                 // Someone else took the name meanwhile: never clobber, take the next.
-                name = CollisionName.firstFree(for: file.name, in: file.directory) {
+                name = CollisionName.firstFree(for: file.name) {
                     output.exists(file.relative($0))
                 }
             }

@@ -42,6 +42,12 @@ final class NameIndex {
         folders[folder]?.remove(name)
     }
 
+    /// Drops what was read of a folder: the next lookup reads it again (the
+    /// disk showed a name that other programs created meanwhile).
+    func forget(folder: String) {
+        folders[folder] = nil
+    }
+
     /// A folder made (with its parents): each of its components is now a name
     /// in the folder above it.
     func insertFolders(_ relative: String) {

@@ -5,7 +5,8 @@ extension RunLock {
     /// kernel's table of locks (/proc/locks) names the holder of each flock by
     /// the locked file's inode. Nil when nobody holds it (a run that died,
     /// however it died, holds nothing) or when the file does not exist. Where
-    /// /proc/locks cannot be read, the PID in the file if that process lives.
+    /// /proc/locks cannot be read, flock itself is asked (`probe`); a PID in
+    /// the file never says on its own that a run holds the lock.
     ///
     /// Taking the lock to find out would be wrong: a run starting at that
     /// moment would find it held and exit 3.
@@ -13,9 +14,26 @@ extension RunLock {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         guard let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
-            return livePID(inFile: path)
+            return probe(path: path)
         }
         return holder(inode: UInt64(info.st_ino), locks: table)
+    }
+
+    /// Whether a run holds the lock at `path`, from flock: a shared lock,
+    /// asked without waiting, is refused exactly while a run holds its
+    /// exclusive one. Granted, it is dropped at once (a run starting in that
+    /// instant tries again: `init(path:wait:)`). The holder's PID is the one
+    /// it wrote into the file after taking the lock; 0 when it has not yet.
+    static func probe(path: String) -> Int32? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        while flock(fd, LOCK_SH | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            return errno == EWOULDBLOCK ? (readPID(fd) ?? 0) : nil
+        }
+        flock(fd, LOCK_UN)
+        return nil
     }
 
     /// The PID of the flock on `inode` in a /proc/locks table: lines such as
@@ -34,10 +52,4 @@ extension RunLock {
         return nil
     }
 
-    private static func livePID(inFile path: String) -> Int32? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0, kill(pid, 0) == 0
-        else { return nil }
-        return pid
-    }
 }

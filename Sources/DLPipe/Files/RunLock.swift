@@ -4,7 +4,7 @@ import Foundation
 /// `DIR/.dlpipe/lock`, which holds the holder's PID for the message others see.
 /// The kernel drops the lock when its process dies, however it dies, so a lock
 /// left by a dead process is no lock.
-public final class RunLock: @unchecked Sendable {
+package final class RunLock: @unchecked Sendable {
     // @unchecked: the descriptor is set once and only closed in deinit.
     private let fd: Int32
     /// The lock file's path.
@@ -20,7 +20,7 @@ public final class RunLock: @unchecked Sendable {
 
     /// Takes the lock of an output directory (`DIR/.dlpipe/lock`), or waits for it.
     public convenience init(directory: String, wait: Bool) throws(Failure) {
-        try self.init(path: directory + "/.dlpipe/lock", wait: wait)
+        try self.init(path: StateLayout(directory: directory).lock, wait: wait)
     }
 
     /// Takes the lock at `path` (for `--state FILE`: `FILE.lock`), or waits for it.
@@ -32,8 +32,17 @@ public final class RunLock: @unchecked Sendable {
         self.path = path
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .io("cannot open \(path): \(String(cString: strerror(errno)))") }
+        // A `dlpipe status` that asks flock whether a run holds the lock (where
+        // /proc/locks is missing) holds a shared lock for an instant: a run
+        // that finds the lock taken asks again a few times before it says so.
+        var probesWaited = 0
         while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
             if errno == EINTR { continue }
+            if errno == EWOULDBLOCK && probesWaited < 5 {
+                probesWaited += 1
+                usleep(10_000)
+                continue
+            }
             let code = errno
             let holder = RunLock.readPID(fd)
             close(fd)
@@ -47,7 +56,7 @@ public final class RunLock: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    private static func readPID(_ fd: Int32) -> Int32? {
+    static func readPID(_ fd: Int32) -> Int32? {
         var buffer = [UInt8](repeating: 0, count: 32)
         let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return nil }

@@ -75,10 +75,17 @@ private func hex<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
 }
 
 /// File digests for callers outside the engine (hooks asking for `f.sha256`).
-public enum FileDigest {
+package enum FileDigest {
     /// The lower-case hex SHA-256 of a file, or nil when it cannot be read.
     public static func sha256Hex(ofFile path: String) -> String? {
         SHA256Hasher.hexDigest(ofFile: path)
+    }
+
+    /// The lower-case hex SHA-256 of `bytes` (`dl.sha256`).
+    public static func sha256Hex(of bytes: [UInt8]) -> String {
+        let hasher = SHA256Hasher()
+        bytes.withUnsafeBytes { hasher.update($0) }
+        return hasher.finalHex()
     }
 
     /// The lower-case hex SHA-256 of what can be read from `descriptor` (from

@@ -2,7 +2,7 @@ import Foundation
 
 /// Where a download's file goes. Names and directories from hooks or callers are
 /// checked here: they must stay inside the output directory, symlinks included.
-public struct TargetPath: Equatable, Sendable {
+package struct TargetPath: Equatable, Sendable {
     /// The directory relative to the output directory ("" for the top).
     public var directory: String
     /// The file's base name.

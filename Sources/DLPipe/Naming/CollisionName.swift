@@ -16,14 +16,14 @@ enum CollisionName {
 
     /// Returns `name` if free, else the first free variant 1...10,000, else a hashed variant.
     ///
-    /// `isTaken` receives the bare candidate name; callers join it with `directory` themselves
-    /// (the engine also checks `.part` files and names reserved by other jobs), so `directory`
-    /// only documents where the name will live. After 10,000 numbered variants it tries up to
+    /// `isTaken` receives the bare candidate name; callers join it with its folder themselves
+    /// (the engine's rule, `TargetRegistry.isTaken`, also checks `.part` files and names held
+    /// by other downloads). After 10,000 numbered variants it tries up to
     /// 100 variants tagged with 8 hex digits of an FNV-1a hash of (name, attempt): deterministic,
     /// no randomness. If even those are taken it returns the last one anyway. The answer is
     /// advisory: another process may create the file meanwhile, so callers must still create
     /// or rename exclusively (O_EXCL / no-clobber) and retry.
-    static func firstFree(for name: String, in directory: String, isTaken: (String) -> Bool) -> String {
+    static func firstFree(for name: String, isTaken: (String) -> Bool) -> String {
         if !isTaken(name) { return name }
         for index in 1...maxIndex {
             let candidate = variant(of: name, index: index)

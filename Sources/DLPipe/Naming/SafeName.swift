@@ -5,7 +5,7 @@ import Foundation
 /// Guarantees for every non-nil result: no `/`, `\`, NUL or control characters, no bidi or
 /// invisible format characters, not `.` or `..`, no leading dot, at most 255 UTF-8 bytes, NFC.
 /// It is a pure function, so the same input always yields the same output.
-public enum SafeName {
+package enum SafeName {
     /// Largest file name, in bytes, that common Linux filesystems (ext4, xfs, btrfs) accept.
     static let maxBytes = 250
     /// Extensions longer than this are not preserved when shortening (they are probably not extensions).

@@ -19,7 +19,7 @@ public final class DownloadEngine: Sendable {
     let registry: DownloadRegistry
 
     /// Creates the output directory when missing and starts the engine's thread.
-    public init(configuration: EngineConfiguration = EngineConfiguration(), hooks: DownloadHooks? = nil)
+    public convenience init(configuration: EngineConfiguration = EngineConfiguration(), hooks: DownloadHooks? = nil)
         throws(DownloadError)
     {
         if let code = FileSystem.makeDirectories(configuration.directory) {
@@ -36,10 +36,23 @@ public final class DownloadEngine: Sendable {
                 throw DownloadError(.io, error.message)
             }
         }
+        try self.init(configuration: configuration, root: root, hooks: hooks, state: store)
+    }
+
+    /// An engine whose state is `state` (the SQLite store the public init
+    /// opens, or another backend; nil: none), in the existing directory `root`
+    /// (absolute and canonical). `configuration.statePath` is not read.
+    package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?)
+        throws(DownloadError)
+    {
         registry = DownloadRegistry(engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun)
         loop = EngineLoop(
-            configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry, store: store)
-        loop.start()
+            configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry, store: state)
+        do {
+            try loop.start()
+        } catch {
+            throw DownloadError(.io, error.message)
+        }
     }
 
     deinit {

@@ -134,6 +134,12 @@ public struct RunSummary: Sendable, Hashable {
     public var bytes: Int64 = 0
     /// Seconds from the engine's start to this summary.
     public var seconds: Double = 0
+    /// Why records are missing from the state at the end of the run (a full
+    /// disk, say), when they are: files written after their records failed
+    /// were failed with the reason, but a record written after its file was
+    /// in place may be missing, and a re-run then finds such a file as one it
+    /// did not write. Nil when everything was recorded.
+    public var stateError: String?
     /// All counts at zero.
     public init() {}
 }

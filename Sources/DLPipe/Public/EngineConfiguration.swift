@@ -87,11 +87,12 @@ public struct EngineConfiguration: Sendable {
     /// that tests reach every path on any file system.
     var heldBodies = HeldBodies.auto
 
-    /// A configuration with the given settings and the defaults for the rest.
+    /// A configuration with the given settings and the defaults for the rest
+    /// (`userAgent` nil: `dlpipe/VERSION`).
     public init(
         directory: String = ".", concurrency: Int = 8, perHost: Int = 4, retries: Int = 3,
         timeout: Double = 30, rateLimit: Int? = nil, backoffBase: Double = 1, backoffCap: Double = 300,
-        maxRedirects: Int = 10, alwaysHash: Bool = false, userAgent: String = "dlpipe/\(DLPipeVersion.string)",
+        maxRedirects: Int = 10, alwaysHash: Bool = false, userAgent: String? = nil,
         statePath: String? = nil, caFile: String? = nil, transport: TransportOptions = TransportOptions(),
         refresh: RefreshPolicy = .conditional, endPausedWhenDrained: Bool = false, keepsOutcomes: Bool = true,
         recorder: ResponseRecorder? = nil, replay: ReplayServer? = nil, hookDeadline: Double? = 2,
@@ -107,7 +108,7 @@ public struct EngineConfiguration: Sendable {
         self.backoffCap = backoffCap
         self.maxRedirects = maxRedirects
         self.alwaysHash = alwaysHash
-        self.userAgent = userAgent
+        self.userAgent = userAgent ?? "dlpipe/\(DLPipeVersion.string)"
         self.statePath = statePath
         self.caFile = caFile
         self.transport = transport
@@ -121,17 +122,6 @@ public struct EngineConfiguration: Sendable {
     }
 }
 
-/// How an engine writes bodies that arrived whole in memory.
-enum HeldBodies: Sendable {
-    /// As unnamed files linked after the batch's syncfs, where supported.
-    case auto
-    /// Through part files, as larger bodies.
-    case off
-    /// As `auto`, but every link is refused as by a file system without them:
-    /// the engine falls back to part files at run time.
-    case linksRefused
-}
-
 /// Re-runs (SPEC 3): ask with validators (`conditional`), keep finished files
 /// without asking (`never`), or fetch everything again (`always`).
 public enum RefreshPolicy: String, Sendable, CaseIterable {
@@ -141,15 +131,4 @@ public enum RefreshPolicy: String, Sendable, CaseIterable {
     case never
     /// Fetch again, unconditionally.
     case always
-}
-
-/// The version of the engine and the tool.
-public enum DLPipeVersion {
-    /// Semantic version string.
-    public static let string = "0.1.0"
-}
-
-extension DLPipeVersion {
-    /// The C libraries underneath, as they name themselves.
-    public static var libraries: String { CurlGlobal.version }
 }

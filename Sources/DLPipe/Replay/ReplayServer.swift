@@ -97,6 +97,24 @@ public final class ReplayServer: @unchecked Sendable {
         let recordedHead = (try? Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(entry.number).head"))) ?? Data()
         let body = (try? Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(entry.number).body"))) ?? Data()
         send(connection, Self.head(recordedHead, bodyLength: body.count, complete: entry.complete, url: entry.url) + Array(body))
+        if entry.ending == .stopped { waitForClose(connection) }
+    }
+
+    /// A body dlpipe stopped reading when it was recorded (a response hook's
+    /// skip, a cancel) was still flowing then: the connection stays open, as
+    /// the server's did, until the engine closes it, so the replayed hook
+    /// decides before the transfer can end, as it did. Bounded: a client
+    /// that never closes is let go after a minute.
+    private func waitForClose(_ connection: Int32) {
+        var limit = timeval(tv_sec: 60, tv_usec: 0)
+        _ = setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var sink = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = sink.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            if n > 0 { continue }
+            if n < 0 && errno == EINTR { continue }
+            return
+        }
     }
 
     /// The recorded head for a connection of its own: the body is sent as

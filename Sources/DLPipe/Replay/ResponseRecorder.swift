@@ -35,8 +35,8 @@ public final class ResponseRecorder: @unchecked Sendable {
 
     fileprivate func path(_ number: Int, _ suffix: String) -> String { "\(directory)/\(number).\(suffix)" }
 
-    fileprivate func indexed(_ recording: ResponseRecording, complete: Bool) {
-        let line = "\(recording.number)\t\(complete ? 1 : 0)\t\(recording.url)\n"
+    fileprivate func indexed(_ recording: ResponseRecording, ending: Recording.Ending) {
+        let line = "\(recording.number)\t\(ending.rawValue)\t\(recording.url)\n"
         _ = Array(line.utf8).withUnsafeBytes { FileSystem.writeAll(index, $0) }
     }
 }
@@ -68,7 +68,7 @@ final class ResponseRecording {
     }
 
     /// Writes the head and the index line; once (later calls do nothing).
-    func finish(complete: Bool) {
+    func finish(_ ending: Recording.Ending) {
         guard !ended else { return }
         ended = true
         if body >= 0 { close(body) } else {
@@ -79,8 +79,8 @@ final class ResponseRecording {
             _ = head.withUnsafeBytes { FileSystem.writeAll(file, $0) }
             close(file)
         }
-        recorder.indexed(self, complete: complete)
+        recorder.indexed(self, ending: ending)
     }
 
-    deinit { finish(complete: false) }
+    deinit { finish(.broken) }
 }

@@ -1,93 +1,20 @@
 import Foundation
 
-/// What the state remembers of one download (SPEC 4).
-public struct DownloadRecord: Sendable, Hashable {
-    /// `handled`: failed, and a `failed` hook dealt with it (stored as text: an
-    /// older dlpipe reads it as failed, no schema change).
-    public enum Status: String, Sendable { case partial, finished, failed, handled, cancelled, skipped }
-    /// The request's identity: URL and requested target (`DownloadRequest.deduplicationKey`).
-    public var key: String
-    public var url: String
-    /// The final file, relative to the output directory.
-    public var target: String?
-    public var status: Status
-    public var bytes: Int64
-    public var total: Int64?
-    public var etag: String?
-    public var lastModified: String?
-    public var sha256: String?
-    /// The media type of the file's last 200 (`f.type` when a later run keeps
-    /// the file: a 304, or refresh "never").
-    public var mediaType: String?
-    /// Attempts in the run that last touched the download.
-    public var attempts: Int
-    public var lastError: String?
-    public var updatedAt: Double
-    /// The file the state last placed for this download, kept apart from
-    /// `status`: a run that replaces it saves a `partial` record (the new
-    /// response's facts) long before the new file is in place, and a run
-    /// killed meanwhile must still know that the file under the name is its own.
-    public var placed: PlacedFile? = nil
-}
-
-/// A file that dlpipe put under its name: where, how large, and (once a later
-/// run has seen it) its inode, which tells it apart from a newer version
-/// renamed over it.
-public struct PlacedFile: Sendable, Hashable {
-    /// Relative to the output directory.
-    public var path: String
-    public var size: Int64
-    public var inode: UInt64?
-
-    public init(path: String, size: Int64, inode: UInt64? = nil) {
-        self.path = path
-        self.size = size
-        self.inode = inode
-    }
-}
-
-/// A file the state placed that its download left behind when it placed a
-/// newer version under another name (a handler renamed it on a re-run, or
-/// another program had taken the name): still on disk, no longer tracked.
-public struct ReleasedFile: Sendable, Hashable {
-    /// Relative to the output directory.
-    public var path: String
-    public var url: String
-    public var size: Int64
-
-    public init(path: String, url: String, size: Int64) {
-        self.path = path
-        self.url = url
-        self.size = size
-    }
-}
-
-/// One run of a job, as `dlpipe status` shows it.
-public struct RunRecord: Sendable, Hashable {
-    public var id: Int64
-    public var startedAt: Double
-    public var endedAt: Double?
-    public var pid: Int64
-    public var finished: Int64
-    public var failed: Int64
-    public var unchanged: Int64
-}
-
 /// The SQLite state of an output directory (`DIR/.dlpipe/state.db`, WAL). Writes
 /// are batched into one transaction that `flush` commits: the engine flushes at
 /// the end of each loop turn and before a part file is created, so a record
 /// always exists for every part file on disk. synchronous=NORMAL: a commit
 /// survives a killed process at once; a power loss may drop the last commits,
 /// which the next run recognises from the files themselves.
-public final class StateStore: @unchecked Sendable {
+package final class StateStore: DownloadState, @unchecked Sendable {
     // @unchecked: used by one thread at a time (the engine loop, or a command).
     private let db: SQLiteDatabase
     private var inTransaction = false
     /// False when the file held no download records when it was opened (a
     /// first run; see `StateWriter.record`).
-    private(set) var hadRecords = true
+    package private(set) var hadRecords = true
     public let path: String
-    static let schemaVersion = 3
+    static let schemaVersion = 4
     /// What brings a file of version N - 1 to version N, by N. Each runs in a
     /// transaction that also bumps `schema_version`, so a file is never half
     /// migrated.
@@ -102,13 +29,12 @@ public final class StateStore: @unchecked Sendable {
             UPDATE downloads SET placed_target = target, placed_size = bytes WHERE status = 'finished';
             CREATE TABLE released(path TEXT PRIMARY KEY, url TEXT NOT NULL, size INTEGER NOT NULL);
             """,
+        // Files that scripts wrote (dl.write, dl.append), and the job that wrote each.
+        4: "CREATE TABLE written(path TEXT PRIMARY KEY, job TEXT NOT NULL) WITHOUT ROWID;",
     ]
 
     /// A state file that cannot be used; nothing is deleted.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
-        public let message: String
-        public var description: String { message }
-    }
+    package typealias Failure = StateFailure
 
     /// Opens (creating when missing) the state at `path`.
     public init(path: String) throws(Failure) {
@@ -183,7 +109,9 @@ public final class StateStore: @unchecked Sendable {
             }
             try db.execute("COMMIT;")
         } catch {
-            try? db.execute("ROLLBACK;")
+            // The migration's error is the one to report. A rollback that fails
+            // too leaves the transaction open: the connection goes with the store.
+            do { try db.execute("ROLLBACK;") } catch {}
             throw error
         }
     }
@@ -211,37 +139,64 @@ public final class StateStore: @unchecked Sendable {
               unchanged INTEGER NOT NULL DEFAULT 0);
             CREATE TABLE store(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE released(path TEXT PRIMARY KEY, url TEXT NOT NULL, size INTEGER NOT NULL);
+            CREATE TABLE written(path TEXT PRIMARY KEY, job TEXT NOT NULL) WITHOUT ROWID;
             COMMIT;
             """)
     }
 
     // MARK: writes (batched)
 
-    private func begin() throws {
+    /// The failure of a statement, worded for people.
+    private func failure(_ what: String, _ error: SQLiteDatabase.Failure) -> StateFailure {
+        StateFailure(message: "cannot \(what) the state file \(path): \(error.message)")
+    }
+
+    private func begin() throws(StateFailure) {
         if !inTransaction {
             // Prepared once like every other statement: sqlite3_exec would parse
             // BEGIN and COMMIT again on every loop turn.
-            try db.query("BEGIN IMMEDIATE")
+            do { try db.query("BEGIN IMMEDIATE") } catch { throw failure("write", error) }
             inTransaction = true
         }
     }
 
-    /// Commits the batch.
-    public func flush() {
+    /// Commits the batch. A failed commit (a full disk) is rolled back, so
+    /// that the connection is not left inside a transaction every later write
+    /// would trip over, and reported: none of the batch is on disk.
+    package func flush() throws(StateFailure) {
         guard inTransaction else { return }
         inTransaction = false
         do {
             try db.query("COMMIT")
         } catch {
-            // A failed commit (a full disk) must not leave the connection inside a
-            // transaction that every later write would trip over.
-            try? db.execute("ROLLBACK")
+            rollBack()
+            throw failure("commit", error)
         }
     }
 
+    /// Ends a failed batch. The statement that failed is what is reported; a
+    /// rollback that fails too has nothing of the batch left to lose.
+    private func rollBack() {
+        inTransaction = false
+        do { try db.execute("ROLLBACK") } catch {}
+    }
+
+    /// Writes records and released files and commits them as one batch.
+    package func write(_ records: [DownloadRecord], released: [ReleasedFile]) throws(StateFailure) {
+        guard !records.isEmpty || !released.isEmpty else { return }
+        do {
+            for record in records { try save(record) }
+            for file in released { try release(file) }
+        } catch {
+            rollBack()
+            throw error
+        }
+        try flush()
+    }
+
     /// Writes (inserts or replaces) a download's record into the batch.
-    public func save(_ r: DownloadRecord) {
-        try? begin()
+    package func save(_ r: DownloadRecord) throws(StateFailure) {
+        try begin()
         let values: [SQLValue] = [
             .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
             SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
@@ -252,8 +207,6 @@ public final class StateStore: @unchecked Sendable {
         // An UPDATE in place when the record exists (every download's second
         // write): INSERT OR REPLACE would delete and re-insert the row and both
         // of its index entries.
-        // A failed write (a full disk) is not fatal here: the commit fails too,
-        // and the next run sees the state as it was.
         do throws(SQLiteDatabase.Failure) {
             try db.query("""
                 UPDATE downloads SET url = ?, target = ?, status = ?, bytes = ?, total = ?, etag = ?,
@@ -269,57 +222,80 @@ public final class StateStore: @unchecked Sendable {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, values)
             }
-        } catch {}
+        } catch {
+            throw failure("write", error)
+        }
     }
 
     /// Remembers a file the state placed and no longer tracks (batched).
-    public func release(_ file: ReleasedFile) {
-        try? begin()
-        try? db.query("INSERT OR REPLACE INTO released(path, url, size) VALUES (?, ?, ?)",
-                      [.text(file.path), .text(file.url), .int(file.size)])
+    package func release(_ file: ReleasedFile) throws(StateFailure) {
+        try begin()
+        do {
+            try db.query("INSERT OR REPLACE INTO released(path, url, size) VALUES (?, ?, ?)",
+                         [.text(file.path), .text(file.url), .int(file.size)])
+        } catch {
+            throw failure("write", error)
+        }
+    }
+
+    /// Runs `statements` as one committed batch of their own.
+    private func committed(_ statements: () throws(SQLiteDatabase.Failure) -> Void) throws(StateFailure) {
+        try begin()
+        do {
+            try statements()
+        } catch {
+            rollBack()
+            throw failure("write", error)
+        }
+        try flush()
     }
 
     /// Starts a run record; returns its id.
-    public func startRun() -> Int64 {
+    package func startRun() throws(StateFailure) -> Int64 {
         var id: Int64 = 0
-        try? begin()
-        try? db.query("INSERT INTO runs(started_at, pid) VALUES (?, ?)", [.real(Date().timeIntervalSince1970), .int(Int64(getpid()))])
-        try? db.query("SELECT last_insert_rowid()") { id = $0.int(0) ?? 0 }
-        flush()
+        try committed { () throws(SQLiteDatabase.Failure) in
+            try db.query("INSERT INTO runs(started_at, pid) VALUES (?, ?)", [.real(Date().timeIntervalSince1970), .int(Int64(getpid()))])
+            try db.query("SELECT last_insert_rowid()") { id = $0.int(0) ?? 0 }
+        }
         return id
     }
 
     /// Ends a run record with its counts.
-    public func endRun(_ id: Int64, summary: RunSummary) {
-        try? begin()
-        try? db.query("UPDATE runs SET ended_at = ?, finished = ?, failed = ?, unchanged = ? WHERE id = ?",
-                      [.real(Date().timeIntervalSince1970), .int(Int64(summary.finished)), .int(Int64(summary.failed)),
-                       .int(Int64(summary.unchanged)), .int(id)])
-        flush()
+    package func endRun(_ id: Int64, summary: RunSummary) throws(StateFailure) {
+        try committed { () throws(SQLiteDatabase.Failure) in
+            try db.query("UPDATE runs SET ended_at = ?, finished = ?, failed = ?, unchanged = ? WHERE id = ?",
+                         [.real(Date().timeIntervalSince1970), .int(Int64(summary.finished)), .int(Int64(summary.failed)),
+                          .int(Int64(summary.unchanged)), .int(id)])
+        }
     }
 
     // MARK: reads
 
+    /// Runs a query, its failure worded for people.
+    private func read(_ sql: String, _ values: [SQLValue] = [], _ row: (SQLRow) -> Void) throws(StateFailure) {
+        do { try db.query(sql, values, row: row) } catch { throw failure("read", error) }
+    }
+
     /// The record of a request, if any.
-    public func record(key: String) -> DownloadRecord? {
+    package func record(key: String) throws(StateFailure) -> DownloadRecord? {
         var found: DownloadRecord?
-        try? db.query("SELECT \(Self.columns) FROM downloads WHERE key = ?", [.text(key)]) { found = Self.record($0) }
+        try read("SELECT \(Self.columns) FROM downloads WHERE key = ?", [.text(key)]) { found = Self.record($0) }
         return found
     }
 
     /// Every record, optionally of one status.
-    public func records(status: DownloadRecord.Status? = nil) -> [DownloadRecord] {
+    package func records(status: DownloadRecord.Status? = nil) throws(StateFailure) -> [DownloadRecord] {
         var all: [DownloadRecord] = []
         let filter = status.map { " WHERE status = '\($0.rawValue)'" } ?? ""
-        try? db.query("SELECT \(Self.columns) FROM downloads\(filter) ORDER BY updated_at") { all.append(Self.record($0)) }
+        try read("SELECT \(Self.columns) FROM downloads\(filter) ORDER BY updated_at") { all.append(Self.record($0)) }
         return all
     }
 
     /// Files the state placed and no longer tracks: released by their
     /// downloads, and not placed again since by any download.
-    public func releasedFiles() -> [ReleasedFile] {
+    package func releasedFiles() throws(StateFailure) -> [ReleasedFile] {
         var all: [ReleasedFile] = []
-        try? db.query("""
+        try read("""
             SELECT path, url, size FROM released
             WHERE path NOT IN (SELECT placed_target FROM downloads WHERE placed_target IS NOT NULL)
             ORDER BY path
@@ -328,9 +304,9 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// The last `limit` runs, newest first.
-    public func runs(limit: Int) -> [RunRecord] {
+    package func runs(limit: Int) throws(StateFailure) -> [RunRecord] {
         var all: [RunRecord] = []
-        try? db.query("SELECT id, started_at, ended_at, pid, finished, failed, unchanged FROM runs ORDER BY id DESC LIMIT ?", [.int(Int64(limit))]) { row in
+        try read("SELECT id, started_at, ended_at, pid, finished, failed, unchanged FROM runs ORDER BY id DESC LIMIT ?", [.int(Int64(limit))]) { row in
             all.append(RunRecord(id: row.int(0) ?? 0, startedAt: row.real(1) ?? 0, endedAt: row.real(2), pid: row.int(3) ?? 0,
                                  finished: row.int(4) ?? 0, failed: row.int(5) ?? 0, unchanged: row.int(6) ?? 0))
         }
@@ -338,25 +314,82 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// A `dl.store` value (JSON text), if set.
-    public func value(_ key: String) -> String? {
+    package func value(_ key: String) throws(StateFailure) -> String? {
         var found: String?
-        try? db.query("SELECT value FROM store WHERE key = ?", [.text(key)]) { found = $0.text(0) }
+        try read("SELECT value FROM store WHERE key = ?", [.text(key)]) { found = $0.text(0) }
         return found
     }
 
     /// Sets a `dl.store` value (JSON text), committed at once.
-    public func setValue(_ key: String, _ json: String) {
-        try? begin()
-        try? db.query("INSERT OR REPLACE INTO store(key, value) VALUES (?, ?)", [.text(key), .text(json)])
-        flush()
+    package func setValue(_ key: String, _ json: String) throws(StateFailure) {
+        try committed { () throws(SQLiteDatabase.Failure) in
+            try db.query("INSERT OR REPLACE INTO store(key, value) VALUES (?, ?)", [.text(key), .text(json)])
+        }
     }
 
     /// Bytes the `dl.store` rows whose keys start with `prefix` take (keys and values).
-    public func storedBytes(keyPrefix prefix: String) -> Int {
+    package func storedBytes(keyPrefix prefix: String) throws(StateFailure) -> Int {
         var total = 0
-        try? db.query("SELECT coalesce(sum(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))), 0) FROM store WHERE substr(CAST(key AS BLOB), 1, ?) = CAST(? AS BLOB)",
+        try read("SELECT coalesce(sum(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))), 0) FROM store WHERE substr(CAST(key AS BLOB), 1, ?) = CAST(? AS BLOB)",
                       [.int(Int64(prefix.utf8.count)), .text(prefix)]) { total = Int($0.int(0) ?? 0) }
         return total
+    }
+
+    // MARK: files that scripts wrote (dl.write, dl.append), each committed at once
+
+    /// The job whose script wrote the file at `path` (relative to the output
+    /// directory), or nil when no script did.
+    package func writer(of path: String) throws(StateFailure) -> String? {
+        var found: String?
+        try read("SELECT job FROM written WHERE path = ?", [.text(path)]) { found = $0.text(0) }
+        return found
+    }
+
+    /// Remembers that `job` wrote the file at `path`.
+    package func setWriter(of path: String, to job: String) throws(StateFailure) {
+        try committed { () throws(SQLiteDatabase.Failure) in
+            try db.query("INSERT OR REPLACE INTO written(path, job) VALUES (?, ?)", [.text(path), .text(job)])
+        }
+    }
+
+    /// Forgets the script-written file at `path` (it was removed).
+    package func forgetWritten(_ path: String) throws(StateFailure) {
+        try committed { () throws(SQLiteDatabase.Failure) in
+            try db.query("DELETE FROM written WHERE path = ?", [.text(path)])
+        }
+    }
+
+    /// Every download's file: the targets downloads have or had, the files
+    /// the state placed, and those it placed and released (one scan).
+    package func downloadFiles() throws(StateFailure) -> Set<String> {
+        var all = Set<String>()
+        try read("""
+            SELECT target FROM downloads WHERE target IS NOT NULL
+            UNION SELECT placed_target FROM downloads WHERE placed_target IS NOT NULL
+            UNION SELECT path FROM released
+            """) { if let path = $0.text(0) { all.insert(path) } }
+        return all
+    }
+
+    /// True when `path` is a download's file (as `downloadFiles`). No index on
+    /// these columns: each would cost the engine's every save; a script asks
+    /// when it removes a file or is refused one.
+    package func isDownloadFile(_ path: String) throws(StateFailure) -> Bool {
+        var found = false
+        try read("""
+            SELECT 1 FROM downloads WHERE target = ?1 OR placed_target = ?1
+            UNION ALL SELECT 1 FROM released WHERE path = ?1 LIMIT 1
+            """, [.text(path)]) { _ in found = true }
+        return found
+    }
+
+    /// Forgets the downloads whose file is `path` (a script removed it), so
+    /// that the next run fetches them again.
+    package func forgetDownloadFile(_ path: String) throws(StateFailure) {
+        try committed { () throws(SQLiteDatabase.Failure) in
+            try db.query("DELETE FROM downloads WHERE target = ?1 OR placed_target = ?1", [.text(path)])
+            try db.query("DELETE FROM released WHERE path = ?", [.text(path)])
+        }
     }
 
     private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type, placed_target, placed_size, placed_inode"

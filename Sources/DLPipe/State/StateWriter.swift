@@ -1,31 +1,42 @@
 import Dispatch
 
-/// The engine's state store, run on a thread of its own. The engine thread
-/// only collects records; their statements and commits (two records and a
-/// share of a commit per download, several percent of a small file's cost)
-/// run on `queue`, beside the transfers instead of between them.
+/// The engine's state, run on a thread of its own. The engine thread only
+/// collects records; their statements and commits (two records and a share
+/// of a commit per download, several percent of a small file's cost) run on
+/// `queue`, beside the transfers instead of between them.
 ///
 /// Write ordering still holds: a part file is created only after
 /// `commitAndWait` returns, and a held body is linked only by work chained
-/// behind its batch's commit (`commit(then:)`).
+/// behind its batch's commit (`commit(then:)`), which learns whether the
+/// commit succeeded.
+///
+/// A batch that failed (a full disk) is not dropped: it stays first in line
+/// and goes with the next commit, so the state catches up once the disk has
+/// room. The failure is reported to whatever depends on a commit (the next
+/// `commitAndWait` throws it, unless that commit succeeds with the batch in
+/// it), and at the end of the run (`endRun`).
 final class StateWriter: @unchecked Sendable {
-    // @unchecked: `pending` belongs to the engine thread; the store is touched
-    // only on `queue`.
-    private let store: StateStore
+    // @unchecked: `pending` and `released` belong to the engine thread; the
+    // state, `unwritten` and `unreported` are touched only on `queue`.
+    private let state: any DownloadState
     private let queue = DispatchQueue(label: "dlpipe-state")
     private var pending: [DownloadRecord] = []
     /// Files placed earlier that their downloads left for a new name (rare).
     private var released: [ReleasedFile] = []
-    /// Whether the file held records when it was opened (see `record`).
+    /// Whether the state held records when it was opened (see `record`).
     private let hadRecords: Bool
     /// Whether work was handed to the state thread since the engine last
     /// waited for it: until then, a `commitAndWait` with nothing pending has
     /// nothing to wait for.
     private var handedOver = false
+    /// Batches whose commit failed, written again before the next one (queue only).
+    private var unwritten: ([DownloadRecord], [ReleasedFile]) = ([], [])
+    /// The last failure no caller has been told of (queue only).
+    private var unreported: StateFailure?
 
-    init(_ store: StateStore) {
-        self.store = store
-        hadRecords = store.hadRecords
+    init(_ state: any DownloadState) {
+        self.state = state
+        hadRecords = state.hadRecords
     }
 
     /// Records saved and not yet handed to the state thread.
@@ -41,44 +52,65 @@ final class StateWriter: @unchecked Sendable {
         released.append(file)
     }
 
+    /// Takes what was saved since the last commit.
+    private func takeBatch() -> ([DownloadRecord], [ReleasedFile]) {
+        defer {
+            pending = []
+            released = []
+        }
+        return (pending, released)
+    }
+
     /// Hands the records saved so far to the state thread to be written and
-    /// committed; `next` runs there after the commit.
-    func commit(then next: (@Sendable () -> Void)? = nil) {
-        let batch = pending
-        let files = released
-        pending = []
-        released = []
-        guard !batch.isEmpty || !files.isEmpty || next != nil else { return }
+    /// committed; `next` runs there after the commit, with its failure (nil:
+    /// the records are on disk).
+    func commit(then next: (@Sendable (StateFailure?) -> Void)? = nil) {
+        let batch = takeBatch()
+        guard !batch.0.isEmpty || !batch.1.isEmpty || next != nil else { return }
         handedOver = true
-        queue.async { [store] in
-            Self.write(batch, files, to: store)
-            next?()
+        queue.async { [self] in
+            let failure = write(batch)
+            if failure != nil && next == nil { unreported = failure }
+            next?(failure)
         }
     }
 
-    /// Commits the records saved so far and waits until they are on disk. Run
-    /// with `sync`, which runs the block on this thread when the state thread
-    /// is idle: no hop to another thread and back while the engine waits (on a
-    /// busy machine that hop cost up to a millisecond per commit). With nothing
-    /// pending it still waits for the commits handed over before, and with
+    /// Commits the records saved so far and waits until they are on disk;
+    /// throws when they are not. Run with `sync`, which runs the block on this
+    /// thread when the state thread is idle: no hop to another thread and back
+    /// while the engine waits (on a busy machine that hop cost up to a
+    /// millisecond per commit). With nothing pending it still waits for the
+    /// commits handed over before, and writes a batch that failed again; with
     /// none of those either it returns at once: the part files opened after one
-    /// commit of a loop turn cost no more trips to the state queue.
-    func commitAndWait() {
-        let batch = pending
-        let files = released
-        guard !batch.isEmpty || !files.isEmpty || handedOver else { return }
-        pending = []
-        released = []
+    /// commit of a loop turn cost no more trips to the state queue. (A batch
+    /// that failed in a wait was thrown there; the next record written is
+    /// always pending, so its retry is never skipped.)
+    func commitAndWait() throws(StateFailure) {
+        guard !pending.isEmpty || !released.isEmpty || handedOver else { return }
         handedOver = false
-        queue.sync { [store] in Self.write(batch, files, to: store) }
+        let batch = takeBatch()
+        let failure: StateFailure? = queue.sync { [self] in
+            let failure = write(batch)
+            unreported = nil  // reported now, or written since
+            return failure
+        }
+        if let failure { throw failure }
     }
 
-    /// Writes and commits records, on `queue`.
-    private static func write(_ batch: [DownloadRecord], _ files: [ReleasedFile], to store: StateStore) {
-        guard !batch.isEmpty || !files.isEmpty else { return }
-        for record in batch { store.save(record) }
-        for file in files { store.release(file) }
-        store.flush()
+    /// Writes and commits a batch after any that failed before, on `queue`.
+    /// On failure the whole of it waits for the next commit.
+    private func write(_ batch: ([DownloadRecord], [ReleasedFile])) -> StateFailure? {
+        // Usually nothing failed before: the batch as it is, not a copy.
+        let records = unwritten.0.isEmpty ? batch.0 : unwritten.0 + batch.0
+        let files = unwritten.1.isEmpty ? batch.1 : unwritten.1 + batch.1
+        do {
+            try state.write(records, released: files)
+            unwritten = ([], [])
+            return nil
+        } catch {
+            unwritten = (records, files)
+            return error
+        }
     }
 
     /// Waits for everything handed to the state thread so far (and for the work
@@ -96,16 +128,30 @@ final class StateWriter: @unchecked Sendable {
     /// query at all. (A set of the keys written, kept instead, cost 20 MB at
     /// 100,000 downloads.) A library engine may download a key again after it
     /// ended, and always asks.
-    func record(key: String, repeatsKeys: Bool) -> DownloadRecord? {
+    func record(key: String, repeatsKeys: Bool) throws(StateFailure) -> DownloadRecord? {
         if !hadRecords && !repeatsKeys { return nil }
         commit()
-        return queue.sync { store.record(key: key) }
+        return try queue.sync { Result { () throws(StateFailure) in try state.record(key: key) } }.get()
     }
 
-    func startRun() -> Int64 { queue.sync { store.startRun() } }
+    func startRun() throws(StateFailure) -> Int64 {
+        try queue.sync { Result { () throws(StateFailure) in try state.startRun() } }.get()
+    }
 
-    func endRun(_ id: Int64, summary: RunSummary) {
-        commit()
-        queue.sync { store.endRun(id, summary: summary) }
+    /// Writes what is left (a batch that failed before included) and ends the
+    /// run record. Throws when records are still not on disk (a record
+    /// written after its file was in place, say), or the run's own failed.
+    func endRun(_ id: Int64, summary: RunSummary) throws(StateFailure) {
+        let batch = takeBatch()
+        let failure: StateFailure? = queue.sync { [self] in
+            // Written now with the rest, or failing again: either way this says
+            // all there is to say about earlier failures.
+            let failure = write(batch)
+            unreported = nil
+            if let failure { return failure }
+            do throws(StateFailure) { try state.endRun(id, summary: summary) } catch { return error }
+            return nil
+        }
+        if let failure { throw failure }
     }
 }

@@ -85,7 +85,7 @@ enum ResponseJudgement: Equatable {
         if let retryAfter, retryAfter > cap {
             // Say so: a user who sees "retrying in 5m" must know the server asked for more.
             let wanted = retryAfter.isFinite ? String(format: "%.0fs", retryAfter) : "more than any delay"
-            message += " (Retry-After asked for \(wanted); capped at \(cap.formatted)s)"
+            message += " (Retry-After asked for \(wanted); capped at \(cap.secondsText)s)"
         }
         return DownloadError(.http, message, status: head.status, retryAfter: retryAfter.map { min($0, cap) })
     }

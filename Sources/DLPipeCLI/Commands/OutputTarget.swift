@@ -66,12 +66,18 @@ enum OutputTarget: Equatable {
             throw UsageError("-o: \(path) is a directory", command: "get")
         }
         let key = DownloadRequest(url: url, name: name, directory: directory).deduplicationKey
-        if FileManager.default.fileExists(atPath: statePath),
-            let state = try? StateStore(path: statePath), let record = state.record(key: key),
-            record.status == .finished, record.target == name, record.bytes == Int64(info.st_size)
-        {
+        let refusal = "-o: \(path) exists and dlpipe did not place it; it is never replaced (remove it or choose another name)"
+        guard FileManager.default.fileExists(atPath: statePath) else { throw UsageError(refusal, command: "get") }
+        let record: DownloadRecord?
+        do throws(StateFailure) {
+            record = try StateStore(path: statePath).record(key: key)
+        } catch {
+            // Unreadable, the state cannot vouch for the file: it stays untouched.
+            throw UsageError(refusal + " (the state cannot tell: \(error.message))", command: "get")
+        }
+        if let record, record.status == .finished, record.target == name, record.bytes == Int64(info.st_size) {
             return
         }
-        throw UsageError("-o: \(path) exists and dlpipe did not place it; it is never replaced (remove it or choose another name)", command: "get")
+        throw UsageError(refusal, command: "get")
     }
 }

@@ -120,7 +120,7 @@ struct RunOptions {
         config.keepsOutcomes = false  // output comes from events; a long queue stays small
         // A URL listed twice is fetched once, even when the first has ended.
         config.deduplicatesWholeRun = true
-        config.statePath = state ?? config.directory + "/.dlpipe/state.db"
+        config.statePath = state ?? StateLayout(directory: config.directory).database
         if let fileFolder { config.directory = fileFolder }
         if let stdout {
             config.directory = stdout.folder
@@ -132,107 +132,4 @@ struct RunOptions {
 
     /// Whether any Lua script is involved.
     var usesScripts: Bool { scripts.jobPath != nil || !scripts.hookFiles.isEmpty || !scripts.hookDirectories.isEmpty }
-}
-
-/// Runs an engine to the end with the options' output, and returns the exit status.
-enum RunDriver {
-    /// `requests` is read once, as the downloads are queued: a lazy sequence
-    /// keeps 100,000 requests from existing twice (here and in the engine).
-    static func run(options: RunOptions, session: ScriptSession?, requests: some Sequence<DownloadRequest>) async -> Int32 {
-        let configuration = options.configuration(job: session?.settings)
-        let lock: RunLock?
-        do throws(RunLock.Failure) {
-            // One run at a time per output directory, or per state file when the
-            // state lives elsewhere (two directories may share one). The lock
-            // sits beside the state, wherever `-o` puts the file.
-            let path = options.state.map { $0 + ".lock" }
-                ?? configuration.statePath.map { ($0 as NSString).deletingLastPathComponent + "/lock" }
-            if let path { lock = try RunLock(path: path, wait: options.waitLock) } else { lock = nil }
-        } catch {
-            switch error {
-            case .held(let pid, let path):
-                let holder = pid.map { "process \($0)" } ?? "another process"
-                Terminal.error("dlpipe: \(holder) is running in \(configuration.directory) (lock \(path)); use --wait-lock to wait for it")
-            case .io(let message):
-                Terminal.error("dlpipe: \(message)")
-                return ExitCode.failed
-            }
-            return ExitCode.locked
-        }
-        defer { withExtendedLifetime(lock) {} }
-        if configuration.transport.insecure {
-            // Every run, even with -q: a setting left in a cron line must keep saying so.
-            Terminal.error("dlpipe: warning: --insecure: certificates and host names are not checked; anyone on the path can read and change what is downloaded")
-        }
-        let engine: DownloadEngine
-        do {
-            let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })
-            engine = try DownloadEngine(configuration: configuration, hooks: hooks)
-        } catch {
-            Terminal.error("dlpipe: \(error.message)")
-            return ExitCode.failed
-        }
-        let reporter = Reporters.make(
-            progress: options.progress, json: options.json, quiet: options.quiet,
-            // The engine's paths are under the folder's canonical path.
-            shownPath: ShownPath(stdoutFolder: options.stdout.map { TargetPath.canonical($0.folder) ?? $0.folder }))
-        engine.observe { event in
-            // A stop (Ctrl-C) ends the open downloads with `stopped` events; the
-            // command line reports the stop itself and exits 130, as before.
-            if case .stopped = event { return }
-            reporter.handle(event)
-        }
-        options.stdout?.start(engine: engine)
-        let stopper = StopSignals.install(engine: engine, reporter: reporter)
-        // A handler stuck where nothing can stop it: its download already failed; every later
-        // event would wait for it, so the run ends early and cleanly (part files kept), exit 1.
-        session?.whenStuck { message in
-            Terminal.error("dlpipe: " + Terminal.cleanLines(message) + "; the run ends early (part files are kept)")
-            Task {
-                await engine.stop()
-                reporter.flushBeforeExit()
-                exit(ExitCode.failed)
-            }
-        }
-        session?.start(with: engine)
-        for request in requests { engine.add(request) }
-        let (summary, hookCode) = await engine.waitUntilDrained()
-        if stopper.stopping { await stopper.waitForever() }
-        options.stdout?.finish()
-        reporter.finish(summary)
-        engine.shutdown()
-        if let failure = options.stdout?.failure {
-            Terminal.error("dlpipe: -o -: \(failure)")
-            return ExitCode.failed
-        }
-        // An exit status is one byte: a done handler's code is kept within 0...255.
-        if let hookCode { return Int32(min(255, max(0, hookCode))) }
-        return summary.failed > 0 ? ExitCode.failed : ExitCode.ok
-    }
-
-    /// Loads the scripts, or prints why they cannot load (exit 2 follows).
-    /// dl.log and print write to stderr unless `quiet`; dl.warn always writes:
-    /// to stderr, or with `json` as a `warning` event on stdout.
-    static func loadScripts(_ options: ScriptOptions, quiet: Bool, json: Bool) -> ScriptSession? {
-        let warn: @Sendable (ScriptLine) -> Void
-        if json {
-            warn = { line in EventWriter.standardOutput.write(line: JSONLine.warning(line)) }
-        } else {
-            warn = { line in
-                var shown = line
-                shown.text = "warning: " + line.text
-                Terminal.error(shown.formatted)
-            }
-        }
-        let log: @Sendable (String) -> Void
-        if quiet { log = { _ in } } else { log = { line in Terminal.error(line) } }
-        // The top level's warnings are out before a load error or check's verdict.
-        defer { if json { EventWriter.standardOutput.drain(timeout: .now() + 5) } }
-        do {
-            return try ScriptSession(options, log: log, warn: warn)
-        } catch {
-            Terminal.error(Terminal.cleanLines(error.message))
-            return nil
-        }
-    }
 }

@@ -66,15 +66,15 @@ struct ConfinedFile: ~Copyable {
     }
 
     /// Inside `root`, and not the state's folder (`.dlpipe/`, which scripts never read).
-    private static func isInside(_ real: String, root: String) -> Bool {
+    static func isInside(_ real: String, root: String) -> Bool {
         guard real == root || real.hasPrefix(root + "/") else { return false }
-        let state = root + "/.dlpipe"
+        let state = root + "/" + StateLayout.folderName
         return real != state && !real.hasPrefix(state + "/")
     }
 
     /// Where the kernel says the open file `fd` is (the link /proc/self/fd/N):
     /// the path it was reached by, symlinks resolved, at the moment of the open.
-    private static func realPath(of fd: Int32) -> String? {
+    static func realPath(of fd: Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
         guard count > 0 else { return nil }

@@ -12,7 +12,7 @@ import DLPipe
 /// `set` writes its own row, and the shared row stays for the other jobs.
 final class JobStore {
     let namespace: String
-    let state: StateStore
+    let state: any DownloadState
     /// Bytes the job's rows take, learnt at the first `set` and kept up to date after.
     private var total: Int?
 
@@ -23,9 +23,9 @@ final class JobStore {
     static let maxTotalBytes = 64 << 20
 
     /// Why a value is not stored.
-    struct TooLarge: Error { let message: String }
+    struct Refused: Error { let message: String }
 
-    init(namespace: String, state: StateStore) {
+    init(namespace: String, state: any DownloadState) {
         self.namespace = namespace
         self.state = state
     }
@@ -45,29 +45,35 @@ final class JobStore {
     }
 
     /// The job's value (JSON text), else the shared one of an older state.
-    func value(_ key: String) -> String? {
-        state.value(Self.rowKey(key, namespace: namespace)) ?? state.value(key)
+    func value(_ key: String) throws(StateFailure) -> String? {
+        if let own = try state.value(Self.rowKey(key, namespace: namespace)) { return own }
+        return try state.value(key)
     }
 
     /// Sets the job's value (JSON text), committed at once, within the limits.
-    func setValue(_ key: String, _ json: String) throws(TooLarge) {
+    func setValue(_ key: String, _ json: String) throws(Refused) {
         try Self.check(json)
         let row = Self.rowKey(key, namespace: namespace)
-        let before = total ?? state.storedBytes(keyPrefix: Self.rowKey("", namespace: namespace))
-        let old = state.value(row).map { row.utf8.count + $0.utf8.count } ?? 0
+        let before: Int, old: Int
+        do throws(StateFailure) {
+            if let total { before = total } else { before = try state.storedBytes(keyPrefix: Self.rowKey("", namespace: namespace)) }
+            if let value = try state.value(row) { old = row.utf8.count + value.utf8.count } else { old = 0 }
+        } catch {
+            throw Refused(message: error.message)
+        }
         let after = before - old + row.utf8.count + json.utf8.count
         guard after <= Self.maxTotalBytes else {
             total = before
-            throw TooLarge(message: "the job's store would take \(after) bytes, more than the \(Self.maxTotalBytes >> 20) MiB it may hold")
+            throw Refused(message: "the job's store would take \(after) bytes, more than the \(Self.maxTotalBytes >> 20) MiB it may hold")
         }
-        state.setValue(row, json)
+        do throws(StateFailure) { try state.setValue(row, json) } catch { throw Refused(message: error.message) }
         total = after
     }
 
     /// Refuses a value larger than `maxValueBytes` as stored.
-    static func check(_ json: String) throws(TooLarge) {
+    static func check(_ json: String) throws(Refused) {
         guard json.utf8.count <= maxValueBytes else {
-            throw TooLarge(message: "the value takes \(json.utf8.count) bytes as stored, more than the \(maxValueBytes >> 20) MiB one value may")
+            throw Refused(message: "the value takes \(json.utf8.count) bytes as stored, more than the \(maxValueBytes >> 20) MiB one value may")
         }
     }
 }

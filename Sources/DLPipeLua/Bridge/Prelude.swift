@@ -8,8 +8,11 @@ enum Prelude {
     /// The generator of `dlpipe lua-defs` (LuaDefinitions).
     static var luaDefs: String { String(decoding: PackageResources.luadefs_lua, as: UTF8.self) }
     static let luaDefsChunkName = "=dlpipe/luadefs.lua"
+    /// kit.lua: the Lua half of the script kit (dl.url.encode, dl.time.parse, dl.html.links, ...).
+    static var kit: String { String(decoding: PackageResources.kit_lua, as: UTF8.self) }
     /// Chunk names: errors and traceback lines read "dlpipe/prelude.lua:N:".
     /// (The prelude tells its own frames from a script's by this prefix.)
     static let chunkName = "=dlpipe/prelude.lua"
     static let apiChunkName = "=dlpipe/api.lua"
+    static let kitChunkName = "=dlpipe/kit.lua"
 }

@@ -6,7 +6,7 @@
 enum SandboxHint {
     /// What replaces each global the sandbox removed.
     static let globals: [String: String] = [
-        "io": "the sandbox has no io library: dl.read(path) reads a file of the output directory, downloads write files (dl.add, d.name), dl.store keeps values between runs, dl.log and dl.warn print",
+        "io": "the sandbox has no io library: dl.read(path) reads a file of the output directory, dl.write(path, data) and dl.append(path, line) write one there, dl.store keeps values between runs, dl.log and dl.warn print",
         "require": "the sandbox loads no modules: put shared code in a drop-in hook (hooks.d/*.lua), which shares dl with the job",
         "dofile": "the sandbox runs no other files: put shared code in a drop-in hook (hooks.d/*.lua), or load(dl.read(path)) a file of the output directory",
         "loadfile": "the sandbox runs no other files: put shared code in a drop-in hook (hooks.d/*.lua), or load(dl.read(path)) a file of the output directory",
@@ -16,7 +16,7 @@ enum SandboxHint {
 
     /// The os functions the sandbox removed (it keeps time, clock, date and getenv).
     static let osFields: [String: String] = [
-        "remove": "the sandbox deletes no files: a finished handler moves a download by setting d.name / d.dir",
+        "remove": "dl.remove(path) removes a download's file or one this job wrote, in the output directory",
         "rename": "the sandbox moves no files itself: a finished handler moves a download by setting d.name / d.dir",
         "execute": "the sandbox starts no process",
         "exit": "a handler cannot end the process: a done handler returns the exit code",

@@ -91,11 +91,15 @@ final class ScriptHost: @unchecked Sendable {
     /// Whose `dl.store` this is: the job's name (`JobStore`).
     var storeNamespace = JobStore.getNamespace
     private var store: JobStore?
-    private let log: @Sendable (String) -> Void
+    let log: @Sendable (String) -> Void
     private let warn: @Sendable (ScriptLine) -> Void
     /// Digests that handlers computed (`f.sha256`), by path, until the
     /// finished event's verdict takes them to the engine's state.
     private var computedDigests: [String: String] = [:]
+    /// Downloads' files that `dl.remove` removed in this run (`forgetRemovedDownloads`).
+    var removedDownloadFiles: [String] = []
+    /// The downloads' files, read once per run for `dl.write`/`dl.append`'s new names.
+    let knownDownloadFiles = KnownDownloadFiles()
 
     init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String], allowedEnvironment: [String] = [],
          log: @escaping @Sendable (String) -> Void,
@@ -105,6 +109,7 @@ final class ScriptHost: @unchecked Sendable {
         self.log = log
         self.warn = warn ?? { line in log(ScriptLine(place: line.place, download: line.download, text: "warning: " + line.text).formatted) }
         registerPrimitives()
+        registerKit()
         var table: [LuaValue: LuaValue] = [:]
         for (key, value) in vars { table[LuaValue(key)] = LuaValue(value) }
         runtime.setGlobal("__dl.vars", .table(table))
@@ -114,6 +119,9 @@ final class ScriptHost: @unchecked Sendable {
             // The API table first: the prelude reads it as `__dl.api`.
             let api = try runtime.run(Prelude.api, chunkName: Prelude.apiChunkName)
             runtime.setGlobal("__dl.api", api.first ?? .nil_)
+            // The script kit's Lua half, which the prelude calls with the primitives.
+            let kit = try runtime.run(Prelude.kit, chunkName: Prelude.kitChunkName)
+            runtime.setGlobal("__dl.kit", kit.first ?? .nil_)
             host = try runtime.run(Prelude.source, chunkName: Prelude.chunkName)
         } catch {
             throw ScriptError("internal error in the dl prelude: \(error.message)")
@@ -125,6 +133,13 @@ final class ScriptHost: @unchecked Sendable {
             if let name = key.text, case .function(let ref) = value { hostFunctions[name] = ref }
         }
     }
+
+    /// Seconds a script's top level may run: a job that queues a million URLs
+    /// there needs several (7.7 µs per `dl.add` in a release build, four
+    /// times that in a debug one, more on a busy machine); 10 s failed a
+    /// 250,001-add job on a loaded two-core machine. Still a bound: a top
+    /// level that never ends is a load error, not a hang.
+    static let topLevelBudget: Double = 60
 
     /// Loads and runs a script's top level: the job file, or a drop-in hook.
     func load(path: String, displayName: String, isJob: Bool) throws(ScriptError) {
@@ -138,7 +153,7 @@ final class ScriptHost: @unchecked Sendable {
             if isJob, let getenv = hostFunctions["job_getenv"] {
                 runtime.setInEnvironment(of: chunk, "os.getenv", .function(getenv))
             }
-            _ = try runtime.call(chunk, [], budget: max(budget, 10))
+            _ = try runtime.call(chunk, [], budget: max(budget, Self.topLevelBudget))
         } catch {
             throw ScriptError(error)
         }
@@ -277,7 +292,12 @@ final class ScriptHost: @unchecked Sendable {
             switch openStore(configDir: args.count > 1 ? args[1].text : nil) {
             case .failure where readOnlyStore: return [.nil_]  // check: no state yet is an empty store
             case .failure(let error): return [.nil_, LuaValue(error.message)]
-            case .success(let store): return [store.value(key).map(StoreCodec.value) ?? .nil_]
+            case .success(let store):
+                do throws(StateFailure) {
+                    return [try store.value(key).map(StoreCodec.value) ?? .nil_]
+                } catch {
+                    return [.nil_, LuaValue(error.message)]
+                }
             }
         }
         runtime.register("__dl.store_set") { [unowned self] args in
@@ -288,7 +308,7 @@ final class ScriptHost: @unchecked Sendable {
                 // the same checks as a real write
                 let text: String
                 do throws(StoreCodec.Unstorable) { text = try StoreCodec.text(value) } catch { return [.nil_, LuaValue(error.message)] }
-                do throws(JobStore.TooLarge) { try JobStore.check(text) } catch { return [.nil_, LuaValue(error.message)] }
+                do throws(JobStore.Refused) { try JobStore.check(text) } catch { return [.nil_, LuaValue(error.message)] }
                 overlay[key] = value
                 return [.boolean(true)]
             }
@@ -297,7 +317,7 @@ final class ScriptHost: @unchecked Sendable {
             case .success(let store):
                 let text: String
                 do throws(StoreCodec.Unstorable) { text = try StoreCodec.text(value) } catch { return [.nil_, LuaValue(error.message)] }
-                do throws(JobStore.TooLarge) { try store.setValue(key, text) } catch { return [.nil_, LuaValue(error.message)] }
+                do throws(JobStore.Refused) { try store.setValue(key, text) } catch { return [.nil_, LuaValue(error.message)] }
                 return [.boolean(true)]
             }
         }
@@ -377,14 +397,14 @@ final class ScriptHost: @unchecked Sendable {
     }
 
     /// The store's own connection (the engine has another; SQLite's WAL lets both work).
-    private func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
+    func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
         bindStore(configDir: configDir)
-        let path = statePath ?? ((stateDirectory ?? configDir ?? ".") + "/.dlpipe/state.db")
+        let path = statePath ?? StateLayout(directory: stateDirectory ?? configDir ?? ".").database
         if readOnlyStore && !FileManager.default.fileExists(atPath: path) {
             return .failure(ScriptError("no state yet"))
         }
-        do throws(StateStore.Failure) {
+        do throws(StateFailure) {
             let opened = JobStore(namespace: storeNamespace, state: try StateStore(path: path))
             store = opened
             return .success(opened)

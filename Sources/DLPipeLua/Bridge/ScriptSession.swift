@@ -159,6 +159,18 @@ public final class ScriptSession: @unchecked Sendable {
     }
 }
 
+extension ScriptSession {
+    /// After the run drained (every record of the engine committed): the state
+    /// forgets the downloads whose files scripts removed, so that the next run
+    /// fetches them again.
+    public func finish() {
+        _ = thread.sync { [host] in
+            host.forgetRemovedDownloads()
+            return true
+        }
+    }
+}
+
 extension JobSettings {
     /// Reads and checks `dl.config`'s table (the prelude already refused unknown keys).
     init(_ table: [String: LuaValue]) throws(ScriptError) {

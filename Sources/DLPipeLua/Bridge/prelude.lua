@@ -239,7 +239,34 @@ function dl.read(path)
   return data
 end
 
-dl.url = { resolve = raw.resolve, parse = raw.parse }
+-- The script kit (kit.lua, and dl_kit.h's C functions under raw.native): pure
+-- functions anywhere, the files a script writes in handlers (ScriptFiles.swift).
+local kit = raw.kit(raw)
+dl.url = { resolve = raw.resolve, parse = raw.parse, encode = kit.url.encode, decode = kit.url.decode,
+  query = kit.url.query }
+dl.json = { decode = raw.native.json_decode, encode = raw.native.json_encode, null = raw.native.json_null }
+dl.xml = { parse = raw.native.xml_parse }
+dl.html = { links = kit.html.links }
+dl.gunzip = raw.native.gunzip
+dl.time = { parse = kit.time.parse }
+function dl.sha256(s)
+  if type(s) ~= "string" then error("dl.sha256 wants a string (dl.read(path) gives a file's)", 2) end
+  return raw.sha256_string(s)
+end
+local function file_call(name, primitive, wants_data)
+  return function(path, data)
+    allowed(name)
+    if type(path) ~= "string" then error(name .. " wants a path", 2) end
+    if wants_data and type(data) ~= "string" then
+      error(name .. " wants the data as a string, not a " .. type(data), 2)
+    end
+    local ok, err = primitive(path, data, config.dir)
+    if not ok then error(name .. ": " .. tostring(err), 2) end
+  end
+end
+dl.write = file_call("dl.write", raw.write, true)
+dl.append = file_call("dl.append", raw.append, true)
+dl.remove = file_call("dl.remove", raw.remove, false)
 
 -- The sanitiser server names go through: one safe file name, or nil when
 -- nothing usable is left.

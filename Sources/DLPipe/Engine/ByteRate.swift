@@ -1,5 +1,5 @@
 /// Reads `--rate` values: 500000, 500K, 2M, 1G, with an optional `/s`.
-public enum ByteRate {
+package enum ByteRate {
     /// Bytes per second, or nil when the text is not a positive rate.
     public static func parse(_ text: String) -> Int? {
         var body = text.lowercased()

@@ -5,7 +5,7 @@
 /// it is. So names are tokens (RFC 9110 §5.1: letters, digits and
 /// ``!#$%&'*+-.^_`|~``) and values have no control characters, except the tab
 /// that header values may hold.
-public enum HeaderField {
+package enum HeaderField {
     /// Why `name: value` may not be sent, or nil when it may.
     public static func problem(name: String, value: String) -> String? {
         guard !name.isEmpty else { return "a header needs a name" }

@@ -1,0 +1,53 @@
+/// What the engine needs from its state, whatever keeps it: the records of
+/// downloads (written in batches, one commit each), the lookups a re-run makes,
+/// the runs, and the `dl.store` values. `StateStore` keeps them in SQLite; a
+/// shared queue would keep them in its database behind the same calls.
+///
+/// Every call reports failure: a write that did not reach the disk throws,
+/// and whatever depended on it (a part file, a held body's link) does not
+/// happen. Used by one thread at a time (the engine's state thread, or a
+/// command), never concurrently.
+package protocol DownloadState: AnyObject, Sendable {
+    /// Whether the state held download records when it was opened; when it did
+    /// not, an engine that makes one download per key asks no lookups.
+    var hadRecords: Bool { get }
+    /// The record of a request (`DownloadRequest.deduplicationKey`), if any.
+    func record(key: String) throws(StateFailure) -> DownloadRecord?
+    /// Writes records (each replacing the key's earlier one, in order) and
+    /// released files, and commits them together: all of them or none.
+    func write(_ records: [DownloadRecord], released: [ReleasedFile]) throws(StateFailure)
+    /// Starts a run record; its id.
+    func startRun() throws(StateFailure) -> Int64
+    /// Ends a run record with its counts.
+    func endRun(_ id: Int64, summary: RunSummary) throws(StateFailure)
+    /// A `dl.store` value (JSON text), if set.
+    func value(_ key: String) throws(StateFailure) -> String?
+    /// Sets a `dl.store` value (JSON text), committed at once.
+    func setValue(_ key: String, _ json: String) throws(StateFailure)
+    /// Bytes the `dl.store` values whose keys start with `prefix` take (keys and values).
+    func storedBytes(keyPrefix prefix: String) throws(StateFailure) -> Int
+
+    // Files that scripts wrote (`dl.write`, `dl.append`) and downloads' files
+    // that scripts remove (`dl.remove`); each change committed at once.
+
+    /// The job whose script wrote the file at `path` (relative), if any.
+    func writer(of path: String) throws(StateFailure) -> String?
+    /// Remembers that `job` wrote the file at `path`.
+    func setWriter(of path: String, to job: String) throws(StateFailure)
+    /// Forgets the script-written file at `path` (it was removed).
+    func forgetWritten(_ path: String) throws(StateFailure)
+    /// Every download's file: targets, placed files, released files.
+    func downloadFiles() throws(StateFailure) -> Set<String>
+    /// Whether `path` is a download's file (as `downloadFiles`).
+    func isDownloadFile(_ path: String) throws(StateFailure) -> Bool
+    /// Forgets the downloads whose file is `path`, so the next run fetches them again.
+    func forgetDownloadFile(_ path: String) throws(StateFailure)
+}
+
+/// A state that cannot be opened, read or written; the message says which
+/// file and why. Nothing is deleted.
+package struct StateFailure: Error, Sendable, CustomStringConvertible {
+    package let message: String
+    package init(message: String) { self.message = message }
+    package var description: String { message }
+}

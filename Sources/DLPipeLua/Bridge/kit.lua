@@ -1,0 +1,187 @@
+-- The script kit's Lua half: the pure functions that are simplest in Lua (percent-encoding,
+-- the query builder, dates of feeds, resolving the links the C scanner found). Run once per
+-- Lua state, before the prelude; it returns a function that the prelude calls with the raw
+-- primitives and that returns the tables the prelude places under `dl`. Everything here runs
+-- as script code: under the handler's time budget and the memory cap.
+
+-- The library functions it uses are taken once, here: what a script later does to the
+-- shared `string` or `table` tables does not reach the kit.
+local byte, char, format, gsub, lower, match = string.byte, string.char, string.format,
+  string.gsub, string.lower, string.match
+local concat, sort = table.concat, table.sort
+local mathtype, tointeger = math.type, math.tointeger
+local error, ipairs, pairs, tonumber, tostring, type = error, ipairs, pairs, tonumber, tostring, type
+
+return function(raw)
+  local kit = {}
+
+  -- ---- dl.url.encode / decode / query ----
+
+  local function hex(c) return format("%%%02X", byte(c)) end
+
+  -- Percent-encodes everything but RFC 3986's unreserved characters (letters, digits, - . _ ~).
+  local function encode(s)
+    if type(s) == "number" then s = tostring(s) end
+    if type(s) ~= "string" then error("dl.url.encode wants a string, not a " .. type(s), 2) end
+    return (gsub(s, "[^A-Za-z0-9%-%._~]", hex))
+  end
+
+  -- Decodes %XX escapes (a '%' not followed by two hex digits stays); '+' stays '+'.
+  local function decode(s)
+    if type(s) ~= "string" then error("dl.url.decode wants a string, not a " .. type(s), 2) end
+    return (gsub(s, "%%(%x%x)", function(h) return char(tonumber(h, 16)) end))
+  end
+
+  local function scalar(key, v)
+    local t = type(v)
+    if t == "string" then return v end
+    if t == "number" then return tostring(tointeger(v) or v) end
+    if t == "boolean" then return tostring(v) end
+    error("dl.url.query: the value of " .. key .. " is a " .. t .. " (strings, numbers, booleans or lists of them)", 3)
+  end
+
+  -- { b = "x y", a = 1, c = { 1, 2 } } -> "a=1&b=x%20y&c=1&c=2": keys sorted, lists as repeated keys.
+  local function query(t)
+    if type(t) ~= "table" then error("dl.url.query wants a table", 2) end
+    local keys = {}
+    for k in pairs(t) do
+      if type(k) ~= "string" and mathtype(k) ~= "integer" then
+        error("dl.url.query: keys are strings, not " .. type(k), 2)
+      end
+      keys[#keys + 1] = tostring(k)
+    end
+    sort(keys)
+    local parts = {}
+    for _, key in ipairs(keys) do
+      local v = t[key]
+      if v == nil then v = t[tointeger(tonumber(key))] end
+      if type(v) == "table" then
+        for i = 1, #v do parts[#parts + 1] = encode(key) .. "=" .. encode(scalar(key, v[i])) end
+      else
+        parts[#parts + 1] = encode(key) .. "=" .. encode(scalar(key, v))
+      end
+    end
+    return concat(parts, "&")
+  end
+
+  kit.url = { encode = encode, decode = decode, query = query }
+
+  -- ---- dl.time.parse ----
+
+  -- Days from 1970-01-01 to the civil date (proleptic Gregorian; Howard Hinnant's algorithm).
+  local function days(y, m, d)
+    if m <= 2 then y = y - 1 end
+    local era = (y >= 0 and y or y - 399) // 400
+    local yoe = y - era * 400
+    local mp = (m + 9) % 12
+    local doy = (153 * mp + 2) // 5 + d - 1
+    local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+  end
+
+  local function leap(y) return (y % 4 == 0 and y % 100 ~= 0) or y % 400 == 0 end
+  local MONTH_DAYS = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 }
+
+  local function epoch(y, mo, d, h, mi, s, offset)
+    if mo < 1 or mo > 12 or d < 1 then return nil end
+    if d > MONTH_DAYS[mo] + ((mo == 2 and leap(y)) and 1 or 0) then return nil end
+    if h > 23 or mi > 59 or s > 60 then return nil end
+    return days(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset
+  end
+
+  local MONTHS = { jan = 1, feb = 2, mar = 3, apr = 4, may = 5, jun = 6, jul = 7, aug = 8, sep = 9,
+    oct = 10, nov = 11, dec = 12 }
+  -- RFC 822's zone names; military letters other than Z are ambiguous in practice and refused.
+  local ZONES = { ut = 0, utc = 0, gmt = 0, z = 0, est = -5, edt = -4, cst = -6, cdt = -5,
+    mst = -7, mdt = -6, pst = -8, pdt = -7 }
+
+  local function zone(z)
+    if z == nil or z == "" then return 0 end
+    local sign, hh, mm = match(z, "^([+-])(%d%d):?(%d%d)$")
+    if sign then
+      local minutes = tonumber(hh) * 60 + tonumber(mm)
+      return (sign == "-" and -minutes or minutes) * 60
+    end
+    local hours = ZONES[lower(z)]
+    return hours and hours * 3600 or nil
+  end
+
+  -- "2024-03-01T12:30:00Z", "2024-03-01 12:30:00.25+01:00", or a date alone ("2024-03-01").
+  local function rfc3339(s)
+    local y, mo, d, rest = match(s, "^(%d%d%d%d)%-(%d%d)%-(%d%d)(.*)$")
+    if not y then return nil end
+    y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+    if rest == "" then return epoch(y, mo, d, 0, 0, 0, 0) end
+    local h, mi, sec, frac, z = match(rest, "^[Tt ](%d%d):(%d%d):?(%d?%d?)(%.?%d*)(.*)$")
+    if not h or (sec == "" and frac ~= "") then return nil end
+    local offset = zone(z)
+    if offset == nil then return nil end
+    local t = epoch(y, mo, d, tonumber(h), tonumber(mi), tonumber(sec) or 0, offset)
+    if t and #frac > 1 then t = t + tonumber("0" .. frac) end
+    return t
+  end
+
+  -- "Tue, 10 Jun 2003 04:00:00 GMT", "10 Jun 03 04:00 +0200" (the weekday and seconds are optional).
+  local function rfc822(s)
+    s = gsub(s, "^%a+,%s*", "")
+    local d, mon, ys, h, mi, sec, z = match(s, "^(%d%d?)%s+(%a%a%a)%a*%s+(%d%d%d?%d?)%s+(%d%d?):(%d%d):?(%d?%d?)%s*(%S*)%s*$")
+    if not d then return nil end
+    local mo = MONTHS[lower(mon)]
+    if not mo then return nil end
+    local y = tonumber(ys)
+    if #ys == 2 then y = y + (y < 50 and 2000 or 1900) end -- RFC 2822's two-digit years
+    if #ys == 3 then y = y + 1900 end
+    local offset = zone(z)
+    if offset == nil then return nil end
+    return epoch(y, mo, tonumber(d), tonumber(h), tonumber(mi), tonumber(sec) or 0, offset)
+  end
+
+  local function parse(s)
+    if type(s) ~= "string" then error("dl.time.parse wants a string, not a " .. type(s), 2) end
+    if #s > 100 then return nil end
+    s = match(s, "^%s*(.-)%s*$")
+    return rfc3339(s) or rfc822(s)
+  end
+
+  kit.time = { parse = parse }
+
+  -- ---- dl.html.links ----
+
+  local function links(body, base)
+    if type(body) ~= "string" then error("dl.html.links wants the page's text, not a " .. type(body), 2) end
+    if type(base) ~= "string" then error("dl.html.links wants the page's URL as its second argument", 2) end
+    if raw.resolve(base, "x") == nil then
+      error("dl.html.links: the base " .. format("%q", base) .. " is not an absolute URL", 2)
+    end
+    local found = raw.native.html_scan(body)
+    -- A <base href> changes what every relative URL of the page is relative to.
+    for i = 1, #found, 3 do
+      if found[i] == "base" and found[i + 1] == "href" then
+        base = raw.resolve(base, found[i + 2]) or base
+        break
+      end
+    end
+    local out, resolved = {}, {}
+    for i = 1, #found, 3 do
+      local tag = found[i]
+      if tag ~= "base" then
+        -- Pages repeat their links: each value is resolved once per call.
+        local value = found[i + 2]
+        local url = resolved[value]
+        if url == nil then
+          url = raw.resolve(base, value) or false
+          resolved[value] = url
+        end
+        local scheme = url and match(url, "^(%a[%w+.-]*):")
+        scheme = scheme and lower(scheme)
+        if scheme == "http" or scheme == "https" then
+          out[#out + 1] = { url = url, tag = tag, attr = found[i + 1] }
+        end
+      end
+    end
+    return out
+  end
+
+  kit.html = { links = links }
+  return kit
+end
