@@ -1,6 +1,6 @@
 import Foundation
 
-/// Hook calls answered exactly once, within the hook deadline (`HookCalls.swift`).
+/// Hook calls answered exactly once, within the hook deadline (`HookReplyGate`, `HookDeadlines`).
 extension EngineLoop {
     /// The `reply` closure for one hook call, counted as pending until it is
     /// answered. The first answer is posted as `deliver` makes it; later ones
