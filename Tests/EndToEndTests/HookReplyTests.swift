@@ -148,36 +148,41 @@ import TestSupport
         }
     }
 
-    @Test func anActorAnswersThroughClosuresAndEveryClosureSetIsAsked() async throws {
-        try server.put("pic.png", randomBytes: 600_000)
+    @Test func anActorAnswersThroughClosures() async throws {
+        try server.put("pic.png", randomBytes: 3000)
         try server.put("page.html", randomBytes: 100, seed: 3)
         let gate = TypeGate()
-        // Counted in the call itself: a Task per call may not have run yet
-        // when the test reads the count (the pool is busy in the full suite).
-        let progressCalls = Atomic<Int>(0)
-        let hooks = DownloadHooks(
-            response: { _, response, reply in Task { reply(await gate.decide(response)) } },
-            progress: { _, _ in progressCalls.add(1, ordering: .relaxed) })
-        var configuration = EngineConfiguration()
-        configuration.directory = out
-        configuration.progressInterval = 0.02
-        // No deadline: this test is about who is asked, and in the full suite
-        // a Task's first turn on the concurrency pool can wait longer than 2 s
+        let hooks = DownloadHooks(response: { _, response, reply in Task { reply(await gate.decide(response)) } })
+        // No deadline: this test is about the actor, and in the full suite a
+        // Task's first turn on the concurrency pool can wait longer than 2 s
         // (synchronous tests hold its two threads), which failed the png with
         // "the response hook did not reply within 2 s".
-        configuration.hookDeadline = nil
-        let engine = try DownloadEngine(configuration: configuration, hooks: hooks)
-        // Slow enough that progress is reported after the verdict, however late the
-        // verdict comes: the transfer waits for it with at most 256 KiB read.
-        let png = engine.addTask(server.url("/files/pic.png?throttle=200000"))
+        let engine = try engine(hooks: hooks, deadline: nil)
+        let png = engine.addTask(server.url("/files/pic.png"))
         let html = engine.addTask(server.url("/files/page.html"))
-        #expect(try await within(seconds: 20, "the png") { try? await png.value }?.bytes == 600_000)
+        #expect(try await within(seconds: 20, "the png") { try? await png.value }?.bytes == 3000)
         let skipped = try await within(seconds: 20, "the html") { await html.result }
         #expect(skipped == .skipped("not a png"))
-        _ = try await drain(engine)
         #expect(await gate.seen.sorted() == ["image/png", "text/html"])
-        // The progress closure is asked without any interests to declare.
-        #expect(progressCalls.load(ordering: .relaxed) > 0)
+        await engine.stop()
+    }
+
+    @Test func aProgressClosureAloneIsCalledForEveryProgressEvent() async throws {
+        try server.put("slow.bin", randomBytes: 400_000)
+        let calls = Atomic<Int>(0)
+        let events = Atomic<Int>(0)
+        var configuration = EngineConfiguration(directory: out, progressInterval: 0.02)
+        configuration.hookDeadline = 2
+        let engine = try DownloadEngine(
+            configuration: configuration,
+            hooks: DownloadHooks(progress: { _, _ in calls.add(1, ordering: .relaxed) }))
+        // Observers and hooks are both called on the engine thread, at the same tick.
+        engine.observe { event in if case .progress = event { events.add(1, ordering: .relaxed) } }
+        let task = engine.addTask(server.url("/files/slow.bin?throttle=400000"))
+        #expect(try await within(seconds: 20, "the download") { try? await task.value }?.bytes == 400_000)
+        _ = try await drain(engine)
+        #expect(events.load(ordering: .relaxed) > 0)
+        #expect(calls.load(ordering: .relaxed) == events.load(ordering: .relaxed))
         await engine.stop()
     }
 }
