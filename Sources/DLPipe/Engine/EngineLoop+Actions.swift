@@ -295,20 +295,24 @@ extension EngineLoop {
     func tickProgress() {
         let now = EngineLoop.now()
         guard now >= nextProgressTick else { return }
-        nextProgressTick = now + min(configuration.progressInterval, configuration.timeout / 4)
+        // A download's own timeout may be shorter than the engine's: the check
+        // runs often enough for the shortest one in flight.
+        var shortest = configuration.timeout
         var stalled: [Transfer] = []
         for transfer in transfers.values {
+            shortest = min(shortest, transfer.stallTimeout)
             // Waiting for a hook or for the speed cap is not a stall.
             if transfer.activity != transfer.watchedActivity || transfer.body.pausesCurl || transfer.pacing == .waiting {
                 transfer.watchedActivity = transfer.activity
                 transfer.lastActiveAt = now
-            } else if now - transfer.lastActiveAt >= configuration.timeout {
+            } else if now - transfer.lastActiveAt >= transfer.stallTimeout {
                 stalled.append(transfer)
             }
         }
+        nextProgressTick = now + min(configuration.progressInterval, shortest / 4)
         for transfer in stalled {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(configuration.timeout.secondsText) s"))
+            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(transfer.stallTimeout.secondsText) s"))
         }
         for transfer in transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }

@@ -26,7 +26,9 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_FOLLOWLOCATION, 0)
         easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
-        easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.timeout * 1000))
+        transfer.stallTimeout = job.request.timeout ?? configuration.timeout
+        transfer.bodyLimit = job.request.maxSize
+        easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(transfer.stallTimeout * 1000))
         TransferOptions(options: configuration.transport, caFile: configuration.caFile)
             .apply(to: easy, url: job.currentURL, firstHost: job.host)
         // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
@@ -110,6 +112,12 @@ extension EngineLoop: TransferOwner {
         case .accept(let whole):
             transfer.resumeOffset = 0
             body = whole
+        }
+        // A body announced larger than the download allows fails before any
+        // byte is kept (a body without a length meets the limit as it streams).
+        if let limit = job.request.maxSize, let total = body.length, total > limit {
+            transfer.abortError = DownloadError(.size, "\(RedactedURL.text(job.currentURL)) has \(total) bytes, more than its limit of \(limit) (max_size)")
+            return .abort
         }
         return acceptBody(job, transfer, head, body)
     }

@@ -7,6 +7,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case tls
         /// The proxy failed: unreachable, refused the tunnel, wants credentials (407).
         case proxy
+        /// The body is larger than the download's `maxSize` (its Content-Length
+        /// said so, or the bytes went past it).
+        case size
     }
 
     /// The class of failure.
@@ -37,7 +40,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .http, .proxy:
             guard let status else { return false }
             return status == 408 || status == 429 || (500...599).contains(status)
-        case .checksum, .io, .hook, .cancelled, .tls: return false
+        case .checksum, .io, .hook, .cancelled, .tls, .size: return false
         }
     }
 

@@ -16,12 +16,20 @@ public struct DownloadRequest: Sendable, Hashable {
     public var parent: DownloadID?
     /// Free-form values carried to events and hooks.
     public var meta: [String: String]
+    /// Seconds without progress before an attempt fails; nil uses the engine's
+    /// `timeout`.
+    public var timeout: Double?
+    /// The most bytes the body may have: a larger Content-Length fails the
+    /// download at once with kind `size`, and a body without one is stopped at
+    /// the limit (never written past it). nil for no limit.
+    public var maxSize: Int64?
 
     /// A request for `url` with every other field at its default.
     public init(
         url: String, name: String? = nil, directory: String? = nil,
         headers: [String: String] = [:], sha256: String? = nil, priority: Int = 0,
-        parent: DownloadID? = nil, meta: [String: String] = [:]
+        parent: DownloadID? = nil, meta: [String: String] = [:],
+        timeout: Double? = nil, maxSize: Int64? = nil
     ) {
         self.url = url
         self.name = name
@@ -31,6 +39,8 @@ public struct DownloadRequest: Sendable, Hashable {
         self.priority = priority
         self.parent = parent
         self.meta = meta
+        self.timeout = timeout
+        self.maxSize = maxSize
     }
 
     /// Requests with the same key are the same download: the same URL into the

@@ -37,4 +37,7 @@ enum TransferBody: Equatable {
     var pausesCurl: Bool { self == .paused || self == .bufferFull }
     /// Whether body bytes are kept in memory.
     var isInMemory: Bool { self == .buffering || self == .bufferFull }
+    /// Whether the next chunk is taken as the body's (to the part file or
+    /// memory): what a size limit counts.
+    var keepsBytes: Bool { self == .streaming || self == .buffering }
 }

@@ -14,7 +14,7 @@ local function handlers() return { "response", "progress", "retrying", "finished
 return {
   calls = {
     { name = "dl.config", args = "{ key = value, ... }", where = { "job" } },
-    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority= }",
+    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority=, timeout=, max_size= }",
       where = { "top", "response", "finished", "failed", "done" } },
     { name = "dl.on", args = "event, handler", where = { "top" } },
     { name = "dl.skip", args = "reason", where = { "response" } },
@@ -163,7 +163,7 @@ return {
         seconds = { "number", "how long the download took" }, unchanged = { "boolean", "kept from an earlier run" },
       },
       failed = {
-        kind = { "string", "http, network, timeout, checksum, io, hook, cancelled, tls or proxy" },
+        kind = { "string", "http, network, timeout, checksum, io, hook, cancelled, tls, proxy or size" },
         message = { "string", "what went wrong" }, status = { "integer?", "the HTTP status, for kind http" },
         attempt = { "integer", "the attempt that failed" }, retry_after = { "number?", "the delay in seconds before a retry" },
       },
@@ -189,6 +189,8 @@ return {
         dir = { "string?", "the folder inside the output directory" }, headers = { "table<string, string>?", "request headers for this URL's host" },
         sha256 = { "string?", "the expected SHA-256 in hex" }, meta = { "any", "any value, d.meta in its handlers" },
         priority = { "integer?", "higher runs first (default 0)" },
+        timeout = { "number?", "seconds without progress before an attempt of this download fails" },
+        max_size = { "integer?", "the most bytes the body may have (kind size past it)" },
       },
       url = {
         scheme = { "string", "the scheme" }, host = { "string?", "the host" }, port = { "integer?", "the port, when given" },
@@ -201,7 +203,7 @@ return {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env" },
-      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority" },
+      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },
   },

@@ -48,9 +48,9 @@ local function getenv_over(allowed)
 end
 os.getenv = getenv_over(allowed_everywhere)
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
-  meta = true, priority = true }
+  meta = true, priority = true, timeout = true, max_size = true }
 -- The names as messages list them.
-local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority" }
+local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size" }
 local CONFIG_ORDER = {}
 for key in pairs(CONFIG_KEYS) do CONFIG_ORDER[#CONFIG_ORDER + 1] = key end
 table.sort(CONFIG_ORDER)
@@ -182,9 +182,25 @@ function dl.add(spec)
     if type(spec.headers) ~= "table" then fail("dl.add: headers must be a table") end
     for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
   end
+  -- Per-download request controls, checked here so that a bad value is an
+  -- error of this dl.add call's line.
+  local controls = {}
+  if spec.timeout ~= nil then
+    if type(spec.timeout) ~= "number" or not (spec.timeout > 0) or spec.timeout == 1 / 0 then
+      fail("dl.add: timeout wants a number of seconds above 0, not " .. tostring(spec.timeout))
+    end
+    controls.timeout = spec.timeout
+  end
+  if spec.max_size ~= nil then
+    local size = math_tointeger(spec.max_size)
+    if size == nil or size < 1 then
+      fail("dl.add: max_size wants a whole number of bytes above 0, not " .. tostring(spec.max_size))
+    end
+    controls.max_size = size
+  end
   local parent = current and current.fields.id or nil
   local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
-    math_tointeger(spec.priority) or 0, parent)
+    math_tointeger(spec.priority) or 0, parent, controls)
   if not ok then fail("dl.add: " .. tostring(id)) end
   if not id then fail("dl.add: " .. err) end
   if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
