@@ -27,7 +27,7 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         transfer.stallTimeout = job.request.timeout ?? configuration.timeout
-        transfer.bodyLimit = job.request.maxSize
+        transfer.bodyLimit = job.request.bodyLimit
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(transfer.stallTimeout * 1000))
         TransferOptions(options: configuration.transport, caFile: configuration.caFile)
             .apply(to: easy, url: job.currentURL, firstHost: job.host)
@@ -115,7 +115,7 @@ extension EngineLoop: TransferOwner {
         }
         // A body announced larger than the download allows fails before any
         // byte is kept (a body without a length meets the limit as it streams).
-        if let limit = job.request.maxSize, let total = body.length, total > limit {
+        if let limit = job.request.bodyLimit, let total = body.length, total > limit {
             transfer.abortError = DownloadError(.size, "\(RedactedURL.text(job.currentURL)) has \(total) bytes, more than its limit of \(limit) (max_size)")
             return .abort
         }
@@ -133,6 +133,7 @@ extension EngineLoop: TransferOwner {
             status: head.status, headers: head.headers, type: body.type, length: body.length,
             filename: suggested, url: job.currentURL)
         job.response = response
+        if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         if job.target == nil {
             do {
                 job.target = try chooseTarget(job, suggested: suggested)
@@ -268,7 +269,7 @@ extension EngineLoop: TransferOwner {
                 continue
             }
             job.transfer = nil
-            if transfer.body == .keptWhole { transfer.keepWholeBody() }
+            if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
             job.partHolds(transfer.resumeOffset + transfer.received)
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
@@ -303,7 +304,7 @@ extension EngineLoop: TransferOwner {
             followRedirect(job, transfer)
         case .dropping(.unchanged):
             keepUnchanged(job)
-        case .undecided, .streaming, .buffering, .bufferFull, .keptWhole:
+        case .undecided, .streaming, .buffering, .bufferFull, .keptWhole, .collecting:
             bodyComplete(job, transfer)
         }
     }

@@ -59,6 +59,9 @@ public struct FinishedInfo: Sendable, Hashable {
     public var seconds: Double
     /// True when the server said 304 and the existing file was kept.
     public var unchanged: Bool
+    /// The body of a memory download (`DownloadRequest.into == .memory`),
+    /// whose `path` is ""; nil for a file.
+    public var body: [UInt8]? = nil
 }
 
 /// Counts of a drained queue. `finished` counts files downloaded in this run;

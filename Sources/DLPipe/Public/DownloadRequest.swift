@@ -1,5 +1,15 @@
 /// What to download and where to put it.
 public struct DownloadRequest: Sendable, Hashable {
+    /// Where the body goes.
+    public enum Destination: String, Sendable, Hashable {
+        /// A file in the output directory (a part file, then its final name).
+        case file
+        /// Memory only: the `finished` event carries the bytes
+        /// (`FinishedInfo.body`); nothing is written, no name is reserved and
+        /// no state record is kept, so every run fetches it again.
+        case memory
+    }
+
     /// The http or https URL.
     public var url: String
     /// The file name; nil lets the server suggest one (Content-Disposition, else the URL).
@@ -23,13 +33,24 @@ public struct DownloadRequest: Sendable, Hashable {
     /// download at once with kind `size`, and a body without one is stopped at
     /// the limit (never written past it). nil for no limit.
     public var maxSize: Int64?
+    /// Where the body goes: a file (the default) or memory.
+    public var into: Destination
+
+    /// The limit of a memory download without a `maxSize` of its own.
+    public static let defaultMemoryMaxSize: Int64 = 8 * 1024 * 1024
+
+    /// The body limit the engine applies: `maxSize`, else 8 MiB for a memory
+    /// download, else none.
+    public var bodyLimit: Int64? {
+        maxSize ?? (into == .memory ? DownloadRequest.defaultMemoryMaxSize : nil)
+    }
 
     /// A request for `url` with every other field at its default.
     public init(
         url: String, name: String? = nil, directory: String? = nil,
         headers: [String: String] = [:], sha256: String? = nil, priority: Int = 0,
         parent: DownloadID? = nil, meta: [String: String] = [:],
-        timeout: Double? = nil, maxSize: Int64? = nil
+        timeout: Double? = nil, maxSize: Int64? = nil, into: Destination = .file
     ) {
         self.url = url
         self.name = name
@@ -41,11 +62,15 @@ public struct DownloadRequest: Sendable, Hashable {
         self.meta = meta
         self.timeout = timeout
         self.maxSize = maxSize
+        self.into = into
     }
 
     /// Requests with the same key are the same download: the same URL into the
     /// same target. The engine queues such a repeat once (SPEC 1.1).
+    /// A memory download has no target: its key is the URL alone, marked so
+    /// that it never meets a file download of the same URL (nor its state).
     public var deduplicationKey: String {
-        url + "\u{0}" + (directory ?? "") + "\u{0}" + (name ?? "")
+        if into == .memory { return "memory\u{0}" + url }
+        return url + "\u{0}" + (directory ?? "") + "\u{0}" + (name ?? "")
     }
 }

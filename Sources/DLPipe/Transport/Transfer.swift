@@ -130,6 +130,7 @@ final class Transfer {
         case .write: body = .streaming
         case .pause: body = .paused
         case .buffer: body = .buffering
+        case .collect: body = .collecting
         case .abort: body = .refused
         case .discard(let reason): body = .dropping(reason)
         }
@@ -140,6 +141,12 @@ final class Transfer {
     func keepWhenComplete() {
         assert(body == .buffering, "only a body flowing into memory is kept whole")
         body = .keptWhole
+    }
+
+    /// A memory download's body goes on into memory after the response hook
+    /// let it (the bytes buffered meanwhile stay). The caller unpauses curl.
+    func collectInMemory() {
+        body = .collecting
     }
 
     /// The transfer ended with its whole body in memory: that is the body.
@@ -194,6 +201,11 @@ final class Transfer {
                 body = .bufferFull
                 return dl_writefunc_pause()
             }
+            buffered.append(contentsOf: bytes)
+            activity &+= 1
+            return bytes.count
+        case .collecting:
+            // Bounded by `bodyLimit`, checked above.
             buffered.append(contentsOf: bytes)
             activity &+= 1
             return bytes.count

@@ -27,7 +27,8 @@ enum JSONLine {
             object.add("delay", delay)
         case .finished(let d, let f):
             object.add("event", "finished"); add(d, to: &object)
-            object.add("path", f.path)
+            // A memory download has no path (its body stays with the scripts).
+            object.add("path", f.body == nil ? f.path : nil)
             object.add("bytes", f.bytes)
             object.add("sha256", f.sha256)
             object.add("type", f.type)

@@ -448,6 +448,7 @@ final class ScriptHost: @unchecked Sendable {
             // Checked by the prelude: a number above 0, an integer above 0.
             request.timeout = controls[LuaValue("timeout")]?.double
             request.maxSize = controls[LuaValue("max_size")]?.int
+            if controls[LuaValue("into")]?.text == "memory" { request.into = .memory }
         }
         // The job's rule (SPEC 6): a URL and target already added in this run
         // give the first id back, even after that download ended, so a crawl

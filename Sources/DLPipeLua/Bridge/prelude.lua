@@ -48,9 +48,9 @@ local function getenv_over(allowed)
 end
 os.getenv = getenv_over(allowed_everywhere)
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
-  meta = true, priority = true, timeout = true, max_size = true }
+  meta = true, priority = true, timeout = true, max_size = true, into = true }
 -- The names as messages list them.
-local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size" }
+local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into" }
 local CONFIG_ORDER = {}
 for key in pairs(CONFIG_KEYS) do CONFIG_ORDER[#CONFIG_ORDER + 1] = key end
 table.sort(CONFIG_ORDER)
@@ -197,6 +197,15 @@ function dl.add(spec)
       fail("dl.add: max_size wants a whole number of bytes above 0, not " .. tostring(spec.max_size))
     end
     controls.max_size = size
+  end
+  if spec.into ~= nil and spec.into ~= "file" then
+    if spec.into ~= "memory" then
+      fail("dl.add: into wants \"file\" or \"memory\", not " .. tostring(spec.into))
+    end
+    if spec.name ~= nil or spec.dir ~= nil then
+      fail("dl.add: a download into = \"memory\" has no file, so no name or dir")
+    end
+    controls.into = "memory"
   end
   local parent = current and current.fields.id or nil
   local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
@@ -372,7 +381,9 @@ local host = {}
 -- Hashing costs nothing until a handler reads f.sha256 (one shared metatable).
 local LAZY_SHA256 = { __index = function(t, k)
   if k ~= "sha256" then return nil end
-  local digest = raw.sha256(t.path)
+  -- A memory download's digest is its body's (it has no path).
+  local digest
+  if t.body ~= nil then digest = raw.sha256_string(t.body) else digest = raw.sha256(t.path) end
   rawset(t, "sha256", digest)
   return digest
 end, __metatable = false }
