@@ -57,6 +57,7 @@ extension EngineLoop: TransferOwner {
             easy.set(CURLOPT_PIPEWAIT, 0)
         }
         easy.setHeaders(lines)
+        job.method.apply(to: easy)
         transfer.lastActiveAt = EngineLoop.now()
         transfers[easy.handle] = transfer
         job.transfer = transfer
@@ -324,6 +325,7 @@ extension EngineLoop: TransferOwner {
             return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
         job.currentURL = next
+        job.method = job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE))
         if job.target == nil { job.dropPart() }
         startTransfer(job)
     }
@@ -345,6 +347,7 @@ extension EngineLoop: TransferOwner {
         saveState(job, .partial, error: error)
         job.hops = 0
         job.currentURL = job.request.url
+        job.method = RequestMethod(job.request)
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
         feed(job, .transferFailed(
             error, policyDelay: delay, askRetrying: interests.contains(.retrying), askFailed: interests.contains(.failed)))

@@ -30,6 +30,9 @@ final class Job {
     var currentURL: String
     /// Redirect hops taken in the current attempt.
     var hops = 0
+    /// The method and body of the current hop: the request's, until a
+    /// redirect changes them (`RequestMethod.following`).
+    lazy var method = RequestMethod(request)
     var response: ResponseInfo?
     var transfer: Transfer?
     /// The part file's first bytes, being hashed (or hashed) for the next

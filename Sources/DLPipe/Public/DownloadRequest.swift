@@ -35,6 +35,14 @@ public struct DownloadRequest: Sendable, Hashable {
     public var maxSize: Int64?
     /// Where the body goes: a file (the default) or memory.
     public var into: Destination
+    /// The request method; nil is GET (`POST` when a `body` is given).
+    public var method: String?
+    /// The request body (a form, JSON: the caller sets its Content-Type, else
+    /// curl's `application/x-www-form-urlencoded`). Sent again on each retry.
+    public var body: [UInt8]?
+
+    /// The method of the first hop.
+    public var effectiveMethod: String { method ?? (body != nil ? "POST" : "GET") }
 
     /// The limit of a memory download without a `maxSize` of its own.
     public static let defaultMemoryMaxSize: Int64 = 8 * 1024 * 1024
@@ -69,8 +77,17 @@ public struct DownloadRequest: Sendable, Hashable {
     /// same target. The engine queues such a repeat once (SPEC 1.1).
     /// A memory download has no target: its key is the URL alone, marked so
     /// that it never meets a file download of the same URL (nor its state).
+    /// A request with another method or a body is another request: the method
+    /// and the body's SHA-256 lead its key, so it never meets a GET of the
+    /// same URL (a GET's key is unchanged, as the state knows it).
     public var deduplicationKey: String {
-        if into == .memory { return "memory\u{0}" + url }
-        return url + "\u{0}" + (directory ?? "") + "\u{0}" + (name ?? "")
+        let target = into == .memory ? "memory\u{0}" + url : url + "\u{0}" + (directory ?? "") + "\u{0}" + (name ?? "")
+        guard effectiveMethod != "GET" || body != nil else { return target }
+        let digest = body.map { bytes in
+            let hasher = SHA256Hasher()
+            bytes.withUnsafeBytes { hasher.update($0) }
+            return hasher.finalHex()
+        } ?? ""
+        return effectiveMethod + "\u{0}" + digest + "\u{0}" + target
     }
 }

@@ -449,6 +449,8 @@ final class ScriptHost: @unchecked Sendable {
             request.timeout = controls[LuaValue("timeout")]?.double
             request.maxSize = controls[LuaValue("max_size")]?.int
             if controls[LuaValue("into")]?.text == "memory" { request.into = .memory }
+            request.method = controls[LuaValue("method")]?.text
+            if case .string(let body)? = controls[LuaValue("body")] { request.body = body }
         }
         // The job's rule (SPEC 6): a URL and target already added in this run
         // give the first id back, even after that download ended, so a crawl

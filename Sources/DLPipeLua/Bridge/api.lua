@@ -14,7 +14,7 @@ local function handlers() return { "response", "progress", "retrying", "finished
 return {
   calls = {
     { name = "dl.config", args = "{ key = value, ... }", where = { "job" } },
-    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority=, timeout=, max_size=, into= }",
+    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority=, timeout=, max_size=, into=, method=, body= }",
       where = { "top", "response", "finished", "failed", "done" } },
     { name = "dl.on", args = "event, handler", where = { "top" } },
     { name = "dl.skip", args = "reason", where = { "response" } },
@@ -193,6 +193,8 @@ return {
         timeout = { "number?", "seconds without progress before an attempt of this download fails" },
         max_size = { "integer?", "the most bytes the body may have (kind size past it)" },
         into = { "\"file\"|\"memory\"?", "memory: no file, the body is f.body in finished (default file)" },
+        method = { "string?", "GET, POST, PUT, PATCH or DELETE (default GET, POST with a body)" },
+        body = { "string?", "the request body (a form or JSON; set its Content-Type in headers)" },
       },
       url = {
         scheme = { "string", "the scheme" }, host = { "string?", "the host" }, port = { "integer?", "the port, when given" },
@@ -205,7 +207,7 @@ return {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env" },
-      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into" },
+      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },
   },

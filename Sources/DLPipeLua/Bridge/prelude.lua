@@ -15,6 +15,7 @@ local type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset 
   type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset
 local table_insert, table_concat = table.insert, table.concat
 local string_format = string.format
+local string_upper = string.upper
 local math_tointeger, math_type, math_min, math_max = math.tointeger, math.type, math.min, math.max
 local API = raw.api
 
@@ -48,9 +49,11 @@ local function getenv_over(allowed)
 end
 os.getenv = getenv_over(allowed_everywhere)
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
-  meta = true, priority = true, timeout = true, max_size = true, into = true }
+  meta = true, priority = true, timeout = true, max_size = true, into = true, method = true, body = true }
+-- Methods a download may use (HEAD has no body to download).
+local ADD_METHODS = { GET = true, POST = true, PUT = true, PATCH = true, DELETE = true }
 -- The names as messages list them.
-local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into" }
+local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" }
 local CONFIG_ORDER = {}
 for key in pairs(CONFIG_KEYS) do CONFIG_ORDER[#CONFIG_ORDER + 1] = key end
 table.sort(CONFIG_ORDER)
@@ -206,6 +209,19 @@ function dl.add(spec)
       fail("dl.add: a download into = \"memory\" has no file, so no name or dir")
     end
     controls.into = "memory"
+  end
+  if spec.method ~= nil then
+    local method = type(spec.method) == "string" and string_upper(spec.method) or nil
+    if not ADD_METHODS[method] then
+      fail("dl.add: method wants \"GET\", \"POST\", \"PUT\", \"PATCH\" or \"DELETE\", not " .. tostring(spec.method))
+    end
+    controls.method = method
+  end
+  if spec.body ~= nil then
+    if type(spec.body) ~= "string" then
+      fail("dl.add: body wants a string (dl.json.encode(t) or dl.url.query(t) makes one), not a " .. type(spec.body))
+    end
+    controls.body = spec.body
   end
   local parent = current and current.fields.id or nil
   local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
