@@ -115,6 +115,6 @@ final class Job {
             id: id, url: request.url, name: target?.name ?? request.name,
             directory: target?.directory ?? request.directory ?? "",
             path: target.map { root + "/" + $0.relative }, parent: request.parent,
-            attempt: max(1, state.attempt), meta: request.meta)
+            attempt: max(1, state.attempt), meta: request.meta, metaJSON: request.metaJSON)
     }
 }

@@ -12,6 +12,8 @@ public struct DownloadInfo: Sendable, Hashable {
     /// 1 for the first attempt.
     public var attempt: Int
     public var meta: [String: String]
+    /// `DownloadRequest.metaJSON`: JSON text, or nil.
+    public var metaJSON: String? = nil
 }
 
 /// The final response of an attempt, after redirects.

@@ -41,6 +41,10 @@ public struct DownloadRequest: Sendable, Hashable {
     /// curl's `application/x-www-form-urlencoded`). Sent again on each retry.
     public var body: [UInt8]?
 
+    /// The caller's metadata as JSON text, carried untouched to `DownloadInfo`
+    /// (the command line's `--json` `finished` events; a Lua job's `meta`).
+    public var metaJSON: String?
+
     /// The method of the first hop.
     public var effectiveMethod: String { method ?? (body != nil ? "POST" : "GET") }
 

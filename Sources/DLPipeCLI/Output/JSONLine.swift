@@ -34,6 +34,9 @@ enum JSONLine {
             object.add("type", f.type)
             object.add("seconds", f.seconds)
             object.add("unchanged", f.unchanged)
+            // The job's meta as it was given to dl.add, for a manifest built
+            // outside; only what JSON can hold (see docs/lua-api.md).
+            if let meta = d.metaJSON { object.add("meta", json: meta) }
         case .failed(let d, let e):
             object.add("event", "failed"); add(d, to: &object); add(e, to: &object)
         case .handled(let d, let e):

@@ -172,6 +172,36 @@ function dl.config(t)
   end
 end
 
+-- What JSON can hold of a meta value, for --json finished events: strings,
+-- finite numbers, booleans, and tables of them keyed by strings or integers
+-- (32 levels deep); anything else (functions, dl.json.null, NaN) is left out.
+local function json_safe(v, depth)
+  local t = type(v)
+  if t == "string" or t == "boolean" then return v end
+  if t == "number" then
+    if v ~= v or v == 1 / 0 or v == -1 / 0 then return nil end
+    return v
+  end
+  if t ~= "table" or depth > 32 then return nil end
+  local out = {}
+  for k, x in next, v do
+    if type(k) == "string" or math_type(k) == "integer" then
+      local safe = json_safe(x, depth + 1)
+      if safe ~= nil then out[k] = safe end
+    end
+  end
+  return out
+end
+-- The meta as JSON text, or nil when nothing of it is JSON (or it does not
+-- encode: a table that mixes list and string keys, bytes that are not UTF-8).
+local function meta_json(meta)
+  local safe = json_safe(meta, 1)
+  if safe == nil then return nil end
+  local ok, text = pcall(raw.native.json_encode, safe)
+  if ok then return text end
+  return nil
+end
+
 function dl.add(spec)
   allowed("dl.add")
   if type(spec) == "string" then spec = { url = spec } end
@@ -223,6 +253,7 @@ function dl.add(spec)
     end
     controls.body = spec.body
   end
+  if spec.meta ~= nil then controls.meta_json = meta_json(spec.meta) end
   local parent = current and current.fields.id or nil
   local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
     math_tointeger(spec.priority) or 0, parent, controls)
