@@ -167,7 +167,8 @@ extension EngineLoop {
     /// The response hook answered: rename if asked, then let the bytes flow.
     func applyResponseVerdict(_ id: DownloadID, _ verdict: ResponseVerdict) {
         guard let job = jobs[id], job.state.phase == .awaitingVerdict || job.state.phase == .holdingBody else { return }
-        guard case .proceed(let name, let directory) = verdict, name != nil || directory != nil
+        // A memory download has no name to change.
+        guard job.request.into == .file, case .proceed(let name, let directory) = verdict, name != nil || directory != nil
         else { return feed(job, .responseVerdict(verdict)) }
         do throws(DownloadError) {
             let old = job.target
@@ -205,6 +206,7 @@ extension EngineLoop {
     /// Opens the part file and lets a transfer held for the response hook go on.
     func continueTransfer(_ job: Job) {
         guard let transfer = job.transfer else { return }
+        if job.request.into == .memory { return continueIntoMemory(job, transfer) }
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
             return attemptFailed(job, transfer.abortError!)
         }
@@ -215,6 +217,7 @@ extension EngineLoop {
     /// its body, in memory or empty, goes to disk and the download completes.
     func completeTransfer(_ job: Job) {
         guard let transfer = job.transfer else { return }
+        if job.request.into == .memory { return completeIntoMemory(job, transfer) }
         if transfer.body.isInMemory, canHold(job, transfer) {
             // The whole body came while the hook decided: no part file for it.
             job.transfer = nil
@@ -295,20 +298,24 @@ extension EngineLoop {
     func tickProgress() {
         let now = EngineLoop.now()
         guard now >= nextProgressTick else { return }
-        nextProgressTick = now + min(configuration.progressInterval, configuration.timeout / 4)
+        // A download's own timeout may be shorter than the engine's: the check
+        // runs often enough for the shortest one in flight.
+        var shortest = configuration.timeout
         var stalled: [Transfer] = []
         for transfer in transfers.values {
+            shortest = min(shortest, transfer.stallTimeout)
             // Waiting for a hook or for the speed cap is not a stall.
             if transfer.activity != transfer.watchedActivity || transfer.body.pausesCurl || transfer.pacing == .waiting {
                 transfer.watchedActivity = transfer.activity
                 transfer.lastActiveAt = now
-            } else if now - transfer.lastActiveAt >= configuration.timeout {
+            } else if now - transfer.lastActiveAt >= transfer.stallTimeout {
                 stalled.append(transfer)
             }
         }
+        nextProgressTick = now + min(configuration.progressInterval, shortest / 4)
         for transfer in stalled {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(configuration.timeout.secondsText) s"))
+            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(transfer.stallTimeout.secondsText) s"))
         }
         for transfer in transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }

@@ -16,6 +16,7 @@ struct Placement {
 extension EngineLoop {
     /// The body is all here: check it, put it under its final name, raise `finished`.
     func bodyComplete(_ job: Job, _ transfer: Transfer) {
+        if job.request.into == .memory { return memoryBodyComplete(job, transfer) }
         guard let target = job.target else { return }
         let size = transfer.resumeOffset + transfer.received
         if let expected = job.response?.length, size != expected {

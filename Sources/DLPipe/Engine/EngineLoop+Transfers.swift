@@ -26,7 +26,9 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_FOLLOWLOCATION, 0)
         easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
-        easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.timeout * 1000))
+        transfer.stallTimeout = job.request.timeout ?? configuration.timeout
+        transfer.bodyLimit = job.request.bodyLimit
+        easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(transfer.stallTimeout * 1000))
         TransferOptions(options: configuration.transport, caFile: configuration.caFile)
             .apply(to: easy, url: job.currentURL, firstHost: job.host)
         // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
@@ -55,6 +57,7 @@ extension EngineLoop: TransferOwner {
             easy.set(CURLOPT_PIPEWAIT, 0)
         }
         easy.setHeaders(lines)
+        job.method.apply(to: easy)
         transfer.lastActiveAt = EngineLoop.now()
         transfers[easy.handle] = transfer
         job.transfer = transfer
@@ -111,6 +114,12 @@ extension EngineLoop: TransferOwner {
             transfer.resumeOffset = 0
             body = whole
         }
+        // A body announced larger than the download allows fails before any
+        // byte is kept (a body without a length meets the limit as it streams).
+        if let limit = job.request.bodyLimit, let total = body.length, total > limit {
+            transfer.abortError = DownloadError(.size, "\(RedactedURL.text(job.currentURL)) has \(total) bytes, more than its limit of \(limit) (max_size)")
+            return .abort
+        }
         return acceptBody(job, transfer, head, body)
     }
 
@@ -126,6 +135,7 @@ extension EngineLoop: TransferOwner {
             filename: suggested, url: job.currentURL,
             resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
         job.response = response
+        if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         if job.target == nil {
             do {
                 job.target = try chooseTarget(job, suggested: suggested)
@@ -261,7 +271,7 @@ extension EngineLoop: TransferOwner {
                 continue
             }
             job.transfer = nil
-            if transfer.body == .keptWhole { transfer.keepWholeBody() }
+            if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
             job.partHolds(transfer.resumeOffset + transfer.received)
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
@@ -296,7 +306,7 @@ extension EngineLoop: TransferOwner {
             followRedirect(job, transfer)
         case .dropping(.unchanged):
             keepUnchanged(job)
-        case .undecided, .streaming, .buffering, .bufferFull, .keptWhole:
+        case .undecided, .streaming, .buffering, .bufferFull, .keptWhole, .collecting:
             bodyComplete(job, transfer)
         }
     }
@@ -316,6 +326,7 @@ extension EngineLoop: TransferOwner {
             return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
         job.currentURL = next
+        job.method = job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE))
         if job.target == nil { job.dropPart() }
         startTransfer(job)
     }
@@ -337,6 +348,7 @@ extension EngineLoop: TransferOwner {
         saveState(job, .partial, error: error)
         job.hops = 0
         job.currentURL = job.request.url
+        job.method = RequestMethod(job.request)
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
         feed(job, .transferFailed(
             error, policyDelay: delay, askRetrying: interests.contains(.retrying), askFailed: interests.contains(.failed)))

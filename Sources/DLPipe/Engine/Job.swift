@@ -30,6 +30,9 @@ final class Job {
     var currentURL: String
     /// Redirect hops taken in the current attempt.
     var hops = 0
+    /// The method and body of the current hop: the request's, until a
+    /// redirect changes them (`RequestMethod.following`).
+    lazy var method = RequestMethod(request)
     var response: ResponseInfo?
     var transfer: Transfer?
     /// The part file's first bytes, being hashed (or hashed) for the next
@@ -112,6 +115,6 @@ final class Job {
             id: id, url: request.url, name: target?.name ?? request.name,
             directory: target?.directory ?? request.directory ?? "",
             path: target.map { root + "/" + $0.relative }, parent: request.parent,
-            attempt: max(1, state.attempt), meta: request.meta)
+            attempt: max(1, state.attempt), meta: request.meta, metaJSON: request.metaJSON)
     }
 }

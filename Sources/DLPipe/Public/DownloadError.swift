@@ -30,6 +30,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case tls
         /// The proxy failed: unreachable, refused the tunnel, wants credentials (407).
         case proxy
+        /// The body is larger than the download's `maxSize` (its Content-Length
+        /// said so, or the bytes went past it).
+        case size
     }
 
     /// The class of failure (what scripts see as `e.kind`).
@@ -60,7 +63,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .http, .proxy:
             guard let status else { return false }
             return status == 408 || status == 429 || (500...599).contains(status)
-        case .checksum, .io, .hook, .cancelled, .tls, .url: return false
+        case .checksum, .io, .hook, .cancelled, .tls, .url, .size: return false
         }
     }
 

@@ -17,6 +17,8 @@ public struct DownloadInfo: Sendable, Hashable {
     public var attempt: Int
     /// The request's free-form values (`DownloadRequest.meta`).
     public var meta: [String: String]
+    /// `DownloadRequest.metaJSON`: JSON text, or nil.
+    public var metaJSON: String? = nil
 }
 
 /// The final response of an attempt, after redirects.
@@ -111,6 +113,9 @@ public struct FinishedInfo: Sendable, Hashable {
     public var seconds: Double
     /// True when the server said 304 and the existing file was kept.
     public var unchanged: Bool
+    /// The body of a memory download (`DownloadRequest.into == .memory`),
+    /// whose `path` is ""; nil for a file.
+    public var body: [UInt8]? = nil
 }
 
 /// Counts of a drained queue. `finished` counts files downloaded in this run;

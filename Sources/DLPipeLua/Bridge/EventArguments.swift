@@ -31,8 +31,11 @@ enum EventArgument {
             t.set("rate", p.rate)
             t.set("eta", p.eta)
         case .finished(let f):
-            let t = LuaFieldWriter(L, fields: 6)
-            t.set("path", f.path)
+            let t = LuaFieldWriter(L, fields: 7)
+            // A memory download has no path; its body is the string `f.body`,
+            // allocated by Lua's allocator like every string (the memory cap's).
+            if f.body == nil { t.set("path", f.path) }
+            t.set("body", bytes: f.body)
             t.set("bytes", f.bytes)
             t.set("sha256", f.sha256)
             t.set("type", f.type)
@@ -93,6 +96,14 @@ struct LuaFieldWriter {
     func set(_ key: StaticString, _ value: String?) {
         guard let value else { return }
         LuaRuntime.pushString(value, on: L)
+        setField(key)
+    }
+
+    func set(_ key: StaticString, bytes: [UInt8]?) {
+        guard let bytes else { return }
+        bytes.withUnsafeBytes { raw in
+            _ = lua_pushlstring(L, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+        }
         setField(key)
     }
 

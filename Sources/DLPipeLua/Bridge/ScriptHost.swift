@@ -440,10 +440,19 @@ final class ScriptHost: @unchecked Sendable {
         guard addedCount <= maxDownloads else {
             throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")
         }
-        let request = DownloadRequest(
+        var request = DownloadRequest(
             url: url, name: text(1), directory: text(2), headers: headers, sha256: text(4),
             priority: Int(args.count > 5 ? args[5].int ?? 0 : 0),
             parent: args.count > 6 ? engineID(args[6]) : nil)
+        if args.count > 7, case .table(let controls) = args[7] {
+            // Checked by the prelude: a number above 0, an integer above 0.
+            request.timeout = controls[LuaValue("timeout")]?.double
+            request.maxSize = controls[LuaValue("max_size")]?.int
+            if controls[LuaValue("into")]?.text == "memory" { request.into = .memory }
+            request.method = controls[LuaValue("method")]?.text
+            if case .string(let body)? = controls[LuaValue("body")] { request.body = body }
+            request.metaJSON = controls[LuaValue("meta_json")]?.text
+        }
         // The job's rule (SPEC 6): a URL and target already added in this run
         // give the first id back, even after that download ended, so a crawl
         // that meets a link twice never loops. (A library engine's own `add`

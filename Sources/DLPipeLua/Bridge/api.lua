@@ -14,7 +14,7 @@ local function handlers() return { "response", "progress", "retrying", "finished
 return {
   calls = {
     { name = "dl.config", args = "{ key = value, ... }", where = { "job" } },
-    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority= }",
+    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority=, timeout=, max_size=, into=, method=, body= }",
       where = { "top", "response", "finished", "failed", "done" } },
     { name = "dl.on", args = "event, handler", where = { "top" } },
     { name = "dl.skip", args = "reason", where = { "response" } },
@@ -55,7 +55,7 @@ return {
   events = {
     response = { "status", "headers", "type", "length", "filename", "url", "resumed_from" },
     progress = { "bytes", "total", "fraction", "rate", "eta" },
-    finished = { "path", "bytes", "sha256", "type", "seconds", "unchanged" },
+    finished = { "path", "bytes", "sha256", "type", "seconds", "unchanged", "body" },
     retrying = { "kind", "message", "status", "attempt", "retry_after" },
     failed = { "kind", "message", "status", "attempt", "retry_after" },
     done = { "finished", "failed", "handled", "skipped", "unchanged", "cancelled", "bytes", "seconds" },
@@ -159,12 +159,13 @@ return {
         fraction = { "number?", "bytes / total" }, rate = { "number", "bytes per second" }, eta = { "number?", "seconds left" },
       },
       finished = {
-        path = { "string", "the file's path" }, bytes = { "integer", "its size" },
+        path = { "string?", "the file's path (nil for a memory download)" }, bytes = { "integer", "its size" },
+        body = { "string?", "the body of a memory download (into = \"memory\")" },
         sha256 = { "string?", "its SHA-256 in hex, computed when first read" }, type = { "string", "the media type" },
         seconds = { "number", "how long the download took" }, unchanged = { "boolean", "kept from an earlier run" },
       },
       failed = {
-        kind = { "string", "http, network, timeout, checksum, io, hook, cancelled, url, tls or proxy" },
+        kind = { "string", "http, network, timeout, checksum, io, hook, cancelled, url, tls, proxy or size" },
         message = { "string", "what went wrong" }, status = { "integer?", "the HTTP status, for kind http" },
         attempt = { "integer", "the attempt that failed" }, retry_after = { "number?", "the delay in seconds before a retry" },
       },
@@ -190,6 +191,11 @@ return {
         dir = { "string?", "the folder inside the output directory" }, headers = { "table<string, string>?", "request headers for this URL's host" },
         sha256 = { "string?", "the expected SHA-256 in hex" }, meta = { "any", "any value, d.meta in its handlers" },
         priority = { "integer?", "higher runs first (default 0)" },
+        timeout = { "number?", "seconds without progress before an attempt of this download fails" },
+        max_size = { "integer?", "the most bytes the body may have (kind size past it)" },
+        into = { "\"file\"|\"memory\"?", "memory: no file, the body is f.body in finished (default file)" },
+        method = { "string?", "GET, POST, PUT, PATCH or DELETE (default GET, POST with a body)" },
+        body = { "string?", "the request body (a form or JSON; set its Content-Type in headers)" },
       },
       url = {
         scheme = { "string", "the scheme" }, host = { "string?", "the host" }, port = { "integer?", "the port, when given" },
@@ -202,7 +208,7 @@ return {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env" },
-      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority" },
+      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },
   },
