@@ -20,6 +20,14 @@ public struct EngineConfiguration: Sendable {
     public var maxRedirects: Int = 10
     /// Compute the SHA-256 of every file while it streams (otherwise only when asked).
     public var alwaysHash: Bool = false
+    /// `--compressed`: ask for a compressed transfer (every encoding libcurl
+    /// decodes) and store the decoded bytes; a compressed resource (a `.gz`
+    /// name, an archive's media type) is stored as the server's bytes, and a
+    /// resume asks for `identity`.
+    public var compressed = false
+    /// Sets each new file's modification time from its `Last-Modified` (as
+    /// wget does by default, curl with `-R`); off with `--no-mtime`.
+    public var remoteTime = true
     /// The User-Agent header.
     public var userAgent: String = "dlpipe/\(DLPipeVersion.string)"
     /// The SQLite state file (SPEC 4); nil runs without state. The command line
