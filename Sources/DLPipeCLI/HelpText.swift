@@ -61,8 +61,6 @@ enum HelpText {
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
           --compressed            ask for compressed transfers, store decoded bytes
                                   (compressed files such as .gz are stored as sent)
-          --overwrite             replace a file the state does not know when the server's
-                                  differs (default: keep it, download to NAME.1.EXT)
           --no-mtime              keep the time of writing (default: the file's time is
                                   its Last-Modified; -R, --remote-time say so explicitly)
           --json                  one JSON object per event on stdout (JSON Lines)
