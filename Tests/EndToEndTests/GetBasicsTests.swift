@@ -60,11 +60,6 @@ import Testing
         let a = try server.put("report.pdf", randomBytes: 5000)
         let mine = Array("my own file".utf8)
         _ = FileManager.default.createFile(atPath: out + "/report.pdf", contents: Data(mine))
-        // Written a minute after the server's file: a file whose time were the
-        // server's Last-Modified to the second would be adopted (AdoptionTests).
-        let later = Int(Date().timeIntervalSince1970) + 60
-        var times = [timespec(tv_sec: later, tv_nsec: 0), timespec(tv_sec: later, tv_nsec: 0)]
-        #expect(utimensat(AT_FDCWD, out + "/report.pdf", &times, 0) == 0)
         let run = try await DLPipeRun.run(["get", server.url("/files/report.pdf"), "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(sameBytes(out + "/report.pdf", mine))

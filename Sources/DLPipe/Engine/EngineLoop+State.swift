@@ -20,10 +20,7 @@ extension EngineLoop {
             finish(job, .failed(DownloadError(.io, "\(error.message); the download was not started")))
             return true
         }
-        guard let record = lookup else {
-            prepareAdoption(job)
-            return false
-        }
+        guard let record = lookup else { return false }
         // Whatever happens below, the file placed before stays known until a
         // new one replaces it (or it turns out to be gone).
         job.placed = record.placed

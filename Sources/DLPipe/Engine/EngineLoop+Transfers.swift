@@ -112,13 +112,6 @@ extension EngineLoop: TransferOwner {
         let body: AcceptedBody
         switch ResponseJudgement.judge(head, asked) {
         case .unchanged(let type):
-            if job.target == nil {
-                // A 304 to an adoption's question: the file is the server's.
-                guard adopt(job, lastModified: head.headers["last-modified"]) else {
-                    dropAdoption(job)
-                    return .discard(.restart)
-                }
-            }
             // A 304 that names a type names the current one; else the state's stays.
             if !type.isEmpty { job.knownType = type }
             return .discard(.unchanged)
@@ -137,7 +130,6 @@ extension EngineLoop: TransferOwner {
         case .accept(let whole):
             transfer.resumeOffset = 0
             body = whole
-            if job.adoptable != nil { overwriteAdoptable(job) }
         }
         return acceptBody(job, transfer, head, body)
     }

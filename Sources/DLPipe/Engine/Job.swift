@@ -55,11 +55,6 @@ final class Job {
     /// `--compressed` only: the server encoded a compressed resource (an
     /// archive's media type), so the download asks again for its own bytes.
     var wantsIdentity = false
-    /// A file under the download's name that the state does not know: asked
-    /// about with its mtime, adopted on a 304 (EngineLoop+Adoption).
-    var adoptable: TargetPath?
-    /// Its modification time (seconds) when it was asked about.
-    var adoptableTime = 0
     /// Counts retry timers set, so a stale timer is recognised.
     var retryGeneration = 0
     /// Body bytes received in this run, across attempts.

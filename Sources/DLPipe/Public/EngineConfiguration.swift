@@ -28,10 +28,6 @@ public struct EngineConfiguration: Sendable {
     /// Sets each new file's modification time from its `Last-Modified` (as
     /// wget does by default, curl with `-R`); off with `--no-mtime`.
     public var remoteTime = true
-    /// `--overwrite`: a file under a download's name that the state does not
-    /// know, and that the server's file differs from (not a 304 to its
-    /// mtime), is replaced instead of kept beside a numbered copy.
-    public var overwrite = false
     /// The User-Agent header.
     public var userAgent: String = "dlpipe/\(DLPipeVersion.string)"
     /// The SQLite state file (SPEC 4); nil runs without state. The command line

@@ -2,12 +2,11 @@ import DLPipe
 
 /// How downloads become files (issue 18): `--compressed`, file times from
 /// Last-Modified (`--no-mtime`; curl's `-R`/`--remote-time` is accepted and
-/// is the default, as in wget), `--overwrite`. Nil when not given, so a
+/// is the default, as in wget). Nil when not given, so a
 /// job's `dl.config` fills them.
 struct FileArguments {
     var compressed: Bool?
     var remoteTime: Bool?
-    var overwrite: Bool?
 
     static func parse(_ args: inout Arguments) throws -> FileArguments {
         var parsed = FileArguments()
@@ -19,7 +18,6 @@ struct FileArguments {
         }
         if remote { parsed.remoteTime = true }
         if noRemote { parsed.remoteTime = false }
-        if args.flag("--overwrite") { parsed.overwrite = true }
         return parsed
     }
 }

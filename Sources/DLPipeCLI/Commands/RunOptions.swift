@@ -128,7 +128,6 @@ struct RunOptions {
         config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         config.compressed = files.compressed ?? job?.compressed ?? false
         config.remoteTime = files.remoteTime ?? job?.remoteTime ?? true
-        config.overwrite = files.overwrite ?? false
         return config
     }
 
