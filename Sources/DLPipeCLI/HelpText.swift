@@ -59,6 +59,10 @@ enum HelpText {
           --netrc                 credentials from ~/.netrc, per host
           --netrc-file FILE       credentials from FILE, per host
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
+          --compressed            ask for compressed transfers, store decoded bytes
+                                  (compressed files such as .gz are stored as sent)
+          --no-mtime              keep the time of writing (default: the file's time is
+                                  its Last-Modified; -R, --remote-time say so explicitly)
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors and dl.warn lines
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)

@@ -45,8 +45,17 @@ extension EngineLoop: TransferOwner {
             transfer.resumeOffset = job.partBytes
             lines.append("Range: bytes=\(job.partBytes)-")
             lines.append("If-Range: \(validator)")
+            // The part file holds decoded bytes, which are the identity bytes.
+            if configuration.compressed { lines.append("Accept-Encoding: identity") }
         } else {
             job.dropPart()
+            if configuration.compressed {
+                if job.wantsIdentity || CompressedResource.named(job.request.url) || CompressedResource.named(job.currentURL) {
+                    lines.append("Accept-Encoding: identity")
+                } else {
+                    easy.set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
+                }
+            }
         }
         if configuration.replay != nil {
             // The replay server answers for the URL this request stands for,
@@ -86,9 +95,20 @@ extension EngineLoop: TransferOwner {
     /// see it before any byte is written.
     func readResponse(_ job: Job, _ transfer: Transfer) -> BodyDecision {
         let length = transfer.easy.offset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
+        // An encoded body's Content-Length counts the wire (curl checks that);
+        // the stored, decoded length is known only at its end.
+        let encoded = configuration.compressed && CompressedResource.encoded(transfer.headers["content-encoding"])
         let head = ResponseHead(
             status: transfer.easy.long(CURLINFO_RESPONSE_CODE), headers: transfer.headers,
-            contentLength: length >= 0 ? length : nil)
+            contentLength: length >= 0 && !encoded ? length : nil)
+        if encoded, !job.wantsIdentity, (200..<300).contains(head.status),
+            CompressedResource.typed(MediaType.essence(head.headers["content-type"]))
+        {
+            // curl would decode an archive the server encoded once more: ask
+            // again, for the server's own bytes (rare: an extra request).
+            job.wantsIdentity = true
+            return .discard(.restart)
+        }
         let asked = AskedFor(
             url: job.currentURL, resumeOffset: transfer.resumeOffset, conditional: job.conditional != nil,
             retryAfterCap: configuration.backoffCap)

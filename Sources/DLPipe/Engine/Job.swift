@@ -55,6 +55,9 @@ final class Job {
     var placed: PlacedFile?
     /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
     var conditional: (etag: String?, lastModified: String?)?
+    /// `--compressed` only: the server encoded a compressed resource (an
+    /// archive's media type), so the download asks again for its own bytes.
+    var wantsIdentity = false
     /// Counts retry timers set, so a stale timer is recognised.
     var retryGeneration = 0
     /// Body bytes received in this run, across attempts.

@@ -37,6 +37,14 @@ public struct EngineConfiguration: Sendable {
     /// Compute the SHA-256 of every file while it streams (otherwise only
     /// when a request has `sha256`). Default off.
     public var alwaysHash: Bool
+    /// `--compressed`: ask for a compressed transfer (every encoding libcurl
+    /// decodes) and store the decoded bytes; a compressed resource (a `.gz`
+    /// name, an archive's media type) is stored as the server's bytes, and a
+    /// resume asks for `identity`. Default off.
+    public var compressed: Bool
+    /// Sets each new file's modification time from its `Last-Modified` (as
+    /// wget does by default, curl with `-R`); off with `--no-mtime`. Default on.
+    public var remoteTime: Bool
     /// The User-Agent header. Default `dlpipe/VERSION`.
     public var userAgent: String
     /// The SQLite state file (SPEC 4); nil (the default) runs without state.
@@ -92,7 +100,8 @@ public struct EngineConfiguration: Sendable {
     public init(
         directory: String = ".", concurrency: Int = 8, perHost: Int = 4, retries: Int = 3,
         timeout: Double = 30, rateLimit: Int? = nil, backoffBase: Double = 1, backoffCap: Double = 300,
-        maxRedirects: Int = 10, alwaysHash: Bool = false, userAgent: String? = nil,
+        maxRedirects: Int = 10, alwaysHash: Bool = false, compressed: Bool = false, remoteTime: Bool = true,
+        userAgent: String? = nil,
         statePath: String? = nil, caFile: String? = nil, transport: TransportOptions = TransportOptions(),
         refresh: RefreshPolicy = .conditional, endPausedWhenDrained: Bool = false, keepsOutcomes: Bool = true,
         recorder: ResponseRecorder? = nil, replay: ReplayServer? = nil, hookDeadline: Double? = 2,
@@ -108,6 +117,8 @@ public struct EngineConfiguration: Sendable {
         self.backoffCap = backoffCap
         self.maxRedirects = maxRedirects
         self.alwaysHash = alwaysHash
+        self.compressed = compressed
+        self.remoteTime = remoteTime
         self.userAgent = userAgent ?? "dlpipe/\(DLPipeVersion.string)"
         self.statePath = statePath
         self.caFile = caFile

@@ -30,6 +30,8 @@ struct RunOptions {
     /// `run --record DIR` / `run --replay DIR` (RecordReplay).
     var recorder: ResponseRecorder?
     var replay: ReplayServer?
+    /// `--compressed`, `-R`/`--no-mtime` (FileArguments).
+    var files = FileArguments()
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -86,6 +88,7 @@ struct RunOptions {
         options.scripts.hookFiles = try args.values("--hook")
         options.scripts.defaultHooks = !args.flag("--no-hooks")
         options.scripts.unsafe = args.flag("--unsafe-lua")
+        options.files = try FileArguments.parse(&args)
         return options
     }
 
@@ -127,6 +130,8 @@ struct RunOptions {
             config.statePath = nil
         }
         config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
+        config.compressed = files.compressed ?? job?.compressed ?? false
+        config.remoteTime = files.remoteTime ?? job?.remoteTime ?? true
         return config
     }
 

@@ -185,6 +185,8 @@ return {
         proxy = { "string?", "the proxy URL; \"\" for none" }, noproxy = { "string?", "hosts reached directly" },
         max_redirs = { "integer?", "redirect hops followed" }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
         env = { "string[]?", "environment variables the job's own os.getenv may read (hooks do not inherit them)" },
+        compressed = { "boolean?", "ask for compressed transfers, store decoded bytes (--compressed)" },
+        mtime = { "boolean?", "set file times from Last-Modified (default true; --no-mtime)" },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -207,7 +209,8 @@ return {
     order = {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
-        "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env" },
+        "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
+        "compressed", "mtime" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },
