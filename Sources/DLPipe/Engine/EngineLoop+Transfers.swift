@@ -9,6 +9,11 @@ extension EngineLoop: TransferOwner {
     /// Configures a handle for the job's next request and adds it to the multi handle.
     func startTransfer(_ job: Job) {
         if job.startedAt == nil { job.startedAt = EngineLoop.now() }
+        // The slot counts against the host this request goes to (after a
+        // redirect, another one): a full host keeps the download waiting, at
+        // the front of its line, and startQueued comes back here.
+        let host = URLParts(job.currentURL)?.hostPort ?? job.host
+        guard scheduler.hop(job.id, to: host, priority: job.request.priority) else { return }
         // A resume with a checksum: the bytes on disk are hashed on a queue first.
         if waitsForResumeHash(job) { return }
         if let replay = configuration.replay, !replay.has(job.currentURL) {
