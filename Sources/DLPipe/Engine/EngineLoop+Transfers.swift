@@ -124,7 +124,7 @@ extension EngineLoop: TransferOwner {
     private func acceptBody(_ job: Job, _ transfer: Transfer, _ head: ResponseHead, _ body: AcceptedBody) -> BodyDecision {
         job.validator = body.validator
         let suggested = SuggestedName.make(
-            contentDisposition: head.headers["content-disposition"], url: job.currentURL,
+            contentDisposition: head.headers["content-disposition"], url: job.request.url, finalURL: job.currentURL,
             contentType: body.type)
         let response = ResponseInfo(
             status: head.status, headers: head.headers, type: body.type, length: body.length,
