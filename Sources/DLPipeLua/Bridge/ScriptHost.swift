@@ -363,8 +363,12 @@ final class ScriptHost: @unchecked Sendable {
             guard args.count >= 2, let base = args[0].text, let ref = args[1].text else {
                 throw LuaCallError("dl.url.resolve wants a base URL and a reference")
             }
-            guard let resolved = URLTools.resolve(base: base, reference: ref) else { return [.nil_] }
-            return [LuaValue(resolved)]
+            // Both through the engine's normaliser, so that a resolved URL is
+            // the one dl.add and `get` would queue for the same text.
+            guard let resolved = URLTools.resolve(
+                base: URLNormalization.normalize(base), reference: URLNormalization.normalizeReference(ref))
+            else { return [.nil_] }
+            return [LuaValue(URLNormalization.normalize(resolved))]
         }
         runtime.register("__dl.parse") { args throws(LuaCallError) in
             guard let text = args.first?.text else { throw LuaCallError("dl.url.parse wants a URL") }
