@@ -30,6 +30,8 @@ struct RunOptions {
     /// `run --record DIR` / `run --replay DIR` (RecordReplay).
     var recorder: ResponseRecorder?
     var replay: ReplayServer?
+    /// `--refresh conditional|never|always`: what a finished file of an earlier run gets.
+    var refresh: RefreshPolicy?
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -86,6 +88,12 @@ struct RunOptions {
         options.scripts.hookFiles = try args.values("--hook")
         options.scripts.defaultHooks = !args.flag("--no-hooks")
         options.scripts.unsafe = args.flag("--unsafe-lua")
+        if let text = try args.value("--refresh") {
+            guard let refresh = RefreshPolicy(rawValue: text) else {
+                throw UsageError("--refresh wants conditional, never or always, not \(text.debugDescription)", command: command)
+            }
+            options.refresh = refresh
+        }
         return options
     }
 
@@ -122,7 +130,7 @@ struct RunOptions {
             config.directory = stdout.folder
             config.statePath = nil
         }
-        config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
+        config.refresh = refresh ?? job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         return config
     }
 
