@@ -49,4 +49,27 @@ import Testing
         #expect(run.events("queued").count == 3)
         for name in names { #expect(FileManager.default.fileExists(atPath: out + "/" + name), "\(name)") }
     }
+
+    @Test func oneURLInTwoSpellingsIsOneDownload() async throws {
+        let out = try TempDir.make("raw-urls-twice")
+        let job = try LuaJob()
+        try job.write("twice.lua", """
+            local a = dl.add("\(server.url("/files/a b.txt"))")
+            local b = dl.add("\(server.url("/files/a%20b.txt"))")
+            if a ~= b then error("two ids: " .. a .. " " .. b) end
+            """)
+        let run = try await job.run("twice.lua", out: out)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.events("queued").count == 1)
+        #expect(try server.requests(matching: "/files/a").count == 1)
+    }
+
+    @Test func getDashOKnowsItsOwnFileByTheNormalisedURL() async throws {
+        let out = try TempDir.make("raw-urls-o")
+        let arguments = ["get", server.url("/files/a b.txt"), "-d", out, "-o", "mine.txt"]
+        let first = try await DLPipeRun.run(arguments)
+        #expect(first.status == 0, "\(first.stderr)")
+        let second = try await DLPipeRun.run(arguments)
+        #expect(second.status == 0, "the state placed mine.txt: not a refusal: \(second.stderr)")
+    }
 }

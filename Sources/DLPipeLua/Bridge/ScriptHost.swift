@@ -444,8 +444,9 @@ final class ScriptHost: @unchecked Sendable {
         guard addedCount <= maxDownloads else {
             throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")
         }
+        // Normalised here too, so that this table keys a URL as the engine does.
         let request = DownloadRequest(
-            url: url, name: text(1), directory: text(2), headers: headers, sha256: text(4),
+            url: URLNormalization.normalize(url), name: text(1), directory: text(2), headers: headers, sha256: text(4),
             priority: Int(args.count > 5 ? args[5].int ?? 0 : 0),
             parent: args.count > 6 ? engineID(args[6]) : nil)
         // The job's rule (SPEC 6): a URL and target already added in this run
