@@ -66,6 +66,9 @@ enum HelpText {
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors and dl.warn lines
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)
+          --refresh WHEN          a file an earlier run finished: conditional (ask the server
+                                  whether it changed; the default), never (keep it), always
+                                  (fetch it again)
           -h, --help              show this help
         """
 

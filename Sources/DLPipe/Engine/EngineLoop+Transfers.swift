@@ -9,6 +9,11 @@ extension EngineLoop: TransferOwner {
     /// Configures a handle for the job's next request and adds it to the multi handle.
     func startTransfer(_ job: Job) {
         if job.startedAt == nil { job.startedAt = EngineLoop.now() }
+        // The slot counts against the host this request goes to (after a
+        // redirect, another one): a full host keeps the download waiting, at
+        // the front of its line, and startQueued comes back here.
+        let host = URLParts(job.currentURL)?.hostPort ?? job.host
+        guard scheduler.hop(job.id, to: host, priority: job.request.priority) else { return }
         // A resume with a checksum: the bytes on disk are hashed on a queue first.
         if waitsForResumeHash(job) { return }
         if let replay = configuration.replay, !replay.has(job.currentURL) {
@@ -148,7 +153,7 @@ extension EngineLoop: TransferOwner {
     private func acceptBody(_ job: Job, _ transfer: Transfer, _ head: ResponseHead, _ body: AcceptedBody) -> BodyDecision {
         job.validator = body.validator
         let suggested = SuggestedName.make(
-            contentDisposition: head.headers["content-disposition"], url: job.currentURL,
+            contentDisposition: head.headers["content-disposition"], url: job.request.url, finalURL: job.currentURL,
             contentType: body.type)
         let response = ResponseInfo(
             status: head.status, headers: head.headers, type: body.type, length: body.length,

@@ -373,6 +373,11 @@ final class EngineLoop: @unchecked Sendable {
 
     private func startQueued() {
         while let id = scheduler.next() {
+            if scheduler.resumesHop(id) {
+                // A redirect that waited for its host: the same attempt goes on.
+                if let job = jobs[id] { startTransfer(job) } else { scheduler.finished(id) }
+                continue
+            }
             guard let job = job(id) else {
                 scheduler.finished(id)
                 continue

@@ -13,7 +13,8 @@ final class WaitingRequest {
 final class Job {
     let id: DownloadID
     let request: DownloadRequest
-    /// The host used for per-host limits (of the original URL).
+    /// The host of the requested URL: where a new attempt is queued, and the
+    /// host that credentials may go to. A redirect moves the slot (Scheduler.hop).
     let host: String
     /// The request's state key, built once: every state write names it.
     private(set) lazy var key = request.deduplicationKey

@@ -32,6 +32,8 @@ struct RunOptions {
     var replay: ReplayServer?
     /// `--compressed`, `-R`/`--no-mtime` (FileArguments).
     var files = FileArguments()
+    /// `--refresh conditional|never|always`: what a finished file of an earlier run gets.
+    var refresh: RefreshPolicy?
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -89,6 +91,12 @@ struct RunOptions {
         options.scripts.defaultHooks = !args.flag("--no-hooks")
         options.scripts.unsafe = args.flag("--unsafe-lua")
         options.files = try FileArguments.parse(&args)
+        if let text = try args.value("--refresh") {
+            guard let refresh = RefreshPolicy(rawValue: text) else {
+                throw UsageError("--refresh wants conditional, never or always, not \(text.debugDescription)", command: command)
+            }
+            options.refresh = refresh
+        }
         return options
     }
 
@@ -129,7 +137,7 @@ struct RunOptions {
             config.directory = stdout.folder
             config.statePath = nil
         }
-        config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
+        config.refresh = refresh ?? job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         config.compressed = files.compressed ?? job?.compressed ?? false
         config.remoteTime = files.remoteTime ?? job?.remoteTime ?? true
         return config
