@@ -13,7 +13,7 @@ import Testing
 
     /// The most requests of `requests` that were at the server at one time.
     private func peak(_ requests: [Nginx.Request]) -> Int {
-        var edges: [(at: Double, step: Int)] = []
+        var edges: [(at: Int, step: Int)] = []
         for request in requests {
             edges.append((request.start, 1))
             edges.append((request.end, -1))

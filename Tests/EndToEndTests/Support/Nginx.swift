@@ -91,10 +91,13 @@ final class Nginx: @unchecked Sendable {
         let proto: String
         let uri: String
         let authorization: String
-        /// When the response ended and began (seconds since 1970, from nginx's
-        /// `$msec` and `$request_time`).
-        let end: Double
-        let start: Double
+        /// When the response ended and began, in milliseconds since 1970 (from
+        /// nginx's `$msec` and `$request_time`, both whole milliseconds). Whole
+        /// numbers, so that a request that began in the millisecond another
+        /// ended compares equal to it: seconds as doubles, `end - seconds`
+        /// could land a hair before the other's end and count as an overlap.
+        let end: Int
+        let start: Int
         /// Body bytes on the wire (`$body_bytes_sent`: compressed when gzip was used).
         let sent: Int
         /// The request's Accept-Encoding and the response's Content-Encoding.
@@ -113,11 +116,16 @@ final class Nginx: @unchecked Sendable {
                 connection: Int(object["connection"] ?? "") ?? -1, host: object["host"] ?? "",
                 port: Int(object["port"] ?? "") ?? -1, status: Int(object["status"] ?? "") ?? -1,
                 proto: object["protocol"] ?? "", uri: uri, authorization: object["authorization"] ?? "",
-                end: Double(object["end"] ?? "") ?? 0,
-                start: (Double(object["end"] ?? "") ?? 0) - (Double(object["seconds"] ?? "") ?? 0),
+                end: milliseconds(object["end"]),
+                start: milliseconds(object["end"]) - milliseconds(object["seconds"]),
                 sent: Int(object["sent"] ?? "") ?? -1, acceptEncoding: object["accept_encoding"] ?? "",
                 contentEncoding: object["content_encoding"] ?? "")
         }
+    }
+
+    /// "1796074796.509" as 1796074796509.
+    private func milliseconds(_ seconds: String?) -> Int {
+        Int(((Double(seconds ?? "") ?? 0) * 1000).rounded())
     }
 
     private static func configuration(folder: String, ca: TestCA, ports: [Int], token: String) -> String {
