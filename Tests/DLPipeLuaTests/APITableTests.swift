@@ -136,6 +136,7 @@ import Testing
             "retrying": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "failed": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "done": keys(.summary(RunSummary())),
+            "request": keys(.request(RequestInfo(url: "http://h/x", attempt: 1, headers: ["a": "b"]))),
         ]
         #expect(pushed == Self.events(try Self.api()))
         let download = DownloadInfo(

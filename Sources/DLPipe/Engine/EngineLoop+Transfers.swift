@@ -14,6 +14,8 @@ extension EngineLoop: TransferOwner {
         if let replay = configuration.replay, !replay.has(job.currentURL) {
             return attemptFailed(job, DownloadError(.network, "--replay: the recording \(replay.directory) has no response for \(RedactedURL.text(job.currentURL))"))
         }
+        // A `request` hook decides this hop's headers first (EngineLoop+RequestHook).
+        if interests.contains(.request), job.hopHeaders == nil { return askRequestHook(job) }
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
@@ -34,7 +36,13 @@ extension EngineLoop: TransferOwner {
         // smaller one, so that the pacer's steps stay small.
         easy.set(CURLOPT_BUFFERSIZE, pacer?.chunkSize ?? 256 * 1024)
         transfer.pacer = pacer
-        var lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
+        var lines: [String]
+        if let decided = job.hopHeaders {
+            job.hopHeaders = nil  // this hop's only: the next one asks again
+            lines = decided.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+        } else {
+            lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
+        }
         if let conditional = job.conditional, job.partBytes == 0 {
             if let etag = conditional.etag { lines.append("If-None-Match: \(etag)") }
             if let date = conditional.lastModified { lines.append("If-Modified-Since: \(date)") }
@@ -63,12 +71,16 @@ extension EngineLoop: TransferOwner {
 
     /// The caller's headers, minus credentials once a redirect left the first host.
     private func headerLines(for job: Job) -> [String] {
+        hopHeaders(for: job).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+    }
+
+    /// The caller's headers for the current hop: without credentials once a
+    /// redirect left the first host.
+    func hopHeaders(for job: Job) -> [String: String] {
         let sameHost = job.hops == 0 || URLParts(job.currentURL)?.hostPort == job.host
+        if sameHost { return job.request.headers }
         let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization"]
-        return job.request.headers.sorted { $0.key < $1.key }.compactMap { name, value in
-            if !sameHost && credentials.contains(name.lowercased()) { return nil }
-            return "\(name): \(value)"
-        }
+        return job.request.headers.filter { !credentials.contains($0.key.lowercased()) }
     }
 
     /// The body of the final response begins (called from the write callback).

@@ -32,6 +32,8 @@ final class EngineLoop: @unchecked Sendable {
         case finishedVerdict(DownloadID, FinishedVerdict)
         case retryVerdict(DownloadID, RetryVerdict)
         case failureVerdict(DownloadID, FailureVerdict)
+        /// A `request` hook's headers for the hop asked under `generation`.
+        case requestVerdict(DownloadID, generation: Int, RequestVerdict)
         case drainedVerdict(Int?)
         /// The syncfs of the batch in `syncingBatch` returned.
         case synced
@@ -270,6 +272,9 @@ final class EngineLoop: @unchecked Sendable {
             pendingHookCalls -= 1
             if case .retry(let seconds) = verdict { verdict = .retry(after: boundedDelay(seconds)) }
             feed(id, .failureVerdict(verdict))
+        case .requestVerdict(let id, let generation, let verdict):
+            pendingHookCalls -= 1
+            applyRequestVerdict(id, generation: generation, verdict)
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
             if let code { exitCode = code }

@@ -30,6 +30,12 @@ final class Job {
     var currentURL: String
     /// Redirect hops taken in the current attempt.
     var hops = 0
+    /// The headers a `request` hook gave for the hop about to start; taken
+    /// (and cleared) by that hop's transfer, so every hop asks the hook again.
+    var hopHeaders: [String: String]?
+    /// Counts `request` hook calls, so a reply that a pause, a cancel or a
+    /// newer call overtook is recognised and dropped.
+    var requestGeneration = 0
     var response: ResponseInfo?
     var transfer: Transfer?
     /// The part file's first bytes, being hashed (or hashed) for the next

@@ -52,6 +52,9 @@ public struct HookInterests: OptionSet, Sendable {
     public static let failed = HookInterests(rawValue: 8)
     public static let drained = HookInterests(rawValue: 16)
     public static let retrying = HookInterests(rawValue: 32)
+    /// Before every request (each attempt, each redirect hop). Without it no
+    /// request waits for a hook.
+    public static let request = HookInterests(rawValue: 64)
 }
 
 /// The plug-in point for scripts: the engine calls these and waits for `reply`
@@ -84,6 +87,11 @@ public protocol DownloadHooks: AnyObject, Sendable {
     /// When the queue drains; the reply may carry an exit code. Downloads added
     /// before replying keep the run going.
     func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void)
+    /// Before a request goes out (every attempt and every redirect hop): the
+    /// reply gives the headers of this hop. The request waits meanwhile.
+    func request(
+        _ download: DownloadInfo, _ request: RequestInfo,
+        reply: @escaping @Sendable (RequestVerdict) -> Void)
     /// The engine has made every call of one loop turn. An implementation that
     /// hands calls to another thread may queue them until now and hand them over
     /// as one batch (one wake-up per turn instead of one per call).
@@ -96,6 +104,10 @@ extension DownloadHooks {
         reply: @escaping @Sendable (ResponseVerdict) -> Void
     ) { reply(.proceed()) }
     public func progress(_ download: DownloadInfo, _ progress: ProgressInfo) {}
+    public func request(
+        _ download: DownloadInfo, _ request: RequestInfo,
+        reply: @escaping @Sendable (RequestVerdict) -> Void
+    ) { reply(.send(headers: request.headers)) }
     public func endOfTurn() {}
     public func finished(
         _ download: DownloadInfo, _ result: FinishedInfo,

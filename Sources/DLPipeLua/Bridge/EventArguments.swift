@@ -11,6 +11,8 @@ enum EventArgument {
     /// `failed`, and the delay before the retry for `retrying`.
     case failure(DownloadError, attempt: Int, retryAfter: Double?)
     case summary(RunSummary)
+    /// `request`: the hop's URL, the attempt and the headers the handler changes in place.
+    case request(RequestInfo)
 
     func push(on L: OpaquePointer) {
         switch self {
@@ -54,6 +56,11 @@ enum EventArgument {
             t.set("cancelled", s.cancelled)
             t.set("bytes", s.bytes)
             t.set("seconds", s.seconds)
+        case .request(let q):
+            let t = LuaFieldWriter(L, fields: 3)
+            t.set("url", q.url)
+            t.set("attempt", q.attempt)
+            t.set("headers", strings: q.headers)
         }
     }
 

@@ -35,6 +35,7 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         if counts["retrying", default: 0] > 0 { interests.insert(.retrying) }
         if counts["failed", default: 0] > 0 { interests.insert(.failed) }
         if counts["done", default: 0] > 0 { interests.insert(.drained) }
+        if counts["request", default: 0] > 0 { interests.insert(.request) }
         self.interests = interests
     }
 
@@ -74,6 +75,23 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
                 verdict = .skip(reason: outcome.extra.text ?? "skipped by a hook")
             } else {
                 verdict = outcome.renamed ? .proceed(name: outcome.name, directory: outcome.directory ?? "") : .proceed()
+            }
+            replies.append { reply(verdict) }
+        }
+    }
+
+    func request(_ download: DownloadInfo, _ request: RequestInfo, reply: @escaping @Sendable (RequestVerdict) -> Void) {
+        let reply = ReplyOnce(reply)
+        enqueue { [self] replies in
+            let outcome = dispatch("request", download, .request(request)) { reply(.fail(DownloadError(.hook, $0))) }
+            let verdict: RequestVerdict
+            if let error = outcome.error {
+                verdict = .fail(DownloadError(.hook, error.message))
+            } else {
+                switch RequestHeaders.read(outcome.requestHeaders) {
+                case .success(let headers): verdict = .send(headers: headers)
+                case .failure(let problem): verdict = .fail(DownloadError(.hook, problem.message))
+                }
             }
             replies.append { reply(verdict) }
         }

@@ -59,9 +59,10 @@ return {
     retrying = { "kind", "message", "status", "attempt", "retry_after" },
     failed = { "kind", "message", "status", "attempt", "retry_after" },
     done = { "finished", "failed", "handled", "skipped", "unchanged", "cancelled", "bytes", "seconds" },
+    request = { "url", "attempt", "headers" },
   },
   -- The order events are listed in (docs and messages).
-  event_order = { "response", "progress", "retrying", "finished", "failed", "done" },
+  event_order = { "response", "progress", "retrying", "finished", "failed", "done", "request" },
   -- What a handler of each event may return (the values that are verdicts); any
   -- other value is a hook error that names these. Events not listed (progress,
   -- finished) take no verdict: what their handlers return is not looked at.
@@ -123,9 +124,9 @@ return {
     },
     -- The class of each event's second argument, and of the other tables.
     event_classes = { response = "dl.Response", progress = "dl.Progress", retrying = "dl.Failure",
-      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary" },
+      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary", request = "dl.Request" },
     -- The argument's name in the docs, and the type of what a handler returns (see `returns`).
-    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s" },
+    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s", request = "q" },
     handler_returns = { response = "dl.Verdict?", retrying = "dl.Verdict|false|nil",
       failed = "dl.Verdict|false|nil", done = "integer?" },
     classes = {
@@ -135,6 +136,7 @@ return {
       { name = "dl.Failure", of = "failed", doc = "Why an attempt failed (retrying and failed)." },
       { name = "dl.Finished", of = "finished", doc = "The file a download gave." },
       { name = "dl.Summary", of = "done", doc = "The run's counts when the queue drained." },
+      { name = "dl.Request", of = "request", doc = "The request about to go out (an attempt or a redirect hop)." },
       { name = "dl.Config", of = "config", doc = "dl.config's settings." },
       { name = "dl.AddSpec", of = "add", doc = "dl.add's table." },
       { name = "dl.URL", of = "url", doc = "dl.url.parse's result." },
@@ -172,6 +174,10 @@ return {
         handled = { "integer", "failures a handler dealt with" }, skipped = { "integer", "downloads skipped" },
         unchanged = { "integer", "files kept from an earlier run" }, cancelled = { "integer", "downloads cancelled" },
         bytes = { "integer", "bytes downloaded" }, seconds = { "number", "the run's time" },
+      },
+      request = {
+        url = { "string", "the URL this hop asks" }, attempt = { "integer", "the attempt, from 1" },
+        headers = { "table<string, string>", "this hop's headers; change in place (nil removes one)" },
       },
       config = {
         dir = { "string?", "the output directory (-d)" }, concurrency = { "integer?", "transfers at once (-j)" },

@@ -406,11 +406,15 @@ function host.run(event, index)
   return verdict(event, handler, result, extra)
 end
 
+-- Returns the name and dir a handler assigned, and for a request event the
+-- headers table (q.headers) as the handlers left it.
 function host.finish()
   local out = nil
   if current and current.changed then out = { name = current.fields.name, dir = current.fields.dir } end
+  local headers = nil
+  if context == "request" and current_arg then headers = current_arg.headers end
   context, current, current_arg = "job", nil, nil
-  return out
+  return out, headers
 end
 
 -- begin, the one handler, finish: a single call from Swift for the usual
