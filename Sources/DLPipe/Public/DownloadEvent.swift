@@ -17,7 +17,8 @@ public struct DownloadInfo: Sendable, Hashable {
 /// The final response of an attempt, after redirects.
 public struct ResponseInfo: Sendable, Hashable {
     public var status: Int
-    /// Header names in lower case; repeated headers joined with ", ".
+    /// Header names in lower case; repeated headers joined with ", ", but
+    /// `set-cookie`, whose lines are joined with "\n" (see `setCookies`).
     public var headers: [String: String]
     /// Media type without parameters, lower case ("" when absent).
     public var type: String
@@ -27,6 +28,12 @@ public struct ResponseInfo: Sendable, Hashable {
     public var filename: String
     /// The URL after redirects.
     public var url: String
+
+    /// Each `Set-Cookie` line of the response, in order (a comma cannot
+    /// separate them: cookie dates hold commas).
+    public var setCookies: [String] {
+        headers["set-cookie"].map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) } ?? []
+    }
 }
 
 /// A coalesced progress report.

@@ -151,7 +151,7 @@ return {
         attempt = { "integer", "the attempt, from 1" },
       },
       response = {
-        status = { "integer", "the HTTP status (2xx)" }, headers = { "table<string, string>", "the headers, names in lower case" },
+        status = { "integer", "the HTTP status (2xx)" }, headers = { "table<string, string|string[]>", "the headers, names in lower case; set-cookie is a list" },
         type = { "string", "the media type without parameters" }, length = { "integer?", "the body's length, when known" },
         filename = { "string?", "the server's name for the file, sanitised" }, url = { "string", "the URL after redirects" },
       },
