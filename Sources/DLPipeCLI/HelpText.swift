@@ -58,6 +58,8 @@ enum HelpText {
                                   redirect to another host)
           --netrc                 credentials from ~/.netrc, per host
           --netrc-file FILE       credentials from FILE, per host
+          -b, --cookie FILE       send the cookies of a Netscape cookie file
+          -c, --cookie-jar FILE   write the session's cookies to FILE at the end
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors and dl.warn lines

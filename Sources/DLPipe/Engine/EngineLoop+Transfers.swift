@@ -29,6 +29,7 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.timeout * 1000))
+        cookies?.apply(to: easy)
         TransferOptions(options: configuration.transport, caFile: configuration.caFile)
             .apply(to: easy, url: job.currentURL, firstHost: job.host)
         // A larger receive buffer than curl's 16 KiB default: fewer callbacks and

@@ -133,10 +133,14 @@ final class EngineLoop: @unchecked Sendable {
     var nextProgressTick = 0.0
     let startedAt = EngineLoop.now()
     private var stopped = false
+    /// The cookies of every transfer, when the configuration names a cookie
+    /// file or jar; nil (curl's cookie engine off) otherwise.
+    let cookies: CookieJar?
     private var stopWaiters: [@Sendable () -> Void] = []
 
     init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub,
-         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: (any DownloadState)?) {
+         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: (any DownloadState)?,
+         cookies: CookieJar? = nil) {
         self.registry = registry
         self.configuration = configuration
         self.store = store.map(StateWriter.init)
@@ -149,6 +153,7 @@ final class EngineLoop: @unchecked Sendable {
             cap: configuration.backoffCap)
         self.pacer = configuration.rateLimit.map { RatePacer(bytesPerSecond: $0) }
         self.multi = CurlMulti()
+        self.cookies = cookies
         self.output = OutputDirectory(root: root)
         self.targets = TargetRegistry(output: output)
         self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
@@ -410,6 +415,8 @@ final class EngineLoop: @unchecked Sendable {
         drainPending = false
         drainedOnce = true
         endRun()
+        // The jar is written at every drain, so the summary can say it failed.
+        if let cookies { summary.cookieJarError = cookies.save() }
         askedDrainHook = false
         summary.seconds = EngineLoop.now() - startedAt
         emit(.drained(summary))

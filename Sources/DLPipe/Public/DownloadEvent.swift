@@ -88,6 +88,9 @@ public struct RunSummary: Sendable, Hashable {
     /// in place may be missing, and a re-run then finds such a file as one it
     /// did not write. Nil when everything was recorded.
     public var stateError: String?
+    /// Why the cookie jar (`EngineConfiguration.cookieJar`) could not be
+    /// written at the last drain; nil when it was, or when there is none.
+    public var cookieJarError: String?
     public init() {}
 }
 

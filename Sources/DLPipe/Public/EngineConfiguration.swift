@@ -57,6 +57,11 @@ public struct EngineConfiguration: Sendable {
     /// Whether small bodies may skip the part file (`HeldFile`); internal, so
     /// that tests reach every path on any file system.
     var heldBodies = HeldBodies.auto
+    /// `-b/--cookie FILE`: a Netscape cookie file read at the start; with it
+    /// or `cookieJar` the engine keeps cookies across its transfers (CookieJar).
+    public var cookieFile: String? = nil
+    /// `-c/--cookie-jar FILE`: where the session's cookies are written at the end.
+    public var cookieJar: String? = nil
 
     /// The defaults.
     public init() {}

@@ -30,6 +30,9 @@ struct RunOptions {
     /// `run --record DIR` / `run --replay DIR` (RecordReplay).
     var recorder: ResponseRecorder?
     var replay: ReplayServer?
+    /// `-b/--cookie FILE` and `-c/--cookie-jar FILE` (curl's spelling).
+    var cookieFile: String?
+    var cookieJar: String?
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -62,6 +65,8 @@ struct RunOptions {
             options.caFile = caFile
         }
         try TransportArguments.parse(&args, into: &options)
+        options.cookieFile = try args.value("-b", "--cookie")
+        options.cookieJar = try args.value("-c", "--cookie-jar")
         options.scripts.statePath = options.state
         options.scripts.outputDirectory = options.dir
         options.quiet = args.flag("-q", "--quiet")
@@ -123,6 +128,8 @@ struct RunOptions {
             config.statePath = nil
         }
         config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
+        config.cookieFile = cookieFile ?? job?.cookie
+        config.cookieJar = cookieJar ?? job?.cookieJar
         return config
     }
 

@@ -69,6 +69,9 @@ public struct JobSettings: Sendable {
     public var noProxy: String?
     public var maxRedirects: Int?
     public var allowInsecureRedirects: Bool?
+    /// `dl.config{ cookie = FILE, cookie_jar = FILE }` (as `-b` and `-c`).
+    public var cookie: String?
+    public var cookieJar: String?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -201,6 +204,8 @@ extension JobSettings {
         proxy = table["proxy"]?.text
         noProxy = table["noproxy"]?.text
         allowInsecureRedirects = table["allow_insecure_redirects"]?.bool
+        cookie = table["cookie"]?.text
+        cookieJar = table["cookie_jar"]?.text
         if let value = table["rate"] {
             guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), rate > 0 else {
                 throw ScriptError("dl.config: rate wants bytes per second like 500000, \"500K\" or \"2M\"")

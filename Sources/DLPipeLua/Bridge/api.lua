@@ -189,6 +189,8 @@ return {
         proxy = { "string?", "the proxy URL; \"\" for none" }, noproxy = { "string?", "hosts reached directly" },
         max_redirs = { "integer?", "redirect hops followed" }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
         env = { "string[]?", "environment variables the job's own os.getenv may read (hooks do not inherit them)" },
+        cookie = { "string?", "a Netscape cookie file read at the start (-b)" },
+        cookie_jar = { "string?", "where the session's cookies are written at the end (-c)" },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -206,7 +208,8 @@ return {
     order = {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
-        "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env" },
+        "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
+        "cookie", "cookie_jar" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },
