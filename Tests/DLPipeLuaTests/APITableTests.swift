@@ -147,8 +147,8 @@ import Testing
             Issue.record("no download table")
             return
         }
-        // meta stays on the Lua side (the prelude's `metas`), so the engine does not push it.
-        #expect(Set(fields.keys.compactMap(\.text)).union(["meta"]) == Set(Self.list(try Self.api()[LuaValue("download")])))
+        // meta and depth stay on the Lua side (the prelude's `metas`, `depths`), so the engine does not push them.
+        #expect(Set(fields.keys.compactMap(\.text)).union(["meta", "depth"]) == Set(Self.list(try Self.api()[LuaValue("download")])))
     }
 
     @Test func docsListEveryCallAndEveryEventField() throws {

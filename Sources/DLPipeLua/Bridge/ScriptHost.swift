@@ -446,10 +446,12 @@ final class ScriptHost: @unchecked Sendable {
                 throw LuaCallError(error.message)
             }
         }
-        addedCount += 1
-        guard addedCount <= maxDownloads else {
-            throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")
+        // Past the limit the add is refused without an error (the prelude warns
+        // once and returns nil), so the handler that made it does not fail.
+        guard addedCount < maxDownloads else {
+            return [.nil_, .nil_, LuaValue("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); later adds are dropped")]
         }
+        addedCount += 1
         let request = DownloadRequest(
             url: url, name: text(1), directory: text(2), headers: headers, sha256: text(4),
             priority: Int(args.count > 5 ? args[5].int ?? 0 : 0),

@@ -78,7 +78,7 @@ return {
     [4] = "the shared queue cannot be reached", [130] = "stopped by a signal",
   },
   -- The download `d` every handler but done's gets; only name, dir and meta may be assigned.
-  download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
+  download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
   writable = { name = "string", dir = "string", meta = "table" },
 
   -- Types and one-line docs for `dlpipe lua-defs` (a LuaLS definition file,
@@ -88,7 +88,7 @@ return {
   defs = {
     calls = {
       ["dl.config"] = { doc = "Run settings; the job file's top level only.", params = { { "settings", "dl.Config" } } },
-      ["dl.add"] = { doc = "Queues a download and returns its id.", params = { { "spec", "string|dl.AddSpec" } }, returns = "integer" },
+      ["dl.add"] = { doc = "Queues a download and returns its id; nil past max_depth or max_downloads (with one warning).", params = { { "spec", "string|dl.AddSpec" } }, returns = "integer?" },
       ["dl.on"] = { doc = "Registers a handler of an event; top level only.", params = { { "event", "dl.Event" }, { "handler", "function" } } },
       ["dl.skip"] = { doc = "Skips the download before a byte is written (response handlers).", params = { { "reason", "string?" } }, returns = "dl.Verdict" },
       ["dl.retry"] = { doc = "Retries after `seconds` (retrying: the delay; failed: past the budget).", params = { { "seconds", "number" } }, returns = "dl.Verdict" },
@@ -149,6 +149,7 @@ return {
         path = { "string", "the absolute path of the file" }, meta = { "any", "the meta given to dl.add" },
         parent = { "integer?", "the download whose handler added this one" },
         attempt = { "integer", "the attempt, from 1" },
+        depth = { "integer", "0 for the job's own adds, the parent's depth + 1 for an add from its handler" },
       },
       response = {
         status = { "integer", "the HTTP status (2xx)" }, headers = { "table<string, string|string[]>", "the headers, names in lower case; set-cookie is a list" },
@@ -185,12 +186,13 @@ return {
         timeout = { "number?", "seconds without progress before an attempt fails" },
         rate = { "number|string?", "bytes per second for the whole run, or \"500K\"" },
         refresh = { "\"conditional\"|\"never\"|\"always\"?", "the re-run policy" },
-        budget = { "number?", "seconds each handler call may run" }, max_downloads = { "integer?", "the most dl.add calls of a run" },
+        budget = { "number?", "seconds each handler call may run" }, max_downloads = { "integer?", "the most downloads dl.add queues in a run; later adds return nil" },
         proxy = { "string?", "the proxy URL; \"\" for none" }, noproxy = { "string?", "hosts reached directly" },
         max_redirs = { "integer?", "redirect hops followed" }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
         env = { "string[]?", "environment variables the job's own os.getenv may read (hooks do not inherit them)" },
         cookie = { "string?", "a Netscape cookie file read at the start (-b)" },
         cookie_jar = { "string?", "where the session's cookies are written at the end (-c)" },
+        max_depth = { "integer?", "the deepest d.depth dl.add queues; deeper adds return nil" },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -206,10 +208,10 @@ return {
     },
     -- Field order in the definition file (the events' order comes from `events`).
     order = {
-      download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
+      download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
-        "cookie", "cookie_jar" },
+        "cookie", "cookie_jar", "max_depth" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },

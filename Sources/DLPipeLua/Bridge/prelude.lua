@@ -27,7 +27,7 @@ local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number
   retries = "number", timeout = "number", rate = "any", refresh = "string",
   budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
   max_redirs = "number", allow_insecure_redirects = "boolean", env = "table",
-  cookie = "string", cookie_jar = "string" }
+  cookie = "string", cookie_jar = "string", max_depth = "number" }
 
 -- Environment variables are secrets until the user names them: os.getenv answers
 -- nil for any other. `--allow-env NAME` allows a name for every script; the job's
@@ -60,6 +60,8 @@ local handlers = {}
 for event in pairs(EVENTS) do handlers[event] = {} end
 local config = {}
 local metas = {}          -- id -> meta table (meta stays on the Lua side)
+local depths = {}         -- id -> d.depth, for depths above 0 (a chained add's)
+local warned_limit = {}   -- the limits dl.add has warned about (once each)
 -- Where we are: "job" or "hook" at top level while loading, else the event name.
 local context = "job"
 local current = nil       -- the download a handler runs for: { fields, proxy }
@@ -184,11 +186,32 @@ function dl.add(spec)
     for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
   end
   local parent = current and current.fields.id or nil
-  local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
+  -- d.depth: 0 for the job's own adds (top level, done), the parent's + 1 for
+  -- an add from a handler of a download. Past max_depth, or past
+  -- max_downloads, the add returns nil and warns once: the download whose
+  -- handler made it does not fail.
+  local depth = parent and ((depths[parent] or 0) + 1) or 0
+  if config.max_depth ~= nil and depth > config.max_depth then
+    if not warned_limit.max_depth then
+      warned_limit.max_depth = true
+      dl.warn("dl.add: " .. spec.url .. " would be at depth " .. depth .. ", past max_depth = "
+        .. config.max_depth .. "; adds past it are dropped")
+    end
+    return nil
+  end
+  local ok, id, err, limit = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
     math_tointeger(spec.priority) or 0, parent)
   if not ok then fail("dl.add: " .. tostring(id)) end
+  if not id and limit then
+    if not warned_limit.max_downloads then
+      warned_limit.max_downloads = true
+      dl.warn("dl.add: " .. limit)
+    end
+    return nil
+  end
   if not id then fail("dl.add: " .. err) end
   if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
+  if depth > 0 and depths[id] == nil then depths[id] = depth end
   return id
 end
 
@@ -318,6 +341,7 @@ local PROXY = {
   __index = function(proxy, k)
     local fields = states[proxy].fields
     if k == "meta" then return metas[fields.id] end
+    if k == "depth" then return depths[fields.id] or 0 end
     return fields[k]
   end,
   __newindex = function(proxy, k, v)
