@@ -60,6 +60,7 @@ enum HelpText {
           --netrc-file FILE       credentials from FILE, per host
           -b, --cookie FILE       send the cookies of a Netscape cookie file
           -c, --cookie-jar FILE   write the session's cookies to FILE at the end
+          --host-delay S          at least S seconds between requests to one host
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors and dl.warn lines

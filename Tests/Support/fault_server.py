@@ -163,7 +163,7 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in parse_qsl(qs, keep_blank_values=True, errors="replace"):
             query.setdefault(k, v)
         self.server.log({"method": self.command, "path": path, "query": query,
-                         "headers": self._header_dict()})
+                         "headers": self._header_dict(), "time": time.time()})
 
     def _header_dict(self):
         out = {}

@@ -16,6 +16,10 @@ extension EngineLoop: TransferOwner {
         }
         // A `request` hook decides this hop's headers first (EngineLoop+RequestHook).
         if interests.contains(.request), job.hopHeaders == nil { return askRequestHook(job) }
+        // Politeness: the host's turn (`--host-delay`, a Retry-After); the job
+        // keeps its slot meanwhile (EngineLoop+HostPacing).
+        if hostPacing.isActive, !job.paced, waitsForHostTurn(job) { return }
+        job.paced = false
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
@@ -113,6 +117,9 @@ extension EngineLoop: TransferOwner {
         case .restart:
             return .discard(.restart)
         case .fail(let error, let dropsResume):
+            if let seconds = error.retryAfter, error.status == 429 || error.status == 503 {
+                holdBackHost(of: job.currentURL, for: seconds)
+            }
             if dropsResume {
                 job.startOver()
             }

@@ -86,6 +86,10 @@ final class EngineLoop: @unchecked Sendable {
     var idleHandles: [CurlEasy] = []
     /// Retry timers: (due time, id, the job's retry generation when set).
     var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
+    /// Requests waiting for their host's turn: (due time, id, the job's
+    /// `requestGeneration` when set).
+    var hostTurns = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
+    var hostPacing: HostPacing
     /// Transfers paused until this turn's state commit names their part files.
     var awaitingCommit: [Transfer] = []
     /// Checked files waiting for their data to be durable before they get their names.
@@ -154,6 +158,7 @@ final class EngineLoop: @unchecked Sendable {
         self.pacer = configuration.rateLimit.map { RatePacer(bytesPerSecond: $0) }
         self.multi = CurlMulti()
         self.cookies = cookies
+        self.hostPacing = HostPacing(delay: configuration.hostDelay)
         self.output = OutputDirectory(root: root)
         self.targets = TargetRegistry(output: output)
         self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
@@ -363,6 +368,10 @@ final class EngineLoop: @unchecked Sendable {
             guard let job = jobs[id], job.retryGeneration == generation else { continue }
             feed(job, .retryDue)
         }
+        while let (due, id, generation) = hostTurns.first, due <= now {
+            _ = hostTurns.pop()
+            hostTurnCame(id, generation: generation)
+        }
     }
 
     private func startQueued() {
@@ -385,6 +394,7 @@ final class EngineLoop: @unchecked Sendable {
         var wait = 1.0
         let now = EngineLoop.now()
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
+        if let (due, _, _) = hostTurns.first { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
         if let release = pacer?.secondsUntilRelease() { wait = min(wait, release) }
         if !awaitingDurability.isEmpty && !syncInFlight { wait = min(wait, durabilityBatchStarted + 0.02 - now) }

@@ -36,6 +36,8 @@ final class Job {
     /// Counts `request` hook calls, so a reply that a pause, a cancel or a
     /// newer call overtook is recognised and dropped.
     var requestGeneration = 0
+    /// The host's turn (HostPacing) is taken for the request about to start.
+    var paced = false
     var response: ResponseInfo?
     var transfer: Transfer?
     /// The part file's first bytes, being hashed (or hashed) for the next

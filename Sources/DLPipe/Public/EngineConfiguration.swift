@@ -62,6 +62,9 @@ public struct EngineConfiguration: Sendable {
     public var cookieFile: String? = nil
     /// `-c/--cookie-jar FILE`: where the session's cookies are written at the end.
     public var cookieJar: String? = nil
+    /// `--host-delay S`: the fewest seconds between the starts of two requests
+    /// to one host (redirect hops included); 0 for none.
+    public var hostDelay: Double = 0
 
     /// The defaults.
     public init() {}

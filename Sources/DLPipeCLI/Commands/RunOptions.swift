@@ -33,6 +33,8 @@ struct RunOptions {
     /// `-b/--cookie FILE` and `-c/--cookie-jar FILE` (curl's spelling).
     var cookieFile: String?
     var cookieJar: String?
+    /// `--host-delay S`: seconds between requests to one host.
+    var hostDelay: Double?
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -67,6 +69,12 @@ struct RunOptions {
         try TransportArguments.parse(&args, into: &options)
         options.cookieFile = try args.value("-b", "--cookie")
         options.cookieJar = try args.value("-c", "--cookie-jar")
+        if let text = try args.value("--host-delay") {
+            guard let seconds = Double(text), seconds >= 0, seconds <= 86400 else {
+                throw UsageError("--host-delay wants seconds from 0 to 86400, not \(text.debugDescription)", command: command)
+            }
+            options.hostDelay = seconds
+        }
         options.scripts.statePath = options.state
         options.scripts.outputDirectory = options.dir
         options.quiet = args.flag("-q", "--quiet")
@@ -130,6 +138,7 @@ struct RunOptions {
         config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         config.cookieFile = cookieFile ?? job?.cookie
         config.cookieJar = cookieJar ?? job?.cookieJar
+        config.hostDelay = hostDelay ?? job?.hostDelay ?? 0
         return config
     }
 

@@ -193,6 +193,7 @@ return {
         cookie = { "string?", "a Netscape cookie file read at the start (-b)" },
         cookie_jar = { "string?", "where the session's cookies are written at the end (-c)" },
         max_depth = { "integer?", "the deepest d.depth dl.add queues; deeper adds return nil" },
+        host_delay = { "number?", "the fewest seconds between two requests to one host (--host-delay)" },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -211,7 +212,7 @@ return {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
-        "cookie", "cookie_jar", "max_depth" },
+        "cookie", "cookie_jar", "max_depth", "host_delay" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },

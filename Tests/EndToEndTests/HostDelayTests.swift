@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+/// Politeness per host: `--host-delay S` / `dl.config{ host_delay }` spaces the
+/// requests to one host (redirect hops included), and a 429 or 503 with
+/// Retry-After holds back the whole host, not only the URL that got it.
+@Suite struct HostDelayTests {
+    private func times(_ server: FaultServer, _ prefix: String) throws -> [Double] {
+        try server.requests(matching: prefix).compactMap { $0["time"] as? Double }.sorted()
+    }
+
+    @Test func requestsToOneHostAreSpacedRedirectHopsIncluded() async throws {
+        let server = try FaultServer()
+        for i in 1...3 { try server.put("s\(i).bin", randomBytes: 200, seed: UInt64(i)) }
+        let out = try TempDir.make("host-delay")
+        let delay = 0.4
+        // Five requests to one host: three files, one of them behind two redirect hops.
+        let urls = [server.url("/files/s1.bin"), server.url("/redirect/1/files/s2.bin"), server.url("/files/s3.bin")]
+        let run = try await DLPipeRun.run(
+            ["get"] + urls + ["-d", out, "-j", "8", "--per-host", "8", "--host-delay", String(delay)])
+        #expect(run.status == 0, "\(run.stderr)")
+        let seen = try times(server, "/")
+        #expect(seen.count == 5, "\(seen)")
+        // The lower bound: N requests take at least (N-1) * S.
+        #expect(run.seconds >= 4 * delay, "\(run.seconds) s")
+        // At the server, from the first request to the last: the starts are
+        // (N-1) * S apart at the client; a loopback connection's setup (slower
+        // for the first under load) may move one arrival by a little.
+        if let first = seen.first, let last = seen.last {
+            #expect(last - first >= 4 * delay - 0.1, "\(seen)")
+        }
+    }
+
+    @Test func aRetryAfterHoldsBackTheWholeHost() async throws {
+        let server = try FaultServer()
+        try server.put("a.bin", randomBytes: 200)
+        try server.put("b.bin", randomBytes: 200, seed: 2)
+        let out = try TempDir.make("host-delay")
+        let job = try LuaJob()
+        // a.bin fails at once (no retries) with Retry-After: 2; its failed
+        // handler adds b.bin on the same host, which must wait out those 2 s.
+        try job.write("job.lua", """
+            dl.config{ retries = 0 }
+            dl.add("\(server.url("/files/a.bin?status=503&retry_after=2"))")
+            dl.on("failed", function(d, e)
+              dl.add("\(server.url("/files/b.bin"))")
+              return dl.handled()
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out)
+        #expect(run.status == 0, "\(run.stderr)")
+        let a = try times(server, "/files/a.bin")
+        let b = try times(server, "/files/b.bin")
+        #expect(a.count == 1 && b.count == 1, "\(a) \(b)")
+        if let first = a.first, let second = b.first {
+            #expect(second - first >= 2 - 0.05, "b.bin came \(second - first) s after the 503")
+        }
+        #expect(sameBytes(out + "/b.bin", TestData.random(200, seed: 2)))
+    }
+
+    @Test func aNegativeHostDelayIsAUsageError() async throws {
+        let out = try TempDir.make("host-delay")
+        let run = try await DLPipeRun.run(["get", "http://127.0.0.1:1/x", "-d", out, "--host-delay", "-1"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("--host-delay"), "\(run.stderr)")
+    }
+}
