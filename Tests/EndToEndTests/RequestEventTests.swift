@@ -59,12 +59,17 @@ import Testing
               q.headers["X-Drop"] = nil
               q.headers["X-Attempt"] = q.attempt
             end)
+            -- A second handler sees the first one's changes, and adds its own.
+            dl.on("request", function(d, q)
+              q.headers["X-Second"] = q.headers["X-Attempt"] .. "+" .. tostring(q.headers["X-Drop"])
+            end)
             """)
         let run = try await job.run("job.lua", out: out)
         #expect(run.status == 0, "\(run.stderr)")
         let seen = try server.requests(matching: "/files/r.bin")
         #expect(seen.count == 2, "\(seen)")
         #expect(seen.map { header($0, "x-attempt") } == ["1", "2"])
+        #expect(seen.map { header($0, "x-second") } == ["1+nil", "2+nil"])
         #expect(seen.allSatisfy { header($0, "x-drop") == nil && header($0, "x-keep") == "kept" })
     }
 
