@@ -62,9 +62,16 @@ enum HelpText {
           -c, --cookie-jar FILE   write the session's cookies to FILE at the end
           --host-delay S          at least S seconds between requests to one host
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
+          --compressed            ask for compressed transfers, store decoded bytes
+                                  (compressed files such as .gz are stored as sent)
+          --no-mtime              keep the time of writing (default: the file's time is
+                                  its Last-Modified; -R, --remote-time say so explicitly)
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors and dl.warn lines
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)
+          --refresh WHEN          a file an earlier run finished: conditional (ask the server
+                                  whether it changed; the default), never (keep it), always
+                                  (fetch it again)
           -h, --help              show this help
         """
 

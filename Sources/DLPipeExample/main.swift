@@ -1,71 +1,38 @@
-// A small program that uses DLPipe the way an app uses a downloader: queue several
-// URLs, show progress, pause one and resume it, cancel another, await the results.
+// Small programs that use DLPipe as Swift apps use a downloader. Each pattern
+// is one file; the first argument picks it:
 //
-//   dlpipe-example OUTPUT_DIR URL...
+//   dlpipe-example image-queue OUTPUT_DIR URL...     ImageOperationQueue.swift
+//   dlpipe-example suspendable OUTPUT_DIR URL        SuspendableDownload.swift
+//   dlpipe-example view-model OUTPUT_DIR GOOD_URL BAD_URL SLOW_URL
+//                                                    LoadingImageViewModel.swift
+//   dlpipe-example two-at-once OUTPUT_DIR URL URL    TwoAtOnceDownloader.swift
+//   dlpipe-example OUTPUT_DIR URL URL [URL...]       Tour.swift (pause, resume, cancel)
 //
-// The first URL is paused at its first progress report and resumed when the engine
-// says it is paused; the second is cancelled at once. Exits 0 when every other
-// download finished.
+// Each prints what happens, one line per step, and exits 0 when the pattern
+// did what it shows (the tests read both).
 import DLPipe
 import Foundation
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-guard arguments.count >= 3 else {
-    FileHandle.standardError.write(Data("usage: dlpipe-example OUTPUT_DIR URL URL [URL...]\n".utf8))
-    exit(2)
-}
-
-var configuration = EngineConfiguration()
-configuration.directory = arguments[0]
-configuration.progressInterval = 0.1
-let engine = try DownloadEngine(configuration: configuration)
-let events = engine.events()  // subscribe before adding, to see every event
-
-let ids = arguments.dropFirst().map { engine.add($0) }
-let pauseMe = ids[0]
-let cancelMe = ids[1]
-engine.cancel(cancelMe)
-
-var pausedOnce = false
-var ended = 0
-for await event in events {
-    switch event {
-    case .progress(let d, let p):
-        let percent = p.fraction.map { String(format: "%3.0f%%", $0 * 100) } ?? "  ?"
-        print("progress \(d.id) \(percent) \(p.bytes) bytes")
-        if d.id == pauseMe && !pausedOnce {
-            pausedOnce = true
-            engine.pause(d.id)
+extension DownloadTask {
+    /// `value` as a `Result`, for callbacks that take one.
+    var valueResult: Result<FinishedInfo, any Error> {
+        get async {
+            do { return .success(try await value) } catch { return .failure(error) }
         }
-    case .paused(let d):
-        print("paused \(d.id)")
-        engine.resume(d.id)
-    case .finished(let d, let f):
-        print("finished \(d.id) \(f.path) \(f.bytes) bytes")
-    case .failed(let d, let e):
-        print("failed \(d.id) \(e)")
-    case .cancelled(let d):
-        print("cancelled \(d.id)")
-    default:
-        break
-    }
-    if event.isTerminal {
-        ended += 1
-        if ended == ids.count { break }
     }
 }
 
-var allGood = true
-for id in ids {
-    let outcome = await engine.outcome(of: id)
-    print("outcome \(id): \(outcome.map { "\($0)" } ?? "none")")
-    if id == cancelMe {
-        allGood = allGood && outcome == .cancelled
-    } else if case .finished = outcome {
-    } else {
-        allGood = false
-    }
+let arguments = Array(CommandLine.arguments.dropFirst())
+let patterns: [String: ([String]) async throws -> Int32] = [
+    "image-queue": imageQueue,
+    "suspendable": suspendable,
+    "view-model": viewModel,
+    "two-at-once": twoAtOnce,
+]
+let status: Int32
+if let name = arguments.first, let pattern = patterns[name] {
+    status = try await pattern(Array(arguments.dropFirst()))
+} else {
+    status = try await tour(arguments)
 }
-print(pausedOnce ? "paused and resumed \(pauseMe)" : "download \(pauseMe) ended before it could be paused")
-engine.shutdown()
-exit(allGood ? 0 : 1)
+exit(status)

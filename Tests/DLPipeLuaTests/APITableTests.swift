@@ -129,10 +129,14 @@ import Testing
         error.status = 503
         let pushed: [String: Set<String>] = [
             "response": keys(.response(ResponseInfo(
-                status: 200, headers: ["a": "b"], type: "text/html", length: 3, filename: "x", url: "http://h/x"))),
+                status: 206, headers: ["a": "b"], type: "text/html", length: 3, filename: "x", url: "http://h/x",
+                resumedFrom: 1))),
             "progress": keys(.progress(ProgressInfo(bytes: 1, total: 4, rate: 2))),
+            // A file's finished has a path, a memory download's a body instead.
             "finished": keys(.finished(FinishedInfo(
-                path: "/p", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false))),
+                path: "/p", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false)))
+                .union(keys(.finished(FinishedInfo(
+                    path: "", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false, body: [0x61])))),
             "retrying": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "failed": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "done": keys(.summary(RunSummary())),

@@ -185,6 +185,17 @@ struct NamingTests {
         #expect(make("attachment; filename*=UTF-8''%E2%80%AE%2F", "http://h/", nil) == "index.html")
     }
 
+    /// After redirects: the requested URL names the file, the final one only
+    /// when the requested has no last segment; Content-Disposition still wins.
+    @Test func suggestedNamesAfterARedirect() {
+        let make = { SuggestedName.make(contentDisposition: $0, url: $1, finalURL: $2, contentType: "text/html") }
+        #expect(make(nil, "http://h/hop/ss", "http://g/") == "ss")
+        #expect(make(nil, "http://h/latest/app.tgz", "http://g/files/app-1.2.tgz") == "app.tgz")
+        #expect(make(nil, "http://h/download/", "http://g/files/app-1.2.tgz") == "app-1.2.tgz")
+        #expect(make(nil, "http://h/download/", "http://g/") == "index.html")
+        #expect(make("attachment; filename=report.pdf", "http://h/hop/ss", "http://g/x") == "report.pdf")
+    }
+
     /// Numbered variants go before the (compound) extension and respect the byte limit.
     @Test func collisionVariants() {
         let cases = [("report.pdf", 1, "report.1.pdf"), ("archive.tar.gz", 1, "archive.1.tar.gz"),

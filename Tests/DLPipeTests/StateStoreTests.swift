@@ -80,7 +80,7 @@ import TestSupport
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 4)
+        #expect(StateStore.schemaVersion == 5)
     }
 
     /// Version 3 remembers the placed file apart from the status; a version 2

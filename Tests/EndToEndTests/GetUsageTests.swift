@@ -57,5 +57,6 @@ import Testing
         let run = try await DLPipeRun.run(["get", "ftp://127.0.0.1/x", "--json", "-d", try TempDir.make("ftp")])
         #expect(run.status == 1)
         #expect(run.events("failed").first?["message"] as? String ?? "" != "")
+        #expect(run.events("failed").first?["kind"] as? String == "url")
     }
 }

@@ -3,9 +3,18 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A hook implementation in Swift: what the Lua bridge will plug in the same way.
-final class ScriptedHooks: DownloadHooks {
-    let interests: HookInterests
+/// The events a `ScriptedHooks` answers.
+struct HookEvents: OptionSet, Sendable {
+    let rawValue: Int
+    static let response = HookEvents(rawValue: 1)
+    static let finished = HookEvents(rawValue: 2)
+    static let retrying = HookEvents(rawValue: 4)
+    static let failed = HookEvents(rawValue: 8)
+}
+
+/// A hook implementation in Swift: what the Lua bridge plugs in the same way.
+final class ScriptedHooks: Sendable {
+    let asks: HookEvents
     let onResponse: @Sendable (DownloadInfo, ResponseInfo) -> ResponseVerdict
     let onFinished: @Sendable (DownloadInfo, FinishedInfo) -> FinishedVerdict
     let onRetrying: @Sendable (DownloadInfo, DownloadError, Double) -> RetryVerdict
@@ -13,17 +22,27 @@ final class ScriptedHooks: DownloadHooks {
     let calls = Mutex<[String]>([])
 
     init(
-        interests: HookInterests,
+        asks: HookEvents,
         response: @escaping @Sendable (DownloadInfo, ResponseInfo) -> ResponseVerdict = { _, _ in .proceed() },
         finished: @escaping @Sendable (DownloadInfo, FinishedInfo) -> FinishedVerdict = { _, _ in .keep() },
         retrying: @escaping @Sendable (DownloadInfo, DownloadError, Double) -> RetryVerdict = { _, _, _ in .proceed },
         failed: @escaping @Sendable (DownloadInfo, DownloadError) -> FailureVerdict = { _, _ in .giveUp }
     ) {
-        self.interests = interests
+        self.asks = asks
         onResponse = response
         onFinished = finished
         onRetrying = retrying
         onFailed = failed
+    }
+
+    /// The engine's hooks: a closure for each event in `asks`.
+    var downloadHooks: DownloadHooks {
+        var hooks = DownloadHooks()
+        if asks.contains(.response) { hooks.response = { self.response($0, $1, reply: $2) } }
+        if asks.contains(.finished) { hooks.finished = { self.finished($0, $1, reply: $2) } }
+        if asks.contains(.retrying) { hooks.retrying = { self.retrying($0, $1, delay: $2, reply: $3) } }
+        if asks.contains(.failed) { hooks.failed = { self.failed($0, $1, reply: $2) } }
+        return hooks
     }
 
     func response(_ download: DownloadInfo, _ response: ResponseInfo, reply: @escaping @Sendable (ResponseVerdict) -> Void) {
@@ -63,7 +82,7 @@ final class ScriptedHooks: DownloadHooks {
         var configuration = EngineConfiguration()
         configuration.directory = out
         configuration.backoffBase = 0.05
-        let engine = try DownloadEngine(configuration: configuration, hooks: hooks)
+        let engine = try DownloadEngine(configuration: configuration, hooks: hooks.downloadHooks)
         let collected = Mutex<[DownloadEvent]>([])
         engine.observe { event in collected.withLock { $0.append(event) } }
         for path in paths { engine.add(server.url(path)) }
@@ -76,7 +95,7 @@ final class ScriptedHooks: DownloadHooks {
         let image = try server.put("pic.jpg", randomBytes: 50_000)
         try server.put("page.html", bytes: Array("<html></html>".utf8))
         try server.put("big.bin", randomBytes: 2_000_000)
-        let hooks = ScriptedHooks(interests: [.response], response: { _, r in
+        let hooks = ScriptedHooks(asks: [.response], response: { _, r in
             r.type.hasPrefix("image/") ? .proceed(name: "renamed-" + r.filename, directory: "images") : .skip(reason: "not an image: \(r.type)")
         })
         let (summary, events) = try await run(hooks, ["/files/pic.jpg", "/files/page.html", "/files/big.bin?throttle=200000"])
@@ -90,7 +109,7 @@ final class ScriptedHooks: DownloadHooks {
     @Test func emptyBodiesWaitForTheResponseHookToo() async throws {
         try server.put("empty.txt", bytes: [])
         try server.put("empty.skip", bytes: [])
-        let hooks = ScriptedHooks(interests: [.response], response: { d, r in
+        let hooks = ScriptedHooks(asks: [.response], response: { d, r in
             r.filename.hasSuffix(".skip") ? .skip(reason: "unwanted") : .proceed(name: "kept.txt")
         })
         let (summary, events) = try await run(hooks, ["/files/empty.txt", "/files/empty.skip", "/files/empty.txt?again=1"])
@@ -101,7 +120,7 @@ final class ScriptedHooks: DownloadHooks {
 
     @Test func responseHookCannotEscapeTheOutputDirectory() async throws {
         try server.put("a.bin", randomBytes: 100)
-        let hooks = ScriptedHooks(interests: [.response], response: { _, _ in .proceed(name: "../../escaped.bin") })
+        let hooks = ScriptedHooks(asks: [.response], response: { _, _ in .proceed(name: "../../escaped.bin") })
         let (summary, events) = try await run(hooks, ["/files/a.bin"])
         #expect(summary.failed == 1)
         let kinds = events.compactMap { if case .failed(_, let e) = $0 { return e.kind } else { return nil } }
@@ -112,7 +131,7 @@ final class ScriptedHooks: DownloadHooks {
 
     @Test func finishedHookMovesTheFile() async throws {
         let data = try server.put("doc.txt", randomBytes: 1000)
-        let hooks = ScriptedHooks(interests: [.finished], finished: { _, f in .keep(name: "moved.txt", directory: "sorted/text") })
+        let hooks = ScriptedHooks(asks: [.finished], finished: { _, f in .keep(name: "moved.txt", directory: "sorted/text") })
         let (summary, events) = try await run(hooks, ["/files/doc.txt"])
         #expect(summary.finished == 1)
         #expect(sameBytes(out + "/sorted/text/moved.txt", data))
@@ -125,7 +144,7 @@ final class ScriptedHooks: DownloadHooks {
         let data = try server.put("flaky.bin", randomBytes: 1000)
         // A 404 is not retried by policy; the hook forces one retry, and the
         // second request succeeds (fail_times=1).
-        let hooks = ScriptedHooks(interests: [.failed], failed: { d, e in
+        let hooks = ScriptedHooks(asks: [.failed], failed: { d, e in
             d.attempt == 1 ? .retry(after: 0.01) : .giveUp
         })
         let (summary, _) = try await run(hooks, ["/files/flaky.bin?status=404&fail_times=1"])
@@ -133,7 +152,7 @@ final class ScriptedHooks: DownloadHooks {
         #expect(sameBytes(out + "/flaky.bin", data))
         // And a retrying hook can refuse a retry the policy would have made;
         // failed then runs once, for the end (SPEC 1.2: it used to run per attempt).
-        let giveUp = ScriptedHooks(interests: [.retrying, .failed], retrying: { _, _, _ in .giveUp })
+        let giveUp = ScriptedHooks(asks: [.retrying, .failed], retrying: { _, _, _ in .giveUp })
         let (second, _) = try await run(giveUp, ["/files/flaky.bin?status=503&k=2"])
         #expect(second.failed == 1)
         #expect(try server.requests(matching: "/files/flaky.bin").filter { ($0["query"] as? [String: String])?["k"] == "2" }.count == 1)
@@ -145,7 +164,7 @@ final class ScriptedHooks: DownloadHooks {
     /// failure handled: counted apart, a `handled` terminal event.
     @Test func retryingRunsPerRetryAndFailedOnceAtTheEnd() async throws {
         try server.put("down.bin", randomBytes: 10)
-        let hooks = ScriptedHooks(interests: [.retrying, .failed], retrying: { _, _, _ in .delay(0.01) }, failed: { _, _ in .handled })
+        let hooks = ScriptedHooks(asks: [.retrying, .failed], retrying: { _, _, _ in .delay(0.01) }, failed: { _, _ in .handled })
         let (summary, events) = try await run(hooks, ["/files/down.bin?status=503"])
         #expect(hooks.calls.withLock { $0 } == ["retrying 1 1", "retrying 1 2", "retrying 1 3", "failed 1 4"])
         let delays = events.compactMap { if case .retrying(_, _, let delay) = $0 { return delay } else { return nil } }

@@ -31,6 +31,37 @@ import Testing
         }
     }
 
+    /// Three hosts redirect at once to a fourth: the hops to it are requests
+    /// to it and wait their turns there. With `--per-host 1` two of them are
+    /// parked behind the first (Scheduler.hop) and take their turns when they
+    /// get the slot; without the delay they would follow within milliseconds.
+    @Test(arguments: [1, 4]) func redirectHopsToAHostWaitTheirTurnsParkedOrNot(perHost: Int) async throws {
+        let target = try FaultServer()
+        let homes = try (1...3).map { _ in try FaultServer() }
+        var urls: [String] = []
+        var bodies: Set<[UInt8]> = []
+        for (index, home) in homes.enumerated() {
+            bodies.insert(try target.put("t\(index).bin", randomBytes: 300, seed: UInt64(index + 1)))
+            urls.append(home.url("/redirect-to?url=" + target.url("/files/t\(index).bin")))
+        }
+        let out = try TempDir.make("host-delay-hops")
+        let delay = 0.4
+        let run = try await DLPipeRun.run(
+            ["get"] + urls + ["-d", out, "-j", "8", "--per-host", String(perHost), "--host-delay", String(delay)])
+        #expect(run.status == 0, "\(run.stderr)")
+        // All three files (named from the asked URL: redirect-to, then numbered).
+        let names = try FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasPrefix(".") }
+        #expect(Set(names.compactMap { FileManager.default.contents(atPath: out + "/" + $0).map { [UInt8]($0) } }) == bodies, "\(names)")
+        let seen = try times(target, "/files/")
+        #expect(seen.count == 3, "\(seen)")
+        // The hops left their hosts together (each host's first request), and
+        // reached the target one turn apart.
+        if seen.count == 3 {
+            #expect(seen[2] - seen[0] >= 2 * delay - 0.1, "\(seen)")
+            #expect(seen[1] - seen[0] >= delay / 2 && seen[2] - seen[1] >= delay / 2, "\(seen)")
+        }
+    }
+
     @Test func aRetryAfterHoldsBackTheWholeHost() async throws {
         let server = try FaultServer()
         try server.put("a.bin", randomBytes: 200)

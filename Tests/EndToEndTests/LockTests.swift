@@ -13,9 +13,11 @@ import Testing
         try server.put("small.txt", bytes: Array("small".utf8))
     }
 
-    /// A run that holds the lock: it is stalled mid-body until signalled.
+    /// A run that holds the lock: it is stalled mid-body until signalled. Its
+    /// timeout outlasts the test on a loaded machine: the default 30 s would end
+    /// the stall with a resume that finishes the file before the signal.
     private func holder() throws -> Subprocess {
-        let process = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--json"])
+        let process = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--json", "--timeout", "300"])
         process.waitForLine(containing: "\"progress\"")
         return process
     }
@@ -59,7 +61,7 @@ import Testing
 
     @Test func aSharedStateFileIsLockedToo() async throws {
         let shared = try TempDir.make("shared") + "/jobs.db"
-        let first = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--state", shared, "--json"])
+        let first = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--state", shared, "--json", "--timeout", "300"])
         first.waitForLine(containing: "\"progress\"")
         let other = try TempDir.make("other")
         let second = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", other, "--state", shared])

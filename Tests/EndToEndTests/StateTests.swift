@@ -139,7 +139,7 @@ import Testing
 
     @Test func statusOfABusyDirectoryNamesTheRun() async throws {
         try server.put("big.bin", randomBytes: 300_000)
-        let running = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--json"])
+        let running = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--json", "--timeout", "300"])
         running.waitForLine(containing: "\"progress\"")
         let status = try await DLPipeRun.run(["status", out])
         #expect(status.status == 0, "\(status.stderr)")

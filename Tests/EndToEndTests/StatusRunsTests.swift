@@ -9,7 +9,7 @@ import Testing
         let out = try TempDir.make("status-runs")
         try server.put("big.bin", randomBytes: 200_000)
         let url = server.url("/files/big.bin?stall=50000")
-        let live = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json", "--timeout", "60"])
+        let live = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json", "--timeout", "300"])
         live.waitForLine(containing: "\"progress\"")
         let during = try await runs(out)
         #expect(during.pid == Int(live.pid), "\(during)")

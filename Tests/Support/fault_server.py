@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 PIECE = 16 * 1024          # body write size (and max chunk size when chunked)
 STALL_MAX = 120.0          # longest a stalled response waits for the client
 ENDLESS_MAX = 600.0        # safety cap for /endless-headers
+BODY_ROUTES = ("/echo-request",)   # answered for any method, request body read
 
 
 def http_date(ts):
@@ -139,11 +140,32 @@ class Handler(BaseHTTPRequestHandler):
     # ---- plumbing -------------------------------------------------------
 
     def do_GET(self):
+        if self._split_target()[0] in BODY_ROUTES or self._split_target()[0].startswith("/redirect-code/"):
+            return self._with_body()
         self._dispatch()
 
     do_HEAD = do_GET
 
+    def _with_body(self):
+        """Routes for any method, that read the request body.
+        /echo-request: a JSON object of the method, the body (latin-1) and the
+        Content-Type. /redirect-code/CODE?url=TARGET: a redirect of that status."""
+        path, qs = self._split_target()
+        self._log_request(path, qs)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if path.startswith("/redirect-code/"):
+            _, _, url = qs.partition("url=")
+            return self._simple(int(path[len("/redirect-code/"):]), "moved\n",
+                                [("Location", unquote(url, encoding="latin-1"))])
+        out = json.dumps({"method": self.command, "body": body.decode("latin-1"),
+                          "content_type": self.headers.get("Content-Type")}) + "\n"
+        self._simple(200, out, [("Content-Type", "application/json")])
+
     def _other(self):
+        path = self._split_target()[0]
+        if path in BODY_ROUTES or path.startswith("/redirect-code/"):
+            return self._with_body()
         self._log_request(*self._split_target())
         self.close_connection = True    # we never read a request body
         self._simple(405, "method not allowed\n", [("Allow", "GET, HEAD")])

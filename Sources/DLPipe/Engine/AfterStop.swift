@@ -30,7 +30,7 @@ struct AfterStop {
         case .addAll(let requests):
             for (id, _) in requests { stopped.insert(id) }
             return nil
-        case .waitIdle(let reply):
+        case .waitIdle(let reply), .countsNow(let reply):
             let (summary, exitCode) = (self.summary, self.exitCode)
             return { reply(summary, exitCode) }
         case .waitOutcome(let id, let reply):
@@ -39,7 +39,7 @@ struct AfterStop {
         case .stop(let done):
             return done
         case .pause, .resume, .cancel, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
-            .failureVerdict, .requestVerdict, .drainedVerdict, .synced, .resumeHashed:
+            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed:
             return nil
         }
     }

@@ -41,7 +41,9 @@ final class DownloadRegistry: Sendable {
         state.withLock { state in
             var ids: [DownloadID] = []
             var new: [(DownloadID, DownloadRequest)] = []
-            for request in requests {
+            for var request in requests {
+                // One form of each URL from here on: queue, state, events (URLNormalization).
+                request.url = URLNormalization.normalize(request.url)
                 let key = request.deduplicationKey
                 if let id = state.byKey[key] {
                     ids.append(id)

@@ -50,33 +50,33 @@ extension EngineLoop {
                 if let target = job.target { targets.removePart(target) }
                 job.dropPart()
             case .askResponseHook:
-                guard let hooks, let response = job.response else { break }
-                pendingHookCalls += 1
+                guard let ask = hooks?.response, let response = job.response else { break }
                 let id = job.id
-                hooks.response(job.info(root: root), response) { [self] verdict in
-                    post(.responseVerdict(id, verdict))
+                let reply = hookReply("response", expiry: { .responseVerdict(id, .fail($0)) }) {
+                    .responseVerdict(id, $0)
                 }
+                ask(job.info(root: root), response, reply)
             case .askFinishedHook:
-                guard let hooks, let result = job.result else { break }
-                pendingHookCalls += 1
+                guard let ask = hooks?.finished, let result = job.result else { break }
                 let id = job.id
-                hooks.finished(job.info(root: root), result) { [self] verdict in
-                    post(.finishedVerdict(id, verdict))
+                let reply = hookReply("finished", expiry: { .finishedVerdict(id, .fail($0)) }) {
+                    .finishedVerdict(id, $0)
                 }
+                ask(job.info(root: root), result, reply)
             case .askRetryingHook(let delay):
-                guard let hooks, let error = job.state.pendingError else { break }
-                pendingHookCalls += 1
+                guard let ask = hooks?.retrying, let error = job.state.pendingError else { break }
                 let id = job.id
-                hooks.retrying(job.info(root: root), error, delay: delay) { [self] verdict in
-                    post(.retryVerdict(id, verdict))
+                let reply = hookReply("retrying", expiry: { .retryVerdict(id, .fail($0)) }) {
+                    .retryVerdict(id, $0)
                 }
+                ask(job.info(root: root), error, delay, reply)
             case .askFailedHook:
-                guard let hooks, let error = job.state.pendingError else { break }
-                pendingHookCalls += 1
+                guard let ask = hooks?.failed, let error = job.state.pendingError else { break }
                 let id = job.id
-                hooks.failed(job.info(root: root), error) { [self] verdict in
-                    post(.failureVerdict(id, verdict))
+                let reply = hookReply("failed", expiry: { .failureVerdictMissed(id, $0) }) {
+                    .failureVerdict(id, $0)
                 }
+                ask(job.info(root: root), error, reply)
             case .scheduleRetry(let delay):
                 job.retryGeneration += 1
                 timers.push((EngineLoop.now() + delay, job.id, job.retryGeneration))
@@ -171,7 +171,8 @@ extension EngineLoop {
     /// The response hook answered: rename if asked, then let the bytes flow.
     func applyResponseVerdict(_ id: DownloadID, _ verdict: ResponseVerdict) {
         guard let job = jobs[id], job.state.phase == .awaitingVerdict || job.state.phase == .holdingBody else { return }
-        guard case .proceed(let name, let directory) = verdict, name != nil || directory != nil
+        // A memory download has no name to change.
+        guard job.request.into == .file, case .proceed(let name, let directory) = verdict, name != nil || directory != nil
         else { return feed(job, .responseVerdict(verdict)) }
         do throws(DownloadError) {
             let old = job.target
@@ -209,6 +210,7 @@ extension EngineLoop {
     /// Opens the part file and lets a transfer held for the response hook go on.
     func continueTransfer(_ job: Job) {
         guard let transfer = job.transfer else { return }
+        if job.request.into == .memory { return continueIntoMemory(job, transfer) }
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
             return attemptFailed(job, transfer.abortError!)
         }
@@ -219,6 +221,7 @@ extension EngineLoop {
     /// its body, in memory or empty, goes to disk and the download completes.
     func completeTransfer(_ job: Job) {
         guard let transfer = job.transfer else { return }
+        if job.request.into == .memory { return completeIntoMemory(job, transfer) }
         if transfer.body.isInMemory, canHold(job, transfer) {
             // The whole body came while the hook decided: no part file for it.
             job.transfer = nil
@@ -299,20 +302,24 @@ extension EngineLoop {
     func tickProgress() {
         let now = EngineLoop.now()
         guard now >= nextProgressTick else { return }
-        nextProgressTick = now + min(configuration.progressInterval, configuration.timeout / 4)
+        // A download's own timeout may be shorter than the engine's: the check
+        // runs often enough for the shortest one in flight.
+        var shortest = configuration.timeout
         var stalled: [Transfer] = []
         for transfer in transfers.values {
+            shortest = min(shortest, transfer.stallTimeout)
             // Waiting for a hook or for the speed cap is not a stall.
             if transfer.activity != transfer.watchedActivity || transfer.body.pausesCurl || transfer.pacing == .waiting {
                 transfer.watchedActivity = transfer.activity
                 transfer.lastActiveAt = now
-            } else if now - transfer.lastActiveAt >= configuration.timeout {
+            } else if now - transfer.lastActiveAt >= transfer.stallTimeout {
                 stalled.append(transfer)
             }
         }
+        nextProgressTick = now + min(configuration.progressInterval, shortest / 4)
         for transfer in stalled {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(configuration.timeout.secondsText) s"))
+            attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(transfer.stallTimeout.secondsText) s"))
         }
         for transfer in transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
@@ -327,7 +334,7 @@ extension EngineLoop {
             let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.rate)
             let info = job.info(root: root)
             emit(.progress(info, progress))
-            if interests.contains(.progress) { hooks?.progress(info, progress) }
+            hooks?.progress?(info, progress)
         }
     }
 }

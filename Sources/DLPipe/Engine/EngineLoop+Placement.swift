@@ -16,6 +16,7 @@ struct Placement {
 extension EngineLoop {
     /// The body is all here: check it, put it under its final name, raise `finished`.
     func bodyComplete(_ job: Job, _ transfer: Transfer) {
+        if job.request.into == .memory { return memoryBodyComplete(job, transfer) }
         guard let target = job.target else { return }
         let size = transfer.resumeOffset + transfer.received
         if let expected = job.response?.length, size != expected {
@@ -167,6 +168,7 @@ extension EngineLoop {
     /// The file is under its final name: the download succeeded.
     private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?) {
         job.target = final
+        if configuration.remoteTime { setRemoteTime(job, targets.finalPath(final)) }
         job.dropPart()
         job.result = FinishedInfo(
             path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
@@ -217,5 +219,18 @@ extension EngineLoop {
         }
         job.partHolds(placement.size)
         waitForDurability(Placement(job: job, size: placement.size, digest: placement.digest, held: nil))
+    }
+}
+
+extension EngineLoop {
+    /// The file's modification time from the response's `Last-Modified` (one
+    /// utimensat per placed file, none per chunk); its access time is now. A
+    /// failure leaves the time of writing: the download itself succeeded.
+    func setRemoteTime(_ job: Job, _ path: String) {
+        guard let text = job.response?.headers["last-modified"], let date = HTTPDate.parse(text) else { return }
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        // (1 << 30) - 1 is UTIME_NOW, a macro Swift does not import.
+        var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 1), timespec(tv_sec: Int(seconds), tv_nsec: 0)]
+        _ = utimensat(AT_FDCWD, path, &times, 0)
     }
 }

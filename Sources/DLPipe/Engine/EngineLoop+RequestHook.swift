@@ -4,16 +4,24 @@
 extension EngineLoop {
     /// Asks the hook for the current hop's headers; the transfer starts when
     /// the reply comes (`applyRequestVerdict`). The job stays `requesting`.
+    /// Like every hook call, the first reply counts and a hook that does not
+    /// reply within `hookDeadline` fails the download with kind `hook`
+    /// (`hookReply`).
     func askRequestHook(_ job: Job) {
-        guard let hooks else { return }
         job.requestGeneration += 1
         let generation = job.requestGeneration
         let id = job.id
         let request = RequestInfo(url: job.currentURL, attempt: max(1, job.state.attempt), headers: hopHeaders(for: job))
-        pendingHookCalls += 1
-        hooks.request(job.info(root: root), request) { [self] verdict in
-            post(.requestVerdict(id, generation: generation, verdict))
+        guard let ask = hooks?.request else {
+            // Not reached (`interests` says a closure is set); the hop goes
+            // out with its own headers rather than waiting for nobody.
+            job.hopHeaders = request.headers
+            return startTransfer(job)
         }
+        let reply = hookReply("request", expiry: { .requestVerdict(id, generation: generation, .fail($0)) }) {
+            .requestVerdict(id, generation: generation, $0)
+        }
+        ask(job.info(root: root), request, reply)
     }
 
     /// Starts the hop with the hook's headers, unless a pause, a cancel, a

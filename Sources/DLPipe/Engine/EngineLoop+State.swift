@@ -9,7 +9,8 @@ extension EngineLoop {
     /// Applies what the state knows of a newly added download. Returns true when
     /// the download ended at once (a finished file under refresh "never").
     func applyState(_ job: Job) -> Bool {
-        guard let store else { return false }
+        // A memory download keeps nothing between runs: no record to look up.
+        guard let store, job.request.into == .file else { return false }
         let lookup: DownloadRecord?
         do {
             lookup = try store.record(key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun)
@@ -94,7 +95,9 @@ extension EngineLoop {
     /// `total` stands in for an unknown Content-Length (a held body's size).
     func saveState(_ job: Job, _ status: DownloadRecord.Status, error: DownloadError? = nil, total: Int64? = nil) {
         assertOnEngineThread()
-        guard let store else { return }
+        // A memory download has no file and keeps no record (it is fetched
+        // again on every run).
+        guard let store, job.request.into == .file else { return }
         let headers = job.response?.headers ?? [:]
         store.save(DownloadRecord(
             key: job.key, url: job.request.url, target: job.target?.relative, status: status,

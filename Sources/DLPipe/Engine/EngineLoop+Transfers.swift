@@ -9,6 +9,11 @@ extension EngineLoop: TransferOwner {
     /// Configures a handle for the job's next request and adds it to the multi handle.
     func startTransfer(_ job: Job) {
         if job.startedAt == nil { job.startedAt = EngineLoop.now() }
+        // The slot counts against the host this request goes to (after a
+        // redirect, another one): a full host keeps the download waiting, at
+        // the front of its line, and startQueued comes back here.
+        let host = URLParts(job.currentURL)?.hostPort ?? job.host
+        guard scheduler.hop(job.id, to: host, priority: job.request.priority) else { return }
         // A resume with a checksum: the bytes on disk are hashed on a queue first.
         if waitsForResumeHash(job) { return }
         if let replay = configuration.replay, !replay.has(job.currentURL) {
@@ -32,7 +37,9 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_FOLLOWLOCATION, 0)
         easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
-        easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.timeout * 1000))
+        transfer.stallTimeout = job.request.timeout ?? configuration.timeout
+        transfer.bodyLimit = job.request.bodyLimit
+        easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(transfer.stallTimeout * 1000))
         cookies?.apply(to: easy)
         TransferOptions(options: configuration.transport, caFile: configuration.caFile)
             .apply(to: easy, url: job.currentURL, firstHost: job.host)
@@ -56,8 +63,17 @@ extension EngineLoop: TransferOwner {
             transfer.resumeOffset = job.partBytes
             lines.append("Range: bytes=\(job.partBytes)-")
             lines.append("If-Range: \(validator)")
+            // The part file holds decoded bytes, which are the identity bytes.
+            if configuration.compressed { lines.append("Accept-Encoding: identity") }
         } else {
             job.dropPart()
+            if configuration.compressed {
+                if job.wantsIdentity || CompressedResource.named(job.request.url) || CompressedResource.named(job.currentURL) {
+                    lines.append("Accept-Encoding: identity")
+                } else {
+                    easy.set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
+                }
+            }
         }
         if configuration.replay != nil {
             // The replay server answers for the URL this request stands for,
@@ -68,6 +84,7 @@ extension EngineLoop: TransferOwner {
             easy.set(CURLOPT_PIPEWAIT, 0)
         }
         easy.setHeaders(lines)
+        job.method.apply(to: easy)
         transfer.lastActiveAt = EngineLoop.now()
         transfers[easy.handle] = transfer
         job.transfer = transfer
@@ -100,9 +117,20 @@ extension EngineLoop: TransferOwner {
     /// see it before any byte is written.
     func readResponse(_ job: Job, _ transfer: Transfer) -> BodyDecision {
         let length = transfer.easy.offset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)
+        // An encoded body's Content-Length counts the wire (curl checks that);
+        // the stored, decoded length is known only at its end.
+        let encoded = configuration.compressed && CompressedResource.encoded(transfer.headers["content-encoding"])
         let head = ResponseHead(
             status: transfer.easy.long(CURLINFO_RESPONSE_CODE), headers: transfer.headers,
-            contentLength: length >= 0 ? length : nil)
+            contentLength: length >= 0 && !encoded ? length : nil)
+        if encoded, !job.wantsIdentity, (200..<300).contains(head.status),
+            CompressedResource.typed(MediaType.essence(head.headers["content-type"]))
+        {
+            // curl would decode an archive the server encoded once more: ask
+            // again, for the server's own bytes (rare: an extra request).
+            job.wantsIdentity = true
+            return .discard(.restart)
+        }
         let asked = AskedFor(
             url: job.currentURL, resumeOffset: transfer.resumeOffset, conditional: job.conditional != nil,
             retryAfterCap: configuration.backoffCap)
@@ -131,6 +159,12 @@ extension EngineLoop: TransferOwner {
             transfer.resumeOffset = 0
             body = whole
         }
+        // A body announced larger than the download allows fails before any
+        // byte is kept (a body without a length meets the limit as it streams).
+        if let limit = job.request.bodyLimit, let total = body.length, total > limit {
+            transfer.abortError = DownloadError(.size, "\(RedactedURL.text(job.currentURL)) has \(total) bytes, more than its limit of \(limit) (max_size)")
+            return .abort
+        }
         return acceptBody(job, transfer, head, body)
     }
 
@@ -139,12 +173,14 @@ extension EngineLoop: TransferOwner {
     private func acceptBody(_ job: Job, _ transfer: Transfer, _ head: ResponseHead, _ body: AcceptedBody) -> BodyDecision {
         job.validator = body.validator
         let suggested = SuggestedName.make(
-            contentDisposition: head.headers["content-disposition"], url: job.currentURL,
+            contentDisposition: head.headers["content-disposition"], url: job.request.url, finalURL: job.currentURL,
             contentType: body.type)
         let response = ResponseInfo(
             status: head.status, headers: head.headers, type: body.type, length: body.length,
-            filename: suggested, url: job.currentURL)
+            filename: suggested, url: job.currentURL,
+            resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
         job.response = response
+        if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         if job.target == nil {
             do {
                 job.target = try chooseTarget(job, suggested: suggested)
@@ -280,7 +316,7 @@ extension EngineLoop: TransferOwner {
                 continue
             }
             job.transfer = nil
-            if transfer.body == .keptWhole { transfer.keepWholeBody() }
+            if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
             job.partHolds(transfer.resumeOffset + transfer.received)
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
@@ -315,7 +351,7 @@ extension EngineLoop: TransferOwner {
             followRedirect(job, transfer)
         case .dropping(.unchanged):
             keepUnchanged(job)
-        case .undecided, .streaming, .buffering, .bufferFull, .keptWhole:
+        case .undecided, .streaming, .buffering, .bufferFull, .keptWhole, .collecting:
             bodyComplete(job, transfer)
         }
     }
@@ -335,6 +371,7 @@ extension EngineLoop: TransferOwner {
             return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
         job.currentURL = next
+        job.method = job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE))
         if job.target == nil { job.dropPart() }
         startTransfer(job)
     }
@@ -356,6 +393,7 @@ extension EngineLoop: TransferOwner {
         saveState(job, .partial, error: error)
         job.hops = 0
         job.currentURL = job.request.url
+        job.method = RequestMethod(job.request)
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
         feed(job, .transferFailed(
             error, policyDelay: delay, askRetrying: interests.contains(.retrying), askFailed: interests.contains(.failed)))

@@ -32,6 +32,9 @@ final class EngineLoop: @unchecked Sendable {
         case finishedVerdict(DownloadID, FinishedVerdict)
         case retryVerdict(DownloadID, RetryVerdict)
         case failureVerdict(DownloadID, FailureVerdict)
+        /// A `failed` hook gave no reply within the hook deadline: the download
+        /// fails with this error (kind `hook`).
+        case failureVerdictMissed(DownloadID, DownloadError)
         /// A `request` hook's headers for the hop asked under `generation`.
         case requestVerdict(DownloadID, generation: Int, RequestVerdict)
         case drainedVerdict(Int?)
@@ -40,6 +43,8 @@ final class EngineLoop: @unchecked Sendable {
         /// The part file's first bytes are hashed for a resume (ResumeHash).
         case resumeHashed(DownloadID, ResumeHash)
         case waitIdle(@Sendable (RunSummary, Int?) -> Void)
+        /// The counts as they are now (a cancelled `waitUntilDrained`).
+        case countsNow(@Sendable (RunSummary, Int?) -> Void)
         case waitOutcome(DownloadID, @Sendable (DownloadOutcome?) -> Void)
         /// Stop every transfer (part files stay) and end the thread; then `done`.
         case stop(done: (@Sendable () -> Void)?)
@@ -48,7 +53,7 @@ final class EngineLoop: @unchecked Sendable {
     let configuration: EngineConfiguration
     /// The output directory, absolute and canonical.
     let root: String
-    let hooks: (any DownloadHooks)?
+    let hooks: DownloadHooks?
     let interests: HookInterests
     let events: EventHub
     /// Which downloads are open, for the public side (told of every end).
@@ -126,6 +131,11 @@ final class EngineLoop: @unchecked Sendable {
     /// Paused downloads: open, but waiting for nobody but a `resume`.
     var pausedJobs: Set<DownloadID> = []
     var pendingHookCalls = 0
+    /// Hook calls waiting for a reply, by deadline (`hookDeadline`).
+    var hookDeadlines = HookDeadlines()
+    /// Hook replies dropped: second replies, and replies after the deadline
+    /// (read by `DownloadEngine.ignoredHookReplies`, from any thread).
+    let ignoredHookReplies = Atomic<Int>(0)
     var summary = RunSummary()
     var exitCode: Int?
     /// Work arrived since the last drain: the next idle moment is a drain.
@@ -142,7 +152,7 @@ final class EngineLoop: @unchecked Sendable {
     let cookies: CookieJar?
     private var stopWaiters: [@Sendable () -> Void] = []
 
-    init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, events: EventHub,
+    init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, events: EventHub,
          registry: DownloadRegistry = DownloadRegistry(engine: 0), store: (any DownloadState)?,
          cookies: CookieJar? = nil) {
         self.registry = registry
@@ -234,6 +244,7 @@ final class EngineLoop: @unchecked Sendable {
             }
             if stopped { break }
             fireDueTimers()
+            expireHookCalls()
             startQueued()
             releasePacedTransfers()
             let activeAfterStart = scheduler.active
@@ -245,7 +256,7 @@ final class EngineLoop: @unchecked Sendable {
             tickProgress()
             checkIdle()
             flushState()
-            hooks?.endOfTurn()
+            hooks?.endOfTurn?()
             if stopped { break }
             // A slot freed in this turn (a transfer ended, or an attempt failed
             // before its body, e.g. a part file that cannot be created) goes to
@@ -282,6 +293,9 @@ final class EngineLoop: @unchecked Sendable {
             pendingHookCalls -= 1
             if case .retry(let seconds) = verdict { verdict = .retry(after: boundedDelay(seconds)) }
             feed(id, .failureVerdict(verdict))
+        case .failureVerdictMissed(let id, let error):
+            pendingHookCalls -= 1
+            feed(id, .fail(error))
         case .requestVerdict(let id, let generation, let verdict):
             pendingHookCalls -= 1
             applyRequestVerdict(id, generation: generation, verdict)
@@ -302,6 +316,8 @@ final class EngineLoop: @unchecked Sendable {
             } else {
                 idleWaiters.append(reply)
             }
+        case .countsNow(let reply):
+            reply(summary, exitCode)
         case .waitOutcome(let id, let reply):
             if jobs[id] != nil || waiting[id] != nil {
                 outcomeWaiters[id, default: []].append(reply)
@@ -329,7 +345,7 @@ final class EngineLoop: @unchecked Sendable {
             let job = Job(id: id, request: request, host: "")
             jobs[id] = job
             job.state.endBeforeStart(.failed)
-            finish(job, .failed(DownloadError(.http, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
+            finish(job, .failed(DownloadError(.url, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
             return
         }
         // The CLI and the Lua bridge refuse such headers before they get here;
@@ -376,6 +392,11 @@ final class EngineLoop: @unchecked Sendable {
 
     private func startQueued() {
         while let id = scheduler.next() {
+            if scheduler.resumesHop(id) {
+                // A redirect that waited for its host: the same attempt goes on.
+                if let job = jobs[id] { startTransfer(job) } else { scheduler.finished(id) }
+                continue
+            }
             guard let job = job(id) else {
                 scheduler.finished(id)
                 continue
@@ -394,6 +415,7 @@ final class EngineLoop: @unchecked Sendable {
         var wait = 1.0
         let now = EngineLoop.now()
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
+        if let due = hookDeadlines.nextDue { wait = min(wait, due - now) }
         if let (due, _, _) = hostTurns.first { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
         if let release = pacer?.secondsUntilRelease() { wait = min(wait, release) }
@@ -409,10 +431,10 @@ final class EngineLoop: @unchecked Sendable {
         }
         if drainPending && interests.contains(.drained) && !askedDrainHook, let hooks {
             askedDrainHook = true
-            pendingHookCalls += 1
             summary.seconds = EngineLoop.now() - startedAt
             let snapshot = summary
-            hooks.drained(snapshot) { [self] code in post(.drainedVerdict(code)) }
+            let reply = hookReply("done", expiry: { _ in .drainedVerdict(nil) }) { .drainedVerdict($0) }
+            hooks.drained?(snapshot, reply)
             return
         }
         if configuration.endPausedWhenDrained && !pausedJobs.isEmpty {
@@ -441,7 +463,7 @@ final class EngineLoop: @unchecked Sendable {
     private func shutDown() {
         assertOnEngineThread()
         placeDurableFiles(force: true)
-        hooks?.endOfTurn()
+        hooks?.endOfTurn?()
         for job in jobs.values where job.transfer != nil {
             perform([.abortTransfer(keepPart: true)], job)
             saveState(job, .partial)

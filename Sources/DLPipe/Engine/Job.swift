@@ -13,7 +13,8 @@ final class WaitingRequest {
 final class Job {
     let id: DownloadID
     let request: DownloadRequest
-    /// The host used for per-host limits (of the original URL).
+    /// The host of the requested URL: where a new attempt is queued, and the
+    /// host that credentials may go to. A redirect moves the slot (Scheduler.hop).
     let host: String
     /// The request's state key, built once: every state write names it.
     private(set) lazy var key = request.deduplicationKey
@@ -38,6 +39,9 @@ final class Job {
     var requestGeneration = 0
     /// The host's turn (HostPacing) is taken for the request about to start.
     var paced = false
+    /// The method and body of the current hop: the request's, until a
+    /// redirect changes them (`RequestMethod.following`).
+    lazy var method = RequestMethod(request)
     var response: ResponseInfo?
     var transfer: Transfer?
     /// The part file's first bytes, being hashed (or hashed) for the next
@@ -60,6 +64,9 @@ final class Job {
     var placed: PlacedFile?
     /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
     var conditional: (etag: String?, lastModified: String?)?
+    /// `--compressed` only: the server encoded a compressed resource (an
+    /// archive's media type), so the download asks again for its own bytes.
+    var wantsIdentity = false
     /// Counts retry timers set, so a stale timer is recognised.
     var retryGeneration = 0
     /// Body bytes received in this run, across attempts.
@@ -120,6 +127,6 @@ final class Job {
             id: id, url: request.url, name: target?.name ?? request.name,
             directory: target?.directory ?? request.directory ?? "",
             path: target.map { root + "/" + $0.relative }, parent: request.parent,
-            attempt: max(1, state.attempt), meta: request.meta)
+            attempt: max(1, state.attempt), meta: request.meta, metaJSON: request.metaJSON)
     }
 }

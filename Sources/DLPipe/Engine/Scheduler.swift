@@ -1,11 +1,18 @@
-/// Which queued download runs next: highest priority first, then first added,
-/// never more than `concurrency` at once nor more than `perHost` against one host.
-/// Pure bookkeeping; the engine loop tells it what started and what ended.
+/// Which queued download runs next: highest priority first; among hosts whose
+/// next download has the same priority, round-robin (`HostTurns`), so that
+/// input grouped by host still keeps many hosts busy at once. Never more than
+/// `concurrency` at once nor more than `perHost` against one host, counted
+/// against the host a transfer fetches from now: a redirect to another host
+/// moves its slot (`hop`), and waits, first in that host's line, while the
+/// host is full. Pure bookkeeping; the engine loop tells it what started and
+/// what ended.
 struct Scheduler {
     private struct Entry {
         let id: DownloadID
         let priority: Int
         let sequence: Int
+        /// A started download whose redirect waits for a slot on this host.
+        let continuing: Bool
     }
 
     let concurrency: Int
@@ -17,6 +24,9 @@ struct Scheduler {
     private var liveSequence: [DownloadID: Int] = [:]
     /// The host of each download holding a slot.
     private var runningHost: [DownloadID: String] = [:]
+    /// Started downloads waiting in a host's line after a redirect.
+    private var parked: Set<DownloadID> = []
+    private var turns = HostTurns()
     private var sequence = 0
 
     /// Downloads holding a slot.
@@ -31,41 +41,84 @@ struct Scheduler {
 
     /// Puts a download in line.
     mutating func enqueue(_ id: DownloadID, host: String, priority: Int) {
-        sequence += 1
-        liveSequence[id] = sequence
-        queues[host, default: Heap(by: Scheduler.runsFirst)].push(
-            Entry(id: id, priority: priority, sequence: sequence))
+        push(id, host: host, priority: priority, continuing: false)
     }
 
     /// Takes a queued download out of line (paused or cancelled before it ran).
     mutating func withdraw(_ id: DownloadID) {
         liveSequence[id] = nil
+        parked.remove(id)
     }
 
-    /// The next download to start, marking its slot taken; nil when none may start.
+    /// A running download now fetches from `host` (a redirect, or a start
+    /// whose URL moved): its slot moves there. False when that host is full:
+    /// the download then gives its slot back and waits at the front of the
+    /// host's line; `next` hands it out again (`isParked` was true).
+    mutating func hop(_ id: DownloadID, to host: String, priority: Int) -> Bool {
+        guard let from = runningHost[id], from != host else { return true }
+        release(id)
+        if activeByHost[host, default: 0] < perHost {
+            runningHost[id] = host
+            activeByHost[host, default: 0] += 1
+            return true
+        }
+        parked.insert(id)
+        push(id, host: host, priority: priority, continuing: true)
+        return false
+    }
+
+    /// The next download to start (or, for a parked one, to go on), marking
+    /// its slot taken; nil when none may start.
     mutating func next() -> DownloadID? {
         guard active < concurrency, !liveSequence.isEmpty else { return nil }
-        var best: (host: String, entry: Entry)?
-        // One pass over the hosts that have work: cheap for the usual few hosts.
-        for host in Array(queues.keys) {
-            guard activeByHost[host, default: 0] < perHost else { continue }
-            guard let top = liveTop(of: host) else { continue }
-            if best == nil || Scheduler.runsFirst(top, best!.entry) { best = (host, top) }
+        while let (host, priority) = turns.popFirst() {
+            // A full host is offered again when one of its slots frees.
+            guard activeByHost[host, default: 0] < perHost, let top = liveTop(of: host) else { continue }
+            guard top.priority == priority || top.continuing else {
+                turns.append(host, priority: top.priority)
+                continue
+            }
+            _ = queues[host]?.pop()
+            liveSequence[top.id] = nil
+            runningHost[top.id] = host
+            activeByHost[host, default: 0] += 1
+            offer(host)  // to the back of the line: the next host goes first
+            return top.id
         }
-        guard let (host, entry) = best else { return nil }
-        _ = queues[host]?.pop()
-        if queues[host]?.isEmpty == true { queues[host] = nil }
-        liveSequence[entry.id] = nil
-        runningHost[entry.id] = host
-        activeByHost[host, default: 0] += 1
-        return entry.id
+        return nil
     }
 
-    /// A started download gave its slot back.
+    /// Whether `id` was handed out by `next` to go on after a redirect (and
+    /// not to start); clears the mark.
+    mutating func resumesHop(_ id: DownloadID) -> Bool {
+        parked.remove(id) != nil
+    }
+
+    /// A started download gave its slot back (or, parked, its place in line).
     mutating func finished(_ id: DownloadID) {
+        if parked.remove(id) != nil { liveSequence[id] = nil }
+        release(id)
+    }
+
+    private mutating func release(_ id: DownloadID) {
         guard let host = runningHost.removeValue(forKey: id) else { return }
         let left = activeByHost[host, default: 1] - 1
         activeByHost[host] = left > 0 ? left : nil
+        offer(host)
+    }
+
+    private mutating func push(_ id: DownloadID, host: String, priority: Int, continuing: Bool) {
+        sequence += 1
+        liveSequence[id] = sequence
+        queues[host, default: Heap(by: Scheduler.runsFirst)].push(
+            Entry(id: id, priority: priority, sequence: sequence, continuing: continuing))
+        offer(host)
+    }
+
+    /// Puts a host with live work and a free slot in line at its top's priority.
+    private mutating func offer(_ host: String) {
+        guard activeByHost[host, default: 0] < perHost, let top = liveTop(of: host) else { return }
+        if !turns.isWaiting(host, at: top.priority) { turns.append(host, priority: top.priority) }
     }
 
     /// The first live entry of a host's heap, dropping stale ones on the way.
@@ -78,7 +131,10 @@ struct Scheduler {
         return nil
     }
 
+    /// A parked redirect first (it was started already), then priority, then
+    /// insertion order.
     private static func runsFirst(_ a: Entry, _ b: Entry) -> Bool {
-        a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
+        if a.continuing != b.continuing { return a.continuing }
+        return a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
     }
 }

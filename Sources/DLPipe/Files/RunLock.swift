@@ -14,6 +14,7 @@ package final class RunLock: @unchecked Sendable {
     public enum Failure: Error, Sendable {
         /// Another process holds it; its PID when the file names one.
         case held(pid: Int32?, path: String)
+        /// The lock file could not be created, opened or locked; the message says why.
         case io(String)
     }
 
@@ -25,12 +26,14 @@ package final class RunLock: @unchecked Sendable {
     /// Takes the lock at `path` (for `--state FILE`: `FILE.lock`), or waits for it.
     public init(path: String, wait: Bool) throws(Failure) {
         let folder = (path as NSString).deletingLastPathComponent
-        if !folder.isEmpty, let code = FileSystem.makeDirectories(folder) {
+        if !folder.isEmpty, let code = StatePermissions.makeFolder(folder) {
             throw .io("cannot create \(folder): \(String(cString: strerror(code)))")
         }
         self.path = path
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        // The owner's alone, like the state beside it (an older lock was 0644).
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io("cannot open \(path): \(String(cString: strerror(errno)))") }
+        StatePermissions.tighten(path, to: 0o600)
         // A `dlpipe status` that asks flock whether a run holds the lock (where
         // /proc/locks is missing) holds a shared lock for an instant: a run
         // that finds the lock taken asks again a few times before it says so.

@@ -19,7 +19,7 @@ public final class DownloadEngine: Sendable {
     let registry: DownloadRegistry
 
     /// Creates the output directory when missing and starts the engine's thread.
-    public convenience init(configuration: EngineConfiguration = EngineConfiguration(), hooks: (any DownloadHooks)? = nil)
+    public convenience init(configuration: EngineConfiguration = EngineConfiguration(), hooks: DownloadHooks? = nil)
         throws(DownloadError)
     {
         if let code = FileSystem.makeDirectories(configuration.directory) {
@@ -42,7 +42,7 @@ public final class DownloadEngine: Sendable {
     /// An engine whose state is `state` (the SQLite store the public init
     /// opens, or another backend; nil: none), in the existing directory `root`
     /// (absolute and canonical). `configuration.statePath` is not read.
-    package init(configuration: EngineConfiguration, root: String, hooks: (any DownloadHooks)?, state: (any DownloadState)?)
+    package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?)
         throws(DownloadError)
     {
         registry = DownloadRegistry(engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun)
@@ -65,6 +65,12 @@ public final class DownloadEngine: Sendable {
     /// Whether an ended request keeps its id for the whole run (the command
     /// line's engine): then a job's own rule needs no table of its own.
     package var deduplicatesWholeRun: Bool { registry.wholeRun }
+
+    /// Hook replies the engine dropped: a second reply to one call, or a
+    /// reply that came after `EngineConfiguration.hookDeadline` had failed
+    /// the download. Zero in a program whose hooks reply exactly once in time;
+    /// anything else is a bug of the hooks, counted here so that it shows.
+    public var ignoredHookReplies: Int { loop.ignoredHookReplies.load(ordering: .relaxed) }
 
     /// The absolute output directory.
     public var directory: String { loop.root }
@@ -115,6 +121,10 @@ public final class DownloadEngine: Sendable {
     @discardableResult
     public func add(_ url: String) -> DownloadID { add(DownloadRequest(url: url)) }
 
+    /// Queues a download of `url` with default settings.
+    @discardableResult
+    public func add(_ url: URL) -> DownloadID { add(DownloadRequest(url: url)) }
+
     /// Queues a download as `add` does and returns its task handle: its own
     /// events from its first on, `pause`, `resume`, `cancel`, and its awaited
     /// `result`. A repeat of an open request gets a handle of that download.
@@ -131,6 +141,9 @@ public final class DownloadEngine: Sendable {
 
     /// Queues a download of `url` with default settings and returns its task handle.
     public func addTask(_ url: String) -> DownloadTask { addTask(DownloadRequest(url: url)) }
+
+    /// Queues a download of `url` with default settings and returns its task handle.
+    public func addTask(_ url: URL) -> DownloadTask { addTask(DownloadRequest(url: url)) }
 
     /// Ends a download as failed (a hook that broke, for example), stopping its
     /// transfer. False when `id` is not an open download of this engine.
@@ -162,21 +175,43 @@ public final class DownloadEngine: Sendable {
     /// Waits for one download's outcome. Nil at once for an id of another
     /// engine, and for a download that ended earlier when `keepsOutcomes` is
     /// off. After a stop it answers at once: `.stopped` for what was open at
-    /// the stop or added after it.
+    /// the stop or added after it. Cancelling the waiting task makes it
+    /// return nil at once; the download goes on (`cancel(_:)` ends it, and
+    /// cancelling a task awaiting `DownloadTask.result` ends it too).
     public func outcome(of id: DownloadID) async -> DownloadOutcome? {
         guard registry.owns(id) else { return nil }
-        return await withCheckedContinuation { continuation in
-            loop.post(.waitOutcome(id, { continuation.resume(returning: $0) }))
+        let answer = OnceContinuation<DownloadOutcome?>()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                answer.wait(continuation)
+                loop.post(.waitOutcome(id, { answer.resume($0) }))
+            }
+        } onCancel: {
+            answer.resume(nil)
         }
     }
 
     /// Waits until the queue is drained and no hook is running; returns the counts
     /// and the exit code a `drained` hook chose, if any. After a stop it
-    /// answers at once with the counts at the stop.
+    /// answers at once with the counts at the stop. Cancelling the waiting
+    /// task makes it return at once with the counts so far (the queue goes on).
     public func waitUntilDrained() async -> (summary: RunSummary, exitCode: Int?) {
-        await withCheckedContinuation { continuation in
-            loop.post(.waitIdle({ continuation.resume(returning: ($0, $1)) }))
+        let answer = OnceContinuation<Drained>()
+        let drained = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                answer.wait(continuation)
+                loop.post(.waitIdle({ answer.resume(Drained(summary: $0, exitCode: $1)) }))
+            }
+        } onCancel: { [loop] in
+            loop.post(.countsNow({ answer.resume(Drained(summary: $0, exitCode: $1)) }))
         }
+        return (drained.summary, drained.exitCode)
+    }
+
+    /// `waitUntilDrained`'s answer as one Sendable value.
+    private struct Drained: Sendable {
+        let summary: RunSummary
+        let exitCode: Int?
     }
 
     /// Stops every transfer (part files stay) and the engine's thread, without

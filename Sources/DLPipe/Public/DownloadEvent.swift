@@ -1,6 +1,9 @@
-/// A download as hooks and observers see it at one moment.
+/// A download as hooks and observers see it at one moment (a copy: it does
+/// not change when the download moves on).
 public struct DownloadInfo: Sendable, Hashable {
+    /// The download's id in its engine.
     public var id: DownloadID
+    /// The requested URL (before redirects; `ResponseInfo.url` is after them).
     public var url: String
     /// The file name once known (after the response), else the requested one.
     public var name: String?
@@ -8,40 +11,85 @@ public struct DownloadInfo: Sendable, Hashable {
     public var directory: String
     /// The final path once the name is known.
     public var path: String?
+    /// The download whose hook added this one (`DownloadRequest.parent`).
     public var parent: DownloadID?
-    /// 1 for the first attempt.
+    /// The attempt under way or last made: 1 for the first, one more per retry.
     public var attempt: Int
+    /// The request's free-form values (`DownloadRequest.meta`).
     public var meta: [String: String]
+    /// `DownloadRequest.metaJSON`: JSON text, or nil.
+    public var metaJSON: String? = nil
 }
 
 /// The final response of an attempt, after redirects.
+///
+/// `status` is what the server sent. A resumed download gets 206 with
+/// `resumedFrom` set; a server that ignores the range sends 200 and the file
+/// starts over. A check for "the whole file, or a resume of it" is thus
+/// `response.status == 200 || (response.status == 206 && response.resumedFrom != nil)`,
+/// or simply `response.isWholeOrResumed`.
 public struct ResponseInfo: Sendable, Hashable {
+    /// The HTTP status as the server sent it: 2xx (errors fail the attempt and
+    /// never reach a `response` event), 206 for a resumed download.
     public var status: Int
     /// Header names in lower case; repeated headers joined with ", ", but
     /// `set-cookie`, whose lines are joined with "\n" (see `setCookies`).
     public var headers: [String: String]
     /// Media type without parameters, lower case ("" when absent).
     public var type: String
-    /// The body length of the whole resource when known.
+    /// The body length of the whole resource when known: for a resumed
+    /// download, the bytes already on disk plus the 206's body.
     public var length: Int64?
-    /// The server's suggested name, already sanitised.
+    /// The server's suggested name (Content-Disposition, else the URL), already
+    /// sanitised.
     public var filename: String
     /// The URL after redirects.
     public var url: String
+    /// The byte this response continues the part file from: a 206 to the
+    /// engine's Range request, whose body is appended to the bytes an earlier
+    /// attempt (or run) left. Nil when the body is the whole file.
+    public var resumedFrom: Int64?
+
+    /// Whether the body is the whole file (200) or continues the part file
+    /// from where the engine asked (206 with `resumedFrom`): the "HTTP 200"
+    /// check that does not trip on a resume.
+    public var isWholeOrResumed: Bool {
+        status == 200 || (status == 206 && resumedFrom != nil)
+    }
 
     /// Each `Set-Cookie` line of the response, in order (a comma cannot
     /// separate them: cookie dates hold commas).
     public var setCookies: [String] {
         headers["set-cookie"].map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) } ?? []
     }
+
+    /// A response as the engine reports it (for tests of code that handles events).
+    public init(
+        status: Int, headers: [String: String] = [:], type: String = "", length: Int64? = nil,
+        filename: String = "", url: String, resumedFrom: Int64? = nil
+    ) {
+        self.status = status
+        self.headers = headers
+        self.type = type
+        self.length = length
+        self.filename = filename
+        self.url = url
+        self.resumedFrom = resumedFrom
+    }
 }
 
-/// A coalesced progress report.
+/// A coalesced progress report: at most one per transfer every
+/// `EngineConfiguration.progressInterval`, and only when bytes arrived.
 public struct ProgressInfo: Sendable, Hashable {
-    /// Bytes of the file so far, including bytes resumed from an earlier attempt.
+    /// Bytes of the file so far, including the bytes a resumed download kept
+    /// from an earlier attempt or run (so a resume does not start at 0).
     public var bytes: Int64
+    /// The size of the whole file in bytes when the server said it (its
+    /// Content-Length, plus the kept bytes for a resume: `ResponseInfo.length`);
+    /// nil when unknown (a chunked body).
     public var total: Int64?
-    /// Bytes per second over the recent past.
+    /// Bytes per second, smoothed over the recent reports of this transfer
+    /// (received bytes only; resumed bytes do not count as speed).
     public var rate: Double
 
     /// 0...1 when the total is known.
@@ -58,14 +106,23 @@ public struct ProgressInfo: Sendable, Hashable {
 
 /// What a finished download produced.
 public struct FinishedInfo: Sendable, Hashable {
+    /// The absolute path of the file under its final name.
     public var path: String
+    /// The file's size in bytes.
     public var bytes: Int64
     /// Hex SHA-256 when it was computed while streaming (asked for, or verified).
     public var sha256: String?
+    /// The media type without parameters ("" when the server named none).
     public var type: String
+    /// Seconds from the start of the download's first attempt (when it got a
+    /// transfer slot, not when it was queued) to the file in place; retries,
+    /// backoff and pauses included. 0 for a file kept without a request.
     public var seconds: Double
     /// True when the server said 304 and the existing file was kept.
     public var unchanged: Bool
+    /// The body of a memory download (`DownloadRequest.into == .memory`),
+    /// whose `path` is ""; nil for a file.
+    public var body: [UInt8]? = nil
 }
 
 /// Counts of a drained queue. `finished` counts files downloaded in this run;
@@ -73,14 +130,21 @@ public struct FinishedInfo: Sendable, Hashable {
 /// `failed` leaves out the failures a `failed` hook handled: they are `handled`.
 /// `bytes` are the body bytes received in this run.
 public struct RunSummary: Sendable, Hashable {
+    /// Files downloaded (new or changed) since the engine started.
     public var finished = 0
+    /// Downloads that ended `failed`.
     public var failed = 0
     /// Failures a `failed` hook dealt with (`FailureVerdict.handled`).
     public var handled = 0
+    /// Downloads a hook skipped.
     public var skipped = 0
+    /// Downloads cancelled by the caller or a hook.
     public var cancelled = 0
+    /// Downloads whose file was found current (304, or refresh "never").
     public var unchanged = 0
+    /// Body bytes received since the engine started, all attempts together.
     public var bytes: Int64 = 0
+    /// Seconds from the engine's start to this summary.
     public var seconds: Double = 0
     /// Why records are missing from the state at the end of the run (a full
     /// disk, say), when they are: files written after their records failed
@@ -91,6 +155,7 @@ public struct RunSummary: Sendable, Hashable {
     /// Why the cookie jar (`EngineConfiguration.cookieJar`) could not be
     /// written at the last drain; nil when it was, or when there is none.
     public var cookieJarError: String?
+    /// All counts at zero.
     public init() {}
 }
 

@@ -42,86 +42,90 @@ public enum FailureVerdict: Sendable, Hashable {
     case handled
 }
 
-/// The events a hook implementation wants; the engine never pays for the others.
-public struct HookInterests: OptionSet, Sendable {
-    public let rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
-    public static let response = HookInterests(rawValue: 1)
-    public static let progress = HookInterests(rawValue: 2)
-    public static let finished = HookInterests(rawValue: 4)
-    public static let failed = HookInterests(rawValue: 8)
-    public static let drained = HookInterests(rawValue: 16)
-    public static let retrying = HookInterests(rawValue: 32)
-    /// Before every request (each attempt, each redirect hop). Without it no
-    /// request waits for a hook.
-    public static let request = HookInterests(rawValue: 64)
-}
-
-/// The plug-in point for scripts: the engine calls these and waits for `reply`
-/// without blocking its own thread, so one slow hook never stalls other transfers.
-/// Calls arrive from the engine's thread; implementations hand them to their own
-/// executor and call `reply` exactly once, from any thread.
-public protocol DownloadHooks: AnyObject, Sendable {
-    /// Which of the calls below are wanted.
-    var interests: HookInterests { get }
-    /// Before any body byte is written. The transfer is paused meanwhile.
-    func response(
-        _ download: DownloadInfo, _ response: ResponseInfo,
-        reply: @escaping @Sendable (ResponseVerdict) -> Void)
-    /// Coalesced progress; no reply.
-    func progress(_ download: DownloadInfo, _ progress: ProgressInfo)
+/// The plug-in point for scripts and programs that decide about downloads:
+/// one optional closure per event. A closure left nil is not asked, and its
+/// event goes the default way (proceed, keep, retry as the policy says, let
+/// the failure stand); the engine then pays nothing for it.
+///
+/// The engine never waits for a hook: each call comes on the engine's thread
+/// and must return at once, handing the decision to an executor of its own;
+/// the decision comes back through `reply`, from any thread, later. Call
+/// `reply` exactly once: a second reply is ignored (and counted in
+/// `DownloadEngine.ignoredHookReplies`), and a call with no reply within
+/// `EngineConfiguration.hookDeadline` fails its download with kind `hook`.
+///
+/// An actor fits without `nonisolated`: the closures hop onto it.
+///
+/// ```swift
+/// actor Gatekeeper { func allows(_ r: ResponseInfo) -> Bool { r.type.hasPrefix("image/") } }
+/// let keeper = Gatekeeper()
+/// let hooks = DownloadHooks(response: { _, response, reply in
+///     Task { reply(await keeper.allows(response) ? .proceed() : .skip(reason: "not an image")) }
+/// })
+/// ```
+public struct DownloadHooks: Sendable {
+    /// Before any body byte is written; the transfer is paused until the reply.
+    public var response:
+        (@Sendable (DownloadInfo, ResponseInfo, _ reply: @escaping @Sendable (ResponseVerdict) -> Void) -> Void)?
+    /// Coalesced progress (every `EngineConfiguration.progressInterval` per
+    /// transfer); no reply. Nil: progress costs no hook call at all.
+    public var progress: (@Sendable (DownloadInfo, ProgressInfo) -> Void)?
     /// After the file is in place under its final name.
-    func finished(
-        _ download: DownloadInfo, _ result: FinishedInfo,
-        reply: @escaping @Sendable (FinishedVerdict) -> Void)
+    public var finished:
+        (@Sendable (DownloadInfo, FinishedInfo, _ reply: @escaping @Sendable (FinishedVerdict) -> Void) -> Void)?
     /// An attempt failed and the retry policy grants another after `delay`
     /// seconds: the hook may change the delay or give up.
-    func retrying(
-        _ download: DownloadInfo, _ error: DownloadError, delay: Double,
-        reply: @escaping @Sendable (RetryVerdict) -> Void)
+    public var retrying:
+        (@Sendable (DownloadInfo, DownloadError, _ delay: Double, _ reply: @escaping @Sendable (RetryVerdict) -> Void)
+            -> Void)?
     /// The download failed and no retry follows (once per download, unless the
     /// hook retries): the hook may retry past the budget or mark it handled.
-    func failed(
-        _ download: DownloadInfo, _ error: DownloadError,
-        reply: @escaping @Sendable (FailureVerdict) -> Void)
+    public var failed:
+        (@Sendable (DownloadInfo, DownloadError, _ reply: @escaping @Sendable (FailureVerdict) -> Void) -> Void)?
     /// When the queue drains; the reply may carry an exit code. Downloads added
     /// before replying keep the run going.
-    func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void)
-    /// Before a request goes out (every attempt and every redirect hop): the
-    /// reply gives the headers of this hop. The request waits meanwhile.
-    func request(
-        _ download: DownloadInfo, _ request: RequestInfo,
-        reply: @escaping @Sendable (RequestVerdict) -> Void)
+    public var drained: (@Sendable (RunSummary, _ reply: @escaping @Sendable (Int?) -> Void) -> Void)?
     /// The engine has made every call of one loop turn. An implementation that
     /// hands calls to another thread may queue them until now and hand them over
     /// as one batch (one wake-up per turn instead of one per call).
-    func endOfTurn()
-}
+    public var endOfTurn: (@Sendable () -> Void)?
+    /// Before a request goes out (every attempt's first hop and every redirect
+    /// hop): the reply gives the headers of that hop, and the request waits
+    /// for it (its slot stays taken). Nil: no request waits for a hook.
+    public var request:
+        (@Sendable (DownloadInfo, RequestInfo, _ reply: @escaping @Sendable (RequestVerdict) -> Void) -> Void)?
 
-extension DownloadHooks {
-    public func response(
-        _ download: DownloadInfo, _ response: ResponseInfo,
-        reply: @escaping @Sendable (ResponseVerdict) -> Void
-    ) { reply(.proceed()) }
-    public func progress(_ download: DownloadInfo, _ progress: ProgressInfo) {}
-    public func request(
-        _ download: DownloadInfo, _ request: RequestInfo,
-        reply: @escaping @Sendable (RequestVerdict) -> Void
-    ) { reply(.send(headers: request.headers)) }
-    public func endOfTurn() {}
-    public func finished(
-        _ download: DownloadInfo, _ result: FinishedInfo,
-        reply: @escaping @Sendable (FinishedVerdict) -> Void
-    ) { reply(.keep()) }
-    public func retrying(
-        _ download: DownloadInfo, _ error: DownloadError, delay: Double,
-        reply: @escaping @Sendable (RetryVerdict) -> Void
-    ) { reply(.proceed) }
-    public func failed(
-        _ download: DownloadInfo, _ error: DownloadError,
-        reply: @escaping @Sendable (FailureVerdict) -> Void
-    ) { reply(.giveUp) }
-    public func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void) {
-        reply(nil)
+    /// Hooks with the given closures; the others stay nil (not asked).
+    public init(
+        response: (@Sendable (DownloadInfo, ResponseInfo, _ reply: @escaping @Sendable (ResponseVerdict) -> Void) -> Void)? = nil,
+        progress: (@Sendable (DownloadInfo, ProgressInfo) -> Void)? = nil,
+        finished: (@Sendable (DownloadInfo, FinishedInfo, _ reply: @escaping @Sendable (FinishedVerdict) -> Void) -> Void)? = nil,
+        retrying: (@Sendable (DownloadInfo, DownloadError, _ delay: Double, _ reply: @escaping @Sendable (RetryVerdict) -> Void) -> Void)? = nil,
+        failed: (@Sendable (DownloadInfo, DownloadError, _ reply: @escaping @Sendable (FailureVerdict) -> Void) -> Void)? = nil,
+        drained: (@Sendable (RunSummary, _ reply: @escaping @Sendable (Int?) -> Void) -> Void)? = nil,
+        endOfTurn: (@Sendable () -> Void)? = nil,
+        request: (@Sendable (DownloadInfo, RequestInfo, _ reply: @escaping @Sendable (RequestVerdict) -> Void) -> Void)? = nil
+    ) {
+        self.response = response
+        self.progress = progress
+        self.finished = finished
+        self.retrying = retrying
+        self.failed = failed
+        self.drained = drained
+        self.endOfTurn = endOfTurn
+        self.request = request
+    }
+
+    /// The events asked, read from the closures that are set.
+    var interests: HookInterests {
+        var interests: HookInterests = []
+        if response != nil { interests.insert(.response) }
+        if progress != nil { interests.insert(.progress) }
+        if finished != nil { interests.insert(.finished) }
+        if retrying != nil { interests.insert(.retrying) }
+        if failed != nil { interests.insert(.failed) }
+        if drained != nil { interests.insert(.drained) }
+        if request != nil { interests.insert(.request) }
+        return interests
     }
 }

@@ -42,8 +42,14 @@ public struct TransportOptions: Sendable, Equatable {
 
     /// Authentication schemes (curl's default Basic, `--digest`, `--anyauth`).
     public enum Authentication: String, Sendable, Equatable {
-        case basic, digest, any
+        /// Basic only, sent with the first request (curl's default).
+        case basic
+        /// Digest only (curl's `--digest`).
+        case digest
+        /// Whatever the server offers, the safest first (curl's `--anyauth`).
+        case any
     }
 
+    /// curl's defaults (and the environment's proxies).
     public init() {}
 }

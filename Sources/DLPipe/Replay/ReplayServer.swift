@@ -13,6 +13,7 @@ import Synchronization
 /// next recorded response, and the last one once they are used up.
 public final class ReplayServer: @unchecked Sendable {
     // @unchecked: `entries` and `directory` are immutable; `served` is a Mutex.
+    /// The recording's folder (what `--record DIR` wrote).
     public let directory: String
     /// `http://127.0.0.1:PORT/`: where the engine sends every request.
     public let address: String
@@ -21,6 +22,7 @@ public final class ReplayServer: @unchecked Sendable {
     private let listener: Int32
     static let urlHeader = "X-Dlpipe-Replay-URL"
 
+    /// Reads the recording in `directory` and starts answering on loopback.
     public init(directory: String) throws(DownloadError) {
         self.directory = directory
         var byURL: [String: [Recording.Entry]] = [:]

@@ -14,7 +14,9 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     /// first run; see `StateWriter.record`).
     package private(set) var hadRecords = true
     public let path: String
-    static let schemaVersion = 4
+    static let schemaVersion = 5
+    /// How credentials in URLs are stored (never as they are).
+    private var credentials = StoredCredentials(secret: [])
     /// What brings a file of version N - 1 to version N, by N. Each runs in a
     /// transaction that also bumps `schema_version`, so a file is never half
     /// migrated.
@@ -31,6 +33,9 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             """,
         // Files that scripts wrote (dl.write, dl.append), and the job that wrote each.
         4: "CREATE TABLE written(path TEXT PRIMARY KEY, job TEXT NOT NULL) WITHOUT ROWID;",
+        // The secret that keys the digests of URLs' credentials; the rows that
+        // held credentials are rewritten by `forgetCredentials`.
+        5: "INSERT OR IGNORE INTO dlpipe_meta VALUES ('credential_key', '\(StoredCredentials.newSecretHex())');",
     ]
 
     /// A state file that cannot be used; nothing is deleted.
@@ -40,9 +45,12 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     public init(path: String) throws(Failure) {
         self.path = path
         let folder = (path as NSString).deletingLastPathComponent
-        if !folder.isEmpty, let code = FileSystem.makeDirectories(folder) {
+        if !folder.isEmpty, let code = StatePermissions.makeFolder(folder) {
             throw Failure(message: "cannot create \(folder): \(String(cString: strerror(code)))")
         }
+        // Made the owner's alone before SQLite opens it: SQLite gives the -wal
+        // and -shm files the mode of the database file.
+        StatePermissions.createPrivate(path)
         do {
             db = try SQLiteDatabase(path: path)
             // Checked before anything is written, so a foreign file stays as it was.
@@ -58,6 +66,9 @@ package final class StateStore: DownloadState, @unchecked Sendable {
                 try db.execute("PRAGMA journal_mode=WAL;")
             }
             try db.execute("PRAGMA synchronous=NORMAL;")
+            // A dlpipe state (checked above): older files were made 0644.
+            StatePermissions.tighten(database: path)
+            try db.query("SELECT value FROM dlpipe_meta WHERE key = 'credential_key'") { credentials = StoredCredentials(hex: $0.text(0) ?? "") }
             var any = false
             try db.query("SELECT 1 FROM downloads LIMIT 1") { _ in any = true }
             hadRecords = any
@@ -102,18 +113,51 @@ package final class StateStore: DownloadState, @unchecked Sendable {
         do {
             var current = version
             try db.query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { current = Int($0.text(0) ?? "") ?? current }
+            var rewritten = 0
             while current < Self.schemaVersion {
                 current += 1
                 try db.execute(Self.migrations[current]!)
+                if current == 5 { rewritten = try forgetCredentials() }
                 try db.execute("UPDATE dlpipe_meta SET value = '\(current)' WHERE key = 'schema_version';")
             }
             try db.execute("COMMIT;")
+            if rewritten > 0 { try wipeFreedPages() }
         } catch {
             // The migration's error is the one to report. A rollback that fails
             // too leaves the transaction open: the connection goes with the store.
             do { try db.execute("ROLLBACK;") } catch {}
             throw error
         }
+    }
+
+    /// Rewrites the rows an older dlpipe stored with credentials in their URL
+    /// (schema 5): the redacted URL, and the key with its keyed digest.
+    /// Returns how many rows changed.
+    private func forgetCredentials() throws -> Int {
+        try db.query("SELECT value FROM dlpipe_meta WHERE key = 'credential_key'") { credentials = StoredCredentials(hex: $0.text(0) ?? "") }
+        var rows: [(key: String, url: String)] = []
+        try db.query("SELECT key, url FROM downloads WHERE instr(url, '@') > 0") { rows.append(($0.text(0) ?? "", $0.text(1) ?? "")) }
+        var changed = 0
+        for row in rows where credentials.key(row.key) != row.key || credentials.url(row.url) != row.url {
+            try db.query("UPDATE OR REPLACE downloads SET key = ?, url = ? WHERE key = ?",
+                         [.text(credentials.key(row.key)), .text(credentials.url(row.url)), .text(row.key)])
+            changed += 1
+        }
+        var released: [(path: String, url: String)] = []
+        try db.query("SELECT path, url FROM released WHERE instr(url, '@') > 0") { released.append(($0.text(0) ?? "", $0.text(1) ?? "")) }
+        for file in released where credentials.url(file.url) != file.url {
+            try db.query("UPDATE released SET url = ? WHERE path = ?", [.text(credentials.url(file.url)), .text(file.path)])
+            changed += 1
+        }
+        return changed
+    }
+
+    /// After credentials were rewritten, nothing of them may stay in freed
+    /// pages of the file or in old frames of the WAL: VACUUM rebuilds the file
+    /// and a truncating checkpoint empties the WAL.
+    private func wipeFreedPages() throws {
+        try db.execute("VACUUM;")
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE);")
     }
 
     /// Creates the tables of a new state file.
@@ -127,6 +171,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             BEGIN;
             CREATE TABLE dlpipe_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             INSERT INTO dlpipe_meta VALUES ('schema_version', '\(Self.schemaVersion)');
+            INSERT INTO dlpipe_meta VALUES ('credential_key', '\(StoredCredentials.newSecretHex())');
             CREATE TABLE downloads(
               key TEXT PRIMARY KEY, url TEXT NOT NULL, target TEXT, status TEXT NOT NULL,
               bytes INTEGER NOT NULL DEFAULT 0, total INTEGER, etag TEXT, last_modified TEXT,
@@ -198,11 +243,11 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     package func save(_ r: DownloadRecord) throws(StateFailure) {
         try begin()
         let values: [SQLValue] = [
-            .text(r.url), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
+            .text(credentials.url(r.url)), SQLValue(r.target), .text(r.status.rawValue), .int(r.bytes),
             SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
             .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970),
             SQLValue(r.mediaType), SQLValue(r.placed?.path), SQLValue(r.placed?.size),
-            SQLValue(r.placed?.inode.map { Int64(bitPattern: $0) }), .text(r.key),
+            SQLValue(r.placed?.inode.map { Int64(bitPattern: $0) }), .text(credentials.key(r.key)),
         ]
         // An UPDATE in place when the record exists (every download's second
         // write): INSERT OR REPLACE would delete and re-insert the row and both
@@ -232,7 +277,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
         try begin()
         do {
             try db.query("INSERT OR REPLACE INTO released(path, url, size) VALUES (?, ?, ?)",
-                         [.text(file.path), .text(file.url), .int(file.size)])
+                         [.text(file.path), .text(credentials.url(file.url)), .int(file.size)])
         } catch {
             throw failure("write", error)
         }
@@ -279,7 +324,8 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     /// The record of a request, if any.
     package func record(key: String) throws(StateFailure) -> DownloadRecord? {
         var found: DownloadRecord?
-        try read("SELECT \(Self.columns) FROM downloads WHERE key = ?", [.text(key)]) { found = Self.record($0) }
+        try read("SELECT \(Self.columns) FROM downloads WHERE key = ?", [.text(credentials.key(key))]) { found = Self.record($0) }
+        found?.key = key
         return found
     }
 

@@ -10,6 +10,8 @@ enum BodyDecision {
     /// A small file then completes in curl at once, without a pause and unpause
     /// and another loop turn to finish it.
     case buffer
+    /// Keep all of it in memory: a memory download.
+    case collect
     /// Stop the transfer; the engine recorded why.
     case abort
     /// Read and drop it (a redirect, a 304, a refused resume).

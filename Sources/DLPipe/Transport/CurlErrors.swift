@@ -20,7 +20,7 @@ enum CurlErrors {
         case CURLE_PARTIAL_FILE:
             return DownloadError(.network, "the body from \(url) ended before its Content-Length")
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
-            return DownloadError(.http, "cannot fetch \(quoted(url)): \(detail)")
+            return DownloadError(.url, "cannot fetch \(quoted(url)): \(detail)")
         case CURLE_TOO_MANY_REDIRECTS:
             return DownloadError(.http, "too many redirects from \(url)")
         case CURLE_COULDNT_CONNECT where DescriptorBudget.exhausted():

@@ -50,6 +50,12 @@ final class Transfer {
     var abortError: DownloadError?
     /// `--record`: the response as it arrives (heads, and the body bytes taken).
     var recording: ResponseRecording?
+    /// The most bytes the whole body may have (the download's `maxSize`),
+    /// resumed bytes included; a chunk that would go past it stops the transfer.
+    var bodyLimit: Int64?
+    /// Seconds without progress before the attempt fails (the download's own
+    /// timeout, else the engine's).
+    var stallTimeout = 30.0
 
     init(id: DownloadID, easy: CurlEasy, owner: any TransferOwner) {
         self.id = id
@@ -126,6 +132,7 @@ final class Transfer {
         case .write: body = .streaming
         case .pause: body = .paused
         case .buffer: body = .buffering
+        case .collect: body = .collecting
         case .abort: body = .refused
         case .discard(let reason): body = .dropping(reason)
         }
@@ -136,6 +143,12 @@ final class Transfer {
     func keepWhenComplete() {
         assert(body == .buffering, "only a body flowing into memory is kept whole")
         body = .keptWhole
+    }
+
+    /// A memory download's body goes on into memory after the response hook
+    /// let it (the bytes buffered meanwhile stay). The caller unpauses curl.
+    func collectInMemory() {
+        body = .collecting
     }
 
     /// The transfer ended with its whole body in memory: that is the body.
@@ -173,6 +186,10 @@ final class Transfer {
 
     /// Body bytes: to the part file (and the hasher), or a pause, or a stop.
     private func take(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if body.keepsBytes, let bodyLimit, exceeds(bodyLimit, adding: bytes.count) {
+            abortError = DownloadError(.size, "the body is larger than its limit of \(bodyLimit) bytes (max_size)")
+            return 0
+        }
         switch body {
         case .streaming:
             activity &+= 1
@@ -189,6 +206,11 @@ final class Transfer {
             buffered.append(contentsOf: bytes)
             activity &+= 1
             return bytes.count
+        case .collecting:
+            // Bounded by `bodyLimit`, checked above.
+            buffered.append(contentsOf: bytes)
+            activity &+= 1
+            return bytes.count
         case .bufferFull, .paused:
             return dl_writefunc_pause()
         case .dropping:
@@ -196,6 +218,12 @@ final class Transfer {
         case .keptWhole, .refused:
             return 0
         }
+    }
+
+    /// Whether `count` more bytes would take the body past `limit`. Checked
+    /// before a chunk is taken, so nothing past the limit is ever written.
+    private func exceeds(_ limit: Int64, adding count: Int) -> Bool {
+        resumeOffset + received + Int64(buffered.count) + Int64(count) > limit
     }
 
     /// To the part file and the hasher.

@@ -31,10 +31,16 @@ enum TransferBody: Equatable {
     case dropping(Drop)
     /// The engine refused the body (its reason is `Transfer.abortError`).
     case refused
+    /// A memory download's body: every byte stays in memory, up to the
+    /// download's limit (`DownloadRequest.bodyLimit`), never a file.
+    case collecting
 
     /// Whether curl is held (CURL_WRITEFUNC_PAUSE) by this transfer's own
     /// choice: not a stall.
     var pausesCurl: Bool { self == .paused || self == .bufferFull }
     /// Whether body bytes are kept in memory.
     var isInMemory: Bool { self == .buffering || self == .bufferFull }
+    /// Whether the next chunk is taken as the body's (to the part file or
+    /// memory): what a size limit counts.
+    var keepsBytes: Bool { self == .streaming || self == .buffering || self == .collecting }
 }

@@ -65,7 +65,8 @@ enum OutputTarget: Equatable {
         if (info.st_mode & S_IFMT) == S_IFDIR {
             throw UsageError("-o: \(path) is a directory", command: "get")
         }
-        let key = DownloadRequest(url: url, name: name, directory: directory).deduplicationKey
+        // Keyed as the engine keys it: by the normalised URL.
+        let key = DownloadRequest(url: URLNormalization.normalize(url), name: name, directory: directory).deduplicationKey
         let refusal = "-o: \(path) exists and dlpipe did not place it; it is never replaced (remove it or choose another name)"
         guard FileManager.default.fileExists(atPath: statePath) else { throw UsageError(refusal, command: "get") }
         let record: DownloadRecord?

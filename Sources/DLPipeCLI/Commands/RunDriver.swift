@@ -63,7 +63,10 @@ enum RunDriver {
             }
         }
         session?.start(with: engine)
-        for request in requests { engine.add(request) }
+        // In one step, so that none starts before all are queued: one by one,
+        // the first URLs would take the slots before the round-robin over
+        // hosts (and the priorities) could see the rest.
+        engine.add(contentsOf: requests)
         let (summary, hookCode) = await engine.waitUntilDrained()
         // A stop does not wait for the Lua thread (a handler may still run): a
         // removed download's record then stays, and its missing file is fetched again.

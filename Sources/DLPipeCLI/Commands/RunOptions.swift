@@ -30,6 +30,10 @@ struct RunOptions {
     /// `run --record DIR` / `run --replay DIR` (RecordReplay).
     var recorder: ResponseRecorder?
     var replay: ReplayServer?
+    /// `--compressed`, `-R`/`--no-mtime` (FileArguments).
+    var files = FileArguments()
+    /// `--refresh conditional|never|always`: what a finished file of an earlier run gets.
+    var refresh: RefreshPolicy?
     /// `-b/--cookie FILE` and `-c/--cookie-jar FILE` (curl's spelling).
     var cookieFile: String?
     var cookieJar: String?
@@ -99,6 +103,13 @@ struct RunOptions {
         options.scripts.hookFiles = try args.values("--hook")
         options.scripts.defaultHooks = !args.flag("--no-hooks")
         options.scripts.unsafe = args.flag("--unsafe-lua")
+        options.files = try FileArguments.parse(&args)
+        if let text = try args.value("--refresh") {
+            guard let refresh = RefreshPolicy(rawValue: text) else {
+                throw UsageError("--refresh wants conditional, never or always, not \(text.debugDescription)", command: command)
+            }
+            options.refresh = refresh
+        }
         return options
     }
 
@@ -112,6 +123,10 @@ struct RunOptions {
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        // Lua handlers have their own budget and backstop, and wait in one queue
+        // behind each other: a per-call deadline would fail downloads of a busy
+        // but healthy script.
+        config.hookDeadline = nil
         config.recorder = recorder
         config.replay = replay
         config.transport = transport
@@ -135,7 +150,9 @@ struct RunOptions {
             config.directory = stdout.folder
             config.statePath = nil
         }
-        config.refresh = job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
+        config.refresh = refresh ?? job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
+        config.compressed = files.compressed ?? job?.compressed ?? false
+        config.remoteTime = files.remoteTime ?? job?.remoteTime ?? true
         config.cookieFile = cookieFile ?? job?.cookie
         config.cookieJar = cookieJar ?? job?.cookieJar
         config.hostDelay = hostDelay ?? job?.hostDelay ?? 0

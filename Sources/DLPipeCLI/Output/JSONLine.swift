@@ -27,12 +27,16 @@ enum JSONLine {
             object.add("delay", delay)
         case .finished(let d, let f):
             object.add("event", "finished"); add(d, to: &object)
-            object.add("path", f.path)
+            // A memory download has no path (its body stays with the scripts).
+            object.add("path", f.body == nil ? f.path : nil)
             object.add("bytes", f.bytes)
             object.add("sha256", f.sha256)
             object.add("type", f.type)
             object.add("seconds", f.seconds)
             object.add("unchanged", f.unchanged)
+            // The job's meta as it was given to dl.add, for a manifest built
+            // outside; only what JSON can hold (see docs/lua-api.md).
+            if let meta = d.metaJSON { object.add("meta", json: meta) }
         case .failed(let d, let e):
             object.add("event", "failed"); add(d, to: &object); add(e, to: &object)
         case .handled(let d, let e):

@@ -57,7 +57,9 @@ final class LineReporter: Reporter {
         case .finished(let d, let f) where !onlyFailures:
             let rate = f.seconds > 0 ? ", " + Format.rate(Double(f.bytes) / f.seconds) : ""
             let state = f.unchanged ? "unchanged" : "finished"
-            return "\(state) \(shownPath.text(f.path)) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
+            // A memory download has no path: its URL names it.
+            let what = f.body == nil ? shownPath.text(f.path) : "\(Terminal.clean(RedactedURL.text(d.url))) into memory"
+            return "\(state) \(what) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
         case .failed(let d, let e):
             // The id and kind end the first line; a traceback follows, indented.
             let (message, traceback) = Terminal.cleanLinesSplit(e.message)

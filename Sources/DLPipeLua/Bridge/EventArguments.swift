@@ -17,13 +17,14 @@ enum EventArgument {
     func push(on L: OpaquePointer) {
         switch self {
         case .response(let r):
-            let t = LuaFieldWriter(L, fields: 6)
+            let t = LuaFieldWriter(L, fields: 7)
             t.set("status", r.status)
             t.set("headers", strings: r.headers, lists: r.setCookies.isEmpty ? [:] : ["set-cookie": r.setCookies])
             t.set("type", r.type)
             t.set("length", r.length)
             t.set("filename", r.filename)
             t.set("url", r.url)
+            t.set("resumed_from", r.resumedFrom)
         case .progress(let p):
             let t = LuaFieldWriter(L, fields: 5)
             t.set("bytes", p.bytes)
@@ -32,8 +33,11 @@ enum EventArgument {
             t.set("rate", p.rate)
             t.set("eta", p.eta)
         case .finished(let f):
-            let t = LuaFieldWriter(L, fields: 6)
-            t.set("path", f.path)
+            let t = LuaFieldWriter(L, fields: 7)
+            // A memory download has no path; its body is the string `f.body`,
+            // allocated by Lua's allocator like every string (the memory cap's).
+            if f.body == nil { t.set("path", f.path) }
+            t.set("body", bytes: f.body)
             t.set("bytes", f.bytes)
             t.set("sha256", f.sha256)
             t.set("type", f.type)
@@ -99,6 +103,14 @@ struct LuaFieldWriter {
     func set(_ key: StaticString, _ value: String?) {
         guard let value else { return }
         LuaRuntime.pushString(value, on: L)
+        setField(key)
+    }
+
+    func set(_ key: StaticString, bytes: [UInt8]?) {
+        guard let bytes else { return }
+        bytes.withUnsafeBytes { raw in
+            _ = lua_pushlstring(L, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+        }
         setField(key)
     }
 

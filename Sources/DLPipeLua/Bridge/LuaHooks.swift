@@ -3,9 +3,10 @@ import Synchronization
 
 /// The engine's hooks, answered by Lua handlers on the Lua thread. The engine
 /// never waits: each call is queued to the Lua thread and replies when done.
-final class LuaHooks: DownloadHooks, @unchecked Sendable {
+final class LuaHooks: @unchecked Sendable {
     // @unchecked: `host` is used only on `thread`; the rest is immutable or a Mutex.
-    let interests: HookInterests
+    /// Handlers per event name, from the scripts: only events with one are asked.
+    private let counts: [String: Int]
     private let host: ScriptHost
     private let thread: LuaThread
     /// Latest progress per download not yet handed to Lua (coalescing).
@@ -28,15 +29,22 @@ final class LuaHooks: DownloadHooks, @unchecked Sendable {
         self.thread = thread
         self.report = report
         self.backstop = backstop
-        var interests: HookInterests = []
-        if counts["response", default: 0] > 0 { interests.insert(.response) }
-        if counts["progress", default: 0] > 0 { interests.insert(.progress) }
-        if counts["finished", default: 0] > 0 { interests.insert(.finished) }
-        if counts["retrying", default: 0] > 0 { interests.insert(.retrying) }
-        if counts["failed", default: 0] > 0 { interests.insert(.failed) }
-        if counts["done", default: 0] > 0 { interests.insert(.drained) }
-        if counts["request", default: 0] > 0 { interests.insert(.request) }
-        self.interests = interests
+        self.counts = counts
+    }
+
+    /// The engine's hooks: a closure for each event a script handles, none for
+    /// the others (the engine then never asks, and progress costs nothing).
+    var downloadHooks: DownloadHooks {
+        func handles(_ event: String) -> Bool { counts[event, default: 0] > 0 }
+        var hooks = DownloadHooks(endOfTurn: { self.endOfTurn() })
+        if handles("response") { hooks.response = { self.response($0, $1, reply: $2) } }
+        if handles("progress") { hooks.progress = { self.progress($0, $1) } }
+        if handles("finished") { hooks.finished = { self.finished($0, $1, reply: $2) } }
+        if handles("retrying") { hooks.retrying = { self.retrying($0, $1, delay: $2, reply: $3) } }
+        if handles("failed") { hooks.failed = { self.failed($0, $1, reply: $2) } }
+        if handles("done") { hooks.drained = { self.drained($0, reply: $1) } }
+        if handles("request") { hooks.request = { self.request($0, $1, reply: $2) } }
+        return hooks
     }
 
     /// Runs the handlers of one event with the backstop watching: if they overrun their

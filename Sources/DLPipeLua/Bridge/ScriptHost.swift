@@ -373,8 +373,12 @@ final class ScriptHost: @unchecked Sendable {
             guard args.count >= 2, let base = args[0].text, let ref = args[1].text else {
                 throw LuaCallError("dl.url.resolve wants a base URL and a reference")
             }
-            guard let resolved = URLTools.resolve(base: base, reference: ref) else { return [.nil_] }
-            return [LuaValue(resolved)]
+            // Both through the engine's normaliser, so that a resolved URL is
+            // the one dl.add and `get` would queue for the same text.
+            guard let resolved = URLTools.resolve(
+                base: URLNormalization.normalize(base), reference: URLNormalization.normalizeReference(ref))
+            else { return [.nil_] }
+            return [LuaValue(URLNormalization.normalize(resolved))]
         }
         runtime.register("__dl.parse") { args throws(LuaCallError) in
             guard let text = args.first?.text else { throw LuaCallError("dl.url.parse wants a URL") }
@@ -452,10 +456,20 @@ final class ScriptHost: @unchecked Sendable {
             return [.nil_, .nil_, LuaValue("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); later adds are dropped")]
         }
         addedCount += 1
-        let request = DownloadRequest(
-            url: url, name: text(1), directory: text(2), headers: headers, sha256: text(4),
+        // Normalised here too, so that this table keys a URL as the engine does.
+        var request = DownloadRequest(
+            url: URLNormalization.normalize(url), name: text(1), directory: text(2), headers: headers, sha256: text(4),
             priority: Int(args.count > 5 ? args[5].int ?? 0 : 0),
             parent: args.count > 6 ? engineID(args[6]) : nil)
+        if args.count > 7, case .table(let controls) = args[7] {
+            // Checked by the prelude: a number above 0, an integer above 0.
+            request.timeout = controls[LuaValue("timeout")]?.double
+            request.maxSize = controls[LuaValue("max_size")]?.int
+            if controls[LuaValue("into")]?.text == "memory" { request.into = .memory }
+            request.method = controls[LuaValue("method")]?.text
+            if case .string(let body)? = controls[LuaValue("body")] { request.body = body }
+            request.metaJSON = controls[LuaValue("meta_json")]?.text
+        }
         // The job's rule (SPEC 6): a URL and target already added in this run
         // give the first id back, even after that download ended, so a crawl
         // that meets a link twice never loops. (A library engine's own `add`

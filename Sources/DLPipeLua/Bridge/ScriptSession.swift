@@ -69,6 +69,9 @@ public struct JobSettings: Sendable {
     public var noProxy: String?
     public var maxRedirects: Int?
     public var allowInsecureRedirects: Bool?
+    /// `compressed` (`--compressed`) and `mtime` (false: `--no-mtime`).
+    public var compressed: Bool?
+    public var remoteTime: Bool?
     /// `dl.config{ cookie = FILE, cookie_jar = FILE }` (as `-b` and `-c`).
     public var cookie: String?
     public var cookieJar: String?
@@ -138,8 +141,8 @@ public final class ScriptSession: @unchecked Sendable {
     }
 
     /// The engine's hooks: the Lua handlers.
-    public func hooks(report: @escaping @Sendable (String) -> Void) -> any DownloadHooks {
-        LuaHooks(host: host, thread: thread, counts: counts, backstop: backstop, report: report)
+    public func hooks(report: @escaping @Sendable (String) -> Void) -> DownloadHooks {
+        LuaHooks(host: host, thread: thread, counts: counts, backstop: backstop, report: report).downloadHooks
     }
 
     /// What to do when a handler stuck past its budget has not returned long after its
@@ -208,6 +211,8 @@ extension JobSettings {
         proxy = table["proxy"]?.text
         noProxy = table["noproxy"]?.text
         allowInsecureRedirects = table["allow_insecure_redirects"]?.bool
+        compressed = table["compressed"]?.bool
+        remoteTime = table["mtime"]?.bool
         cookie = table["cookie"]?.text
         cookieJar = table["cookie_jar"]?.text
         maxDepth = try whole("max_depth", 0...1_000_000)

@@ -15,6 +15,7 @@ local type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset 
   type, tostring, pairs, ipairs, pcall, error, select, setmetatable, rawset
 local table_insert, table_concat = table.insert, table.concat
 local string_format = string.format
+local string_upper = string.upper
 local math_tointeger, math_type, math_min, math_max = math.tointeger, math.type, math.min, math.max
 local API = raw.api
 
@@ -27,6 +28,7 @@ local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number
   retries = "number", timeout = "number", rate = "any", refresh = "string",
   budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
   max_redirs = "number", allow_insecure_redirects = "boolean", env = "table",
+  compressed = "boolean", mtime = "boolean",
   cookie = "string", cookie_jar = "string", max_depth = "number", host_delay = "number" }
 
 -- Environment variables are secrets until the user names them: os.getenv answers
@@ -49,9 +51,11 @@ local function getenv_over(allowed)
 end
 os.getenv = getenv_over(allowed_everywhere)
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
-  meta = true, priority = true }
+  meta = true, priority = true, timeout = true, max_size = true, into = true, method = true, body = true }
+-- Methods a download may use (HEAD has no body to download).
+local ADD_METHODS = { GET = true, POST = true, PUT = true, PATCH = true, DELETE = true }
 -- The names as messages list them.
-local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority" }
+local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" }
 local CONFIG_ORDER = {}
 for key in pairs(CONFIG_KEYS) do CONFIG_ORDER[#CONFIG_ORDER + 1] = key end
 table.sort(CONFIG_ORDER)
@@ -172,6 +176,36 @@ function dl.config(t)
   end
 end
 
+-- What JSON can hold of a meta value, for --json finished events: strings,
+-- finite numbers, booleans, and tables of them keyed by strings or integers
+-- (32 levels deep); anything else (functions, dl.json.null, NaN) is left out.
+local function json_safe(v, depth)
+  local t = type(v)
+  if t == "string" or t == "boolean" then return v end
+  if t == "number" then
+    if v ~= v or v == 1 / 0 or v == -1 / 0 then return nil end
+    return v
+  end
+  if t ~= "table" or depth > 32 then return nil end
+  local out = {}
+  for k, x in next, v do
+    if type(k) == "string" or math_type(k) == "integer" then
+      local safe = json_safe(x, depth + 1)
+      if safe ~= nil then out[k] = safe end
+    end
+  end
+  return out
+end
+-- The meta as JSON text, or nil when nothing of it is JSON (or it does not
+-- encode: a table that mixes list and string keys, bytes that are not UTF-8).
+local function meta_json(meta)
+  local safe = json_safe(meta, 1)
+  if safe == nil then return nil end
+  local ok, text = pcall(raw.native.json_encode, safe)
+  if ok then return text end
+  return nil
+end
+
 function dl.add(spec)
   allowed("dl.add")
   if type(spec) == "string" then spec = { url = spec } end
@@ -185,6 +219,45 @@ function dl.add(spec)
     if type(spec.headers) ~= "table" then fail("dl.add: headers must be a table") end
     for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
   end
+  -- Per-download request controls, checked here so that a bad value is an
+  -- error of this dl.add call's line.
+  local controls = {}
+  if spec.timeout ~= nil then
+    if type(spec.timeout) ~= "number" or not (spec.timeout > 0) or spec.timeout == 1 / 0 then
+      fail("dl.add: timeout wants a number of seconds above 0, not " .. tostring(spec.timeout))
+    end
+    controls.timeout = spec.timeout
+  end
+  if spec.max_size ~= nil then
+    local size = math_tointeger(spec.max_size)
+    if size == nil or size < 1 then
+      fail("dl.add: max_size wants a whole number of bytes above 0, not " .. tostring(spec.max_size))
+    end
+    controls.max_size = size
+  end
+  if spec.into ~= nil and spec.into ~= "file" then
+    if spec.into ~= "memory" then
+      fail("dl.add: into wants \"file\" or \"memory\", not " .. tostring(spec.into))
+    end
+    if spec.name ~= nil or spec.dir ~= nil then
+      fail("dl.add: a download into = \"memory\" has no file, so no name or dir")
+    end
+    controls.into = "memory"
+  end
+  if spec.method ~= nil then
+    local method = type(spec.method) == "string" and string_upper(spec.method) or nil
+    if not ADD_METHODS[method] then
+      fail("dl.add: method wants \"GET\", \"POST\", \"PUT\", \"PATCH\" or \"DELETE\", not " .. tostring(spec.method))
+    end
+    controls.method = method
+  end
+  if spec.body ~= nil then
+    if type(spec.body) ~= "string" then
+      fail("dl.add: body wants a string (dl.json.encode(t) or dl.url.query(t) makes one), not a " .. type(spec.body))
+    end
+    controls.body = spec.body
+  end
+  if spec.meta ~= nil then controls.meta_json = meta_json(spec.meta) end
   local parent = current and current.fields.id or nil
   -- d.depth: 0 for the job's own adds (top level, done), the parent's + 1 for
   -- an add from a handler of a download. Past max_depth, or past
@@ -200,7 +273,7 @@ function dl.add(spec)
     return nil
   end
   local ok, id, err, limit = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
-    math_tointeger(spec.priority) or 0, parent)
+    math_tointeger(spec.priority) or 0, parent, controls)
   if not ok then fail("dl.add: " .. tostring(id)) end
   if not id and limit then
     if not warned_limit.max_downloads then
@@ -381,7 +454,9 @@ local host = {}
 -- Hashing costs nothing until a handler reads f.sha256 (one shared metatable).
 local LAZY_SHA256 = { __index = function(t, k)
   if k ~= "sha256" then return nil end
-  local digest = raw.sha256(t.path)
+  -- A memory download's digest is its body's (it has no path).
+  local digest
+  if t.body ~= nil then digest = raw.sha256_string(t.body) else digest = raw.sha256(t.path) end
   rawset(t, "sha256", digest)
   return digest
 end, __metatable = false }

@@ -91,10 +91,18 @@ final class Nginx: @unchecked Sendable {
         let proto: String
         let uri: String
         let authorization: String
-        /// When the response ended and began (seconds since 1970, from nginx's
-        /// `$msec` and `$request_time`).
-        let end: Double
-        let start: Double
+        /// When the response ended and began, in milliseconds since 1970 (from
+        /// nginx's `$msec` and `$request_time`, both whole milliseconds). Whole
+        /// numbers, so that a request that began in the millisecond another
+        /// ended compares equal to it: seconds as doubles, `end - seconds`
+        /// could land a hair before the other's end and count as an overlap.
+        let end: Int
+        let start: Int
+        /// Body bytes on the wire (`$body_bytes_sent`: compressed when gzip was used).
+        let sent: Int
+        /// The request's Accept-Encoding and the response's Content-Encoding.
+        let acceptEncoding: String
+        let contentEncoding: String
     }
 
     /// The requests logged so far whose URI starts with `prefix`.
@@ -108,9 +116,16 @@ final class Nginx: @unchecked Sendable {
                 connection: Int(object["connection"] ?? "") ?? -1, host: object["host"] ?? "",
                 port: Int(object["port"] ?? "") ?? -1, status: Int(object["status"] ?? "") ?? -1,
                 proto: object["protocol"] ?? "", uri: uri, authorization: object["authorization"] ?? "",
-                end: Double(object["end"] ?? "") ?? 0,
-                start: (Double(object["end"] ?? "") ?? 0) - (Double(object["seconds"] ?? "") ?? 0))
+                end: milliseconds(object["end"]),
+                start: milliseconds(object["end"]) - milliseconds(object["seconds"]),
+                sent: Int(object["sent"] ?? "") ?? -1, acceptEncoding: object["accept_encoding"] ?? "",
+                contentEncoding: object["content_encoding"] ?? "")
         }
+    }
+
+    /// "1796074796.509" as 1796074796509.
+    private func milliseconds(_ seconds: String?) -> Int {
+        Int(((Double(seconds ?? "") ?? 0) * 1000).rounded())
     }
 
     private static func configuration(folder: String, ca: TestCA, ports: [Int], token: String) -> String {
@@ -156,7 +171,7 @@ final class Nginx: @unchecked Sendable {
             events { worker_connections 1024; }
             http {
                 default_type application/octet-stream;
-                types { text/plain txt; text/html html; application/json json; application/gzip gz; }
+                types { text/plain txt; text/html html; application/json json; application/gzip gz; application/x-tar tar; }
                 client_body_temp_path \(folder)/tmp/body;
                 proxy_temp_path \(folder)/tmp/proxy;
                 fastcgi_temp_path \(folder)/tmp/fastcgi;
@@ -164,11 +179,13 @@ final class Nginx: @unchecked Sendable {
                 scgi_temp_path \(folder)/tmp/scgi;
                 log_format fixture escape=json '{"connection":"$connection","host":"$host","port":"$server_port",'
                     '"status":"$status","protocol":"$server_protocol","uri":"$request_uri",'
-                    '"authorization":"$http_authorization","end":"$msec","seconds":"$request_time"}';
+                    '"authorization":"$http_authorization","end":"$msec","seconds":"$request_time",'
+                    '"sent":"$body_bytes_sent","accept_encoding":"$http_accept_encoding",'
+                    '"content_encoding":"$sent_http_content_encoding"}';
                 access_log \(folder)/logs/access.log fixture;
                 gzip on;
                 gzip_min_length 20;
-                gzip_types text/plain application/json;
+                gzip_types text/plain application/json application/x-tar;
                 keepalive_requests 10000;
                 http2_max_concurrent_streams 128;
             \(servers)

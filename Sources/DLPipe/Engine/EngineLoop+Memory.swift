@@ -1,0 +1,56 @@
+/// Memory downloads (`DownloadRequest.into == .memory`): the body stays in
+/// memory up to the download's limit and reaches the `finished` event as
+/// `FinishedInfo.body`. No target is chosen, no name reserved, no part file
+/// or held file made and no state record saved (`saveState` and `applyState`
+/// pass them by), so the file machinery never sees them.
+extension EngineLoop {
+    /// The response of a memory download: the response hook, if any, decides
+    /// while the first bytes wait in the transfer's buffer; else every byte is
+    /// collected.
+    func acceptIntoMemory(_ job: Job, _ transfer: Transfer, _ response: ResponseInfo) -> BodyDecision {
+        let actions = job.state.handle(.responseArrived(askHook: interests.contains(.response)))
+        emit(.response(job.info(root: root), response))
+        guard actions.contains(.askResponseHook) else { return .collect }
+        perform(actions, job)
+        return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
+    }
+
+    /// The response hook let a live memory download go on.
+    func continueIntoMemory(_ job: Job, _ transfer: Transfer) {
+        let paused = transfer.body.pausesCurl
+        transfer.collectInMemory()
+        if paused { transfer.easy.unpause() }
+    }
+
+    /// The transfer ended while the response hook decided: its bytes are the body.
+    func completeIntoMemory(_ job: Job, _ transfer: Transfer) {
+        job.transfer = nil
+        transfer.collectInMemory()
+        transfer.keepWholeBody()
+        job.receivedThisRun += transfer.received
+        memoryBodyComplete(job, transfer)
+    }
+
+    /// The whole body is in memory: checked (length, SHA-256), then finished.
+    func memoryBodyComplete(_ job: Job, _ transfer: Transfer) {
+        let body = transfer.wholeBody ?? []
+        let size = Int64(body.count)
+        if let expected = job.response?.length, size != expected {
+            return attemptFailed(job, DownloadError(.network, "the body ended after \(size) of \(expected) bytes"))
+        }
+        var digest: String?
+        if job.request.sha256 != nil || configuration.alwaysHash {
+            let hasher = SHA256Hasher()
+            body.withUnsafeBytes { hasher.update($0) }
+            digest = hasher.finalHex()
+        }
+        if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
+            return attemptFailed(job, DownloadError(.checksum, "SHA-256 of the body of \(RedactedURL.text(job.request.url)) is \(digest), expected \(wanted)"))
+        }
+        job.dropPart()
+        job.result = FinishedInfo(
+            path: "", bytes: size, sha256: digest, type: job.response?.type ?? "",
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false, body: body)
+        feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
+    }
+}

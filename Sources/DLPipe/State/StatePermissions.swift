@@ -1,0 +1,44 @@
+import Foundation
+
+/// The state is the owner's alone: the `.dlpipe` folder 0700, the database,
+/// its -wal and -shm files and the run lock 0600 (issue 18). A state made by
+/// an older dlpipe (0755 and 0644) is tightened when a run or `status` opens
+/// it; a state file kept elsewhere (`--state FILE`) is tightened, its folder
+/// (the user's) is left as it is.
+enum StatePermissions {
+    /// Creates the state's folder (and its parents, as `mkdir -p`): 0700 when
+    /// it is a `.dlpipe` folder, which an existing one is also set to. The errno on failure.
+    static func makeFolder(_ folder: String) -> Int32? {
+        guard (folder as NSString).lastPathComponent == StateLayout.folderName else {
+            return FileSystem.makeDirectories(folder)
+        }
+        let parent = (folder as NSString).deletingLastPathComponent
+        if !parent.isEmpty, let code = FileSystem.makeDirectories(parent) { return code }
+        if mkdir(folder, 0o700) == 0 { return nil }
+        guard errno == EEXIST else { return errno }
+        tighten(folder, to: 0o700)
+        return nil
+    }
+
+    /// Creates an empty file 0600 unless something is there already (a
+    /// file's mode is set by `tighten` once it is known to be a state).
+    static func createPrivate(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 { close(fd) }
+    }
+
+    /// Sets a state database and its -wal and -shm files to 0600.
+    static func tighten(database path: String) {
+        for file in [path, path + "-wal", path + "-shm"] { tighten(file, to: 0o600) }
+    }
+
+    /// Takes group and other permissions away from `path` when it has any (a
+    /// stat per file, a chmod only for files made by an older dlpipe). Not
+    /// through a symlink; a failure (a file owned by another user) leaves the
+    /// mode as it was, as it does not stop the run.
+    static func tighten(_ path: String, to mode: mode_t) {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFLNK, info.st_mode & 0o077 != 0 else { return }
+        _ = chmod(path, mode)
+    }
+}

@@ -1,0 +1,67 @@
+/// What the state file keeps of a URL's `user:password@` part: never the
+/// credentials themselves (issue 18). A stored URL is the redacted one
+/// (`***@`); a stored deduplication key replaces the user part with a keyed
+/// SHA-256 of it, so that a re-run with the same credentials finds its record
+/// and one with other credentials is another download, as before.
+///
+/// The key is 32 random bytes made when the state file is (`credential_key`
+/// in `dlpipe_meta`): without it a leaked key could be matched against a
+/// list of likely passwords hashed once for every state. Whoever can read the
+/// state file can still try guesses against it, which is one reason the file
+/// is the owner's alone (0600).
+struct StoredCredentials: Sendable {
+    /// The per-state secret the digests are keyed with.
+    let secret: [UInt8]
+
+    /// The key as stored: unchanged unless its URL (the part before the first
+    /// NUL) carries a user part, whose place then takes `***~DIGEST`.
+    func key(_ key: String) -> String {
+        let url = key.prefix { $0 != "\u{0}" }
+        guard let user = Self.userPart(of: url) else { return key }
+        return String(key[..<user.lowerBound]) + "***~" + digest(String(key[user])) + String(key[user.upperBound...])
+    }
+
+    /// The URL as stored: redacted.
+    func url(_ url: String) -> String { RedactedURL.text(url) }
+
+    /// The first 128 bits of SHA-256(secret, 0, user part), hex: enough to
+    /// tell credentials apart, and nothing of them.
+    private func digest(_ user: String) -> String {
+        let hasher = SHA256Hasher()
+        secret.withUnsafeBytes { hasher.update($0) }
+        [UInt8(0)].withUnsafeBytes { hasher.update($0) }
+        Array(user.utf8).withUnsafeBytes { hasher.update($0) }
+        return String(hasher.finalHex().prefix(32))
+    }
+
+    /// The range of `user[:password]` (without the `@`) in a URL's authority.
+    static func userPart(of url: Substring) -> Range<String.Index>? {
+        guard let schemeEnd = url.range(of: "://") else { return nil }
+        let rest = url[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return nil }
+        return schemeEnd.upperBound..<at
+    }
+
+    /// 32 random bytes, hex (the secret of a new state file).
+    static func newSecretHex() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in
+            let byte = UInt8.random(in: .min ... .max, using: &generator)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+}
+
+extension StoredCredentials {
+    /// The secret from its hex text.
+    init(hex: String) {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), index != hex.endIndex {
+            if let byte = UInt8(hex[index..<next], radix: 16) { bytes.append(byte) }
+            index = next
+        }
+        secret = bytes
+    }
+}

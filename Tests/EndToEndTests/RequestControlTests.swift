@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+/// Per-download request controls of `dl.add`: `timeout` and `max_size`.
+@Suite struct RequestControlTests {
+    let server: FaultServer
+    let out: String
+    let job: LuaJob
+
+    init() throws {
+        server = try FaultServer()
+        out = try TempDir.make("out")
+        job = try LuaJob()
+    }
+
+    private func run(_ source: String, _ extra: [String] = []) async throws -> DLPipeRun {
+        try job.write("job.lua", source)
+        return try await job.run("job.lua", out: out, extra)
+    }
+
+    @Test func contentLengthOverMaxSizeFailsAtOnceWithKindSize() async throws {
+        try server.put("big.bin", randomBytes: 300_000)
+        let run = try await run("""
+            dl.add{ url = "\(server.url("/files/big.bin"))", max_size = 100000 }
+            """)
+        #expect(run.status == 1, "\(run.stderr)")
+        let failed = run.events("failed")
+        #expect(failed.first?["kind"] as? String == "size")
+        #expect((failed.first?["message"] as? String ?? "").contains("300000"))
+        #expect(run.events("retrying").isEmpty, "a size failure is not retried")
+        #expect(try server.requests(matching: "/files/big.bin").count == 1)
+        #expect(listing(out).isEmpty, "nothing of the body was kept: \(listing(out))")
+    }
+
+    @Test func bodyWithoutLengthStopsAtTheLimitExactly() async throws {
+        let data = try server.put("c.bin", randomBytes: 200_000)
+        // Chunked: no Content-Length, so the limit meets the bytes as they stream.
+        // A body of exactly max_size bytes is whole; one byte less fails.
+        let run = try await run("""
+            dl.add{ url = "\(server.url("/files/c.bin?chunked=1"))", name = "exact.bin", max_size = 200000 }
+            dl.add{ url = "\(server.url("/files/c.bin?chunked=1"))", name = "short.bin", max_size = 199999 }
+            """)
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(sameBytes(out + "/exact.bin", data))
+        let failed = run.events("failed")
+        #expect(failed.count == 1)
+        #expect(failed.first?["kind"] as? String == "size")
+        #expect(failed.first?["name"] as? String == "short.bin")
+        #expect(!FileManager.default.fileExists(atPath: out + "/short.bin"))
+        #expect(!FileManager.default.fileExists(atPath: out + "/short.bin.part"), "a size failure keeps no part file")
+    }
+
+    @Test func perDownloadTimeoutBeatsTheRunsTimeout() async throws {
+        try server.put("st.bin", randomBytes: 200_000)
+        // The run's timeout is 600 s: only the download's own 1 s can fail it soon.
+        let run = try await run("""
+            dl.add{ url = "\(server.url("/files/st.bin?stall=50000"))", timeout = 1 }
+            """, ["--timeout", "600", "--retries", "0"])
+        #expect(run.status == 1, "\(run.stderr)")
+        let failed = run.events("failed").first
+        #expect(failed?["kind"] as? String == "timeout")
+        #expect((failed?["message"] as? String ?? "").contains("for 1 s"))
+        #expect(run.seconds < 60, "the run took \(run.seconds) s")
+    }
+
+    @Test func badControlValuesAreLoadErrorsAtTheirLine() async throws {
+        for (field, value, words) in [
+            ("max_size", "-1", "max_size wants a whole number of bytes above 0, not -1"),
+            ("max_size", "1.5", "max_size wants a whole number of bytes above 0, not 1.5"),
+            ("timeout", "0", "timeout wants a number of seconds above 0, not 0"),
+            ("timeout", "'10'", "timeout wants a number of seconds above 0, not 10"),
+        ] {
+            let run = try await run("""
+                -- line 1
+                dl.add{ url = "\(server.url("/files/x"))", \(field) = \(value) }
+                """)
+            #expect(run.status == 2, "\(field) = \(value): \(run.stderr)")
+            #expect(run.stderr.contains("job.lua:2: dl.add: \(words)"), "\(run.stderr)")
+            #expect(try server.requests(matching: "/files/x").isEmpty)
+        }
+    }
+}
