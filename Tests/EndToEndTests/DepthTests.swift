@@ -38,6 +38,34 @@ import Testing
         #expect(run.logLines(containing: "top\ttrue").count >= 1, "\(run.stderr)")
     }
 
+    @Test func aURLMetAgainKeepsTheDepthOfItsFirstAddInAnySpelling() async throws {
+        let server = try FaultServer()
+        try server.put("fast.txt", randomBytes: 100)
+        try server.put("slow.bin", randomBytes: 60_000, seed: 2)
+        let out = try TempDir.make("depth-again")
+        let job = try LuaJob()
+        // slow.bin is the job's own add (depth 0); fast.txt's handler (depth 0,
+        // so its adds are depth 1) adds it again, spelled with a raw space that
+        // normalises to the first spelling: the same download, still depth 0.
+        try job.write("job.lua", """
+            local base = "\(server.url("/files/"))"
+            local slow = dl.add(base .. "slow.bin?throttle=30000&tag=a%20b")
+            dl.add(base .. "fast.txt")
+            dl.on("finished", function(d, f)
+              if d.name == "fast.txt" then
+                dl.log("again", dl.add(base .. "slow.bin?throttle=30000&tag=a b") == slow)
+              else
+                dl.log("depth", d.name, d.depth)
+              end
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.logLines(containing: "again\ttrue").count == 1, "\(run.stderr)")
+        #expect(run.logLines(containing: "depth\tslow.bin\t0").count == 1, "\(run.stderr)")
+        #expect(try server.requests(matching: "/files/slow.bin").count == 1)
+    }
+
     @Test func maxDepthOutOfRangeIsALoadError() async throws {
         let job = try LuaJob()
         try job.write("job.lua", "dl.config{ max_depth = -1 }\n")

@@ -65,6 +65,7 @@ for event in pairs(EVENTS) do handlers[event] = {} end
 local config = {}
 local metas = {}          -- id -> meta table (meta stays on the Lua side)
 local depths = {}         -- id -> d.depth, for depths above 0 (a chained add's)
+local newest_id = 0       -- the highest id dl.add has returned (the engine numbers new downloads upwards)
 local warned_limit = {}   -- the limits dl.add has warned about (once each)
 -- Where we are: "job" or "hook" at top level while loading, else the event name.
 local context = "job"
@@ -284,7 +285,13 @@ function dl.add(spec)
   end
   if not id then fail("dl.add: " .. err) end
   if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
-  if depth > 0 and depths[id] == nil then depths[id] = depth end
+  -- A depth belongs to the download's first add: a URL met again (in any
+  -- spelling that normalises to it) gives back the first id and keeps its
+  -- depth, even 0, which is not stored.
+  if id > newest_id then
+    newest_id = id
+    if depth > 0 then depths[id] = depth end
+  end
   return id
 end
 
