@@ -61,6 +61,25 @@ import Testing
         #expect(try server.requests(matching: "/").isEmpty)
     }
 
+    @Test func aCookieHeaderOfTheJobJoinsTheJarsInOneLine() async throws {
+        let file = try TempDir.make("jar") + "/in.txt"
+        try "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\ts3cret\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let job = try LuaJob()
+        // One Cookie from dl.add's headers, one more from a request handler:
+        // with the jar's, all go in one Cookie line (two lines are not HTTP).
+        try job.write("job.lua", """
+            dl.config{ cookie = "\(file)" }
+            dl.add{ url = "\(server.url("/members/m.bin"))", headers = { Cookie = "from=add" } }
+            dl.on("request", function(d, q) q.headers["Cookie"] = q.headers["Cookie"] .. "; hook=1" end)
+            """)
+        let run = try await job.run("job.lua", out: out)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(sameBytes(out + "/m.bin", data))
+        // The fault server joins repeated header lines with ", ".
+        #expect(try cookieHeaders() == ["session=s3cret; from=add; hook=1"])
+    }
+
     @Test func aJobKeepsItsSessionWithDlConfig() async throws {
         let jar = try TempDir.make("jar") + "/job-cookies.txt"
         let job = try LuaJob()

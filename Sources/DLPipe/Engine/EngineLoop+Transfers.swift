@@ -83,6 +83,7 @@ extension EngineLoop: TransferOwner {
             // Plain HTTP/1.1 to the replay server: nothing to wait for to share.
             easy.set(CURLOPT_PIPEWAIT, 0)
         }
+        cookies?.mergeCookieHeaders(&lines, into: easy)
         easy.setHeaders(lines)
         job.method.apply(to: easy)
         transfer.lastActiveAt = EngineLoop.now()

@@ -55,6 +55,22 @@ final class CookieJar {
         easy.set(CURLOPT_COOKIEFILE, "")  // the engine on, no file read per transfer
     }
 
+    /// A `Cookie` header of the download's own (`dl.add` headers, a `request`
+    /// handler) would go out as a second Cookie line beside the engine's, and
+    /// a request may carry one (RFC 6265 5.4). Such lines leave `lines` for
+    /// CURLOPT_COOKIE, which curl writes into the one line with the jar's
+    /// cookies.
+    func mergeCookieHeaders(_ lines: inout [String], into easy: CurlEasy) {
+        var pairs: [String] = []
+        lines.removeAll { line in
+            guard line.utf8.count >= 7, line.prefix(7).lowercased() == "cookie:" else { return false }
+            let value = line.dropFirst(7).drop { $0 == " " || $0 == "\t" }
+            if !value.isEmpty { pairs.append(String(value)) }
+            return true
+        }
+        if !pairs.isEmpty { easy.set(CURLOPT_COOKIE, pairs.joined(separator: "; ")) }
+    }
+
     /// Writes the session's cookies to `writeFile` in the Netscape format curl
     /// reads (a temporary file renamed over it, mode 0600: cookies are
     /// credentials); nil, or what went wrong.
