@@ -25,4 +25,22 @@ import Testing
         pacing.holdBack("a:80", for: 0, now: 8)
         #expect(!pacing.isActive, "Retry-After: 0 holds nothing back")
     }
+
+    @Test func turnsReservedBeforeAHoldAreHeldBackAndTakeNewOnes() {
+        var pacing = HostPacing(delay: 0.2)
+        #expect(pacing.reserve("a:80", now: 0) == 0)
+        #expect(pacing.reserve("a:80", now: 0) == 0.2, "reserved before the hold")
+        let before = pacing.isHeld("a:80", now: 0.1)
+        #expect(!before)
+        pacing.holdBack("a:80", for: 1, now: 0.1)
+        // The turn reserved for 0.2 comes inside the hold: a new turn after it.
+        let atTurn = pacing.isHeld("a:80", now: 0.2)
+        #expect(atTurn)
+        let wait = pacing.reserve("a:80", now: 0.2)
+        #expect(abs(wait - 0.9) < 1e-9, "at 1.1, when the hold ends: \(wait)")
+        let otherHost = pacing.isHeld("b:80", now: 0.2)
+        #expect(!otherHost, "other hosts are not held")
+        let after = pacing.isHeld("a:80", now: 1.1)
+        #expect(!after, "the hold is over")
+    }
 }

@@ -89,6 +89,25 @@ import Testing
         #expect(sameBytes(out + "/b.bin", TestData.random(200, seed: 2)))
     }
 
+    @Test func requestsAlreadyWaitingForTheirTurnWaitOutARetryAfter() async throws {
+        let server = try FaultServer()
+        for name in ["a", "b", "c"] { try server.put("\(name).bin", randomBytes: 200) }
+        let out = try TempDir.make("host-delay")
+        // a.bin gets a 429 with Retry-After: 1 at its turn; b.bin and c.bin
+        // reserved their turns (0.3 s and 0.6 s later) before it came.
+        let run = try await DLPipeRun.run([
+            "get", server.url("/files/a.bin?status=429&fail_times=1&retry_after=1"),
+            server.url("/files/b.bin"), server.url("/files/c.bin"), "-d", out, "--host-delay", "0.3",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let limited = try times(server, "/files/a.bin")
+        let others = try times(server, "/files/b.bin") + times(server, "/files/c.bin")
+        #expect(limited.count == 2 && others.count == 2, "\(limited) \(others)")
+        if let at = limited.first {
+            #expect(others.allSatisfy { $0 - at >= 1 - 0.05 }, "429 at \(at), the others at \(others)")
+        }
+    }
+
     @Test func aNegativeHostDelayIsAUsageError() async throws {
         let out = try TempDir.make("host-delay")
         let run = try await DLPipeRun.run(["get", "http://127.0.0.1:1/x", "-d", out, "--host-delay", "-1"])

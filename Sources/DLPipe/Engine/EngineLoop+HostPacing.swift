@@ -13,11 +13,16 @@ extension EngineLoop {
     }
 
     /// The host's turn came: the request starts, unless a pause, a cancel or
-    /// a failure overtook it.
+    /// a failure overtook it, or a Retry-After that came while it waited holds
+    /// the host back (then it takes a new turn after the hold).
     func hostTurnCame(_ id: DownloadID, generation: Int) {
         guard let job = jobs[id], job.requestGeneration == generation, job.paced,
             job.state.phase == .requesting, job.transfer == nil
         else { return }
+        if let host = URLParts(job.currentURL)?.hostPort, hostPacing.isHeld(host, now: EngineLoop.now()) {
+            job.paced = false
+            if waitsForHostTurn(job) { return }
+        }
         startTransfer(job)
     }
 

@@ -8,6 +8,8 @@ struct HostPacing {
     let delay: Double
     /// When each host may next be asked; hosts past their time are dropped.
     private var nextAllowed: [String: Double] = [:]
+    /// Until when a Retry-After holds each host back; dropped when found past.
+    private var heldUntil: [String: Double] = [:]
 
     init(delay: Double) { self.delay = max(0, delay) }
 
@@ -31,5 +33,17 @@ struct HostPacing {
     mutating func holdBack(_ host: String, for seconds: Double, now: Double) {
         guard seconds > 0 else { return }
         nextAllowed[host] = max(nextAllowed[host] ?? now, now + seconds)
+        heldUntil[host] = max(heldUntil[host] ?? now, now + seconds)
+    }
+
+    /// Whether a Retry-After holds `host` back at `now`. A request whose turn
+    /// was reserved before the hold came asks this when its turn comes, and
+    /// takes a new turn (`reserve`) if so: the hold is for every request to
+    /// the host, those already waiting included.
+    mutating func isHeld(_ host: String, now: Double) -> Bool {
+        guard let until = heldUntil[host] else { return false }
+        if until > now { return true }
+        heldUntil[host] = nil
+        return false
     }
 }
