@@ -13,8 +13,12 @@ import Testing
         for entry in ["api", "img", "docs", "audio", "notes.txt"] {
             try FileManager.default.copyItem(atPath: site + "/" + entry, toPath: root + "/" + entry)
         }
-        // The first run finds no page 3: the walk stops there.
+        // The first run finds no page 3: the walk stops there. And page 2
+        // answers a 429 with Retry-After: 1 once, as rate-limited APIs do.
         try FileManager.default.removeItem(atPath: root + "/api/page3.json")
+        let page1 = try String(contentsOfFile: root + "/api/page1.json", encoding: .utf8)
+        try page1.replacingOccurrences(of: "\"page2.json\"", with: "\"page2.json?status=429&fail_times=1&retry_after=1\"")
+            .write(toFile: root + "/api/page1.json", atomically: true, encoding: .utf8)
         let server = try FaultServer(root: root)
         let out = try TempDir.make("api-out")
         let page = { (n: Int) in server.url("/files/api/page\(n).json") }
@@ -37,6 +41,14 @@ import Testing
         #expect(first.logLines(containing: "the next run starts at \(page(3))").count == 1, "\(first.stderr)")
         // Pages are data: nothing of them is written.
         #expect(listing(out) == ["items"])
+        // The 429 held back the whole host for a second: page 1's images,
+        // added after page 2 (the job adds the next page first), waited it out too.
+        let limited = try server.requests(matching: "/files/api/page2.json").compactMap { $0["time"] as? Double }
+        let images = try server.requests(matching: "/files/img/").compactMap { $0["time"] as? Double }
+        #expect(limited.count == 2 && images.count == 2, "the 429, then the page; \(images)")
+        if let at = limited.min() {
+            #expect(images.allSatisfy { $0 - at >= 1 - 0.05 }, "429 at \(at), images at \(images)")
+        }
 
         // Page 3 is back, and links a page 4 with one more item.
         try Data("""
@@ -49,7 +61,7 @@ import Testing
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.logLines(containing: "starting at the cursor \(page(3))").count == 1, "\(second.stderr)")
         // Pages 1 and 2 and their items were not asked again.
-        #expect(try served("api/page1.json") == 1 && served("api/page2.json") == 1)
+        #expect(try served("api/page1.json") == 1 && served("api/page2.json") == 2)
         #expect(try served("img/") == 2 && served("notes.txt") == 1 && served("docs/") == 1)
         #expect(try served("api/page3.json") == 2 && served("api/page4.json") == 1)
         #expect(sameBytes(out + "/items/ep1.mp3", bytes(at: site + "/audio/ep1.mp3")))

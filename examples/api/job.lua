@@ -50,6 +50,10 @@ end
 
 local function read_page(d, body, page)
   local data = dl.json.decode(body)
+  -- The next page first: the walk keeps ahead of the items' downloads.
+  if data.next ~= nil and data.next ~= dl.json.null then
+    add_page(dl.url.resolve(d.url, data.next))
+  end
   for _, item in ipairs(data.items or {}) do
     if type(item.url) == "string" then
       local id = dl.add{ url = dl.url.resolve(d.url, item.url), dir = "items",
@@ -62,9 +66,6 @@ local function read_page(d, body, page)
     else
       dl.warn("an item without a url on " .. d.url)
     end
-  end
-  if data.next ~= nil and data.next ~= dl.json.null then
-    add_page(dl.url.resolve(d.url, data.next))
   end
 end
 
