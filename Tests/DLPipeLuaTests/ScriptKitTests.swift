@@ -224,7 +224,7 @@ import Testing
             """#)
         #expect(out.first?.text == """
             link href http://h/sub/style.css
-            a href http://h/sub/x.html?a=1&b=2#top
+            a href http://h/sub/x.html?a=1&b=2
             img src http://h/sub/i.png
             img srcset http://h/sub/s1.png
             img srcset http://h/sub/s2.png

@@ -80,7 +80,37 @@ import TestSupport
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 5)
+        #expect(StateStore.schemaVersion == 6)
+    }
+
+    /// Version 6 folds equivalent spellings of a URL into one key: a version 5
+    /// file's records are found under the new spelling, and of two records
+    /// that fold into one the newer stays while the other's file is kept as
+    /// released (still listed, its name still taken).
+    @Test func aVersionFiveFileIsReKeyedByTheNormalSpelling() throws {
+        let older = DownloadRequest(url: "http://h/x")
+        let newer = DownloadRequest(url: "HTTP://H:80/a/../x#top")
+        let other = DownloadRequest(url: "http://h/%7Ey", directory: "d")
+        let normal = DownloadRequest(url: "http://h/z")
+        do {
+            let store = try StateStore(path: path)
+            for (request, target, updated) in [(older, "x", 1.0), (newer, "x.1", 2.0), (other, "d/~y", 1.0), (normal, "z", 1.0)] {
+                var saved = record(request, target: target)
+                saved.updatedAt = updated
+                saved.placed = PlacedFile(path: target, size: 5)
+                try store.save(saved)
+            }
+            try store.flush()
+        }
+        try SQLiteDatabase(path: path).execute("UPDATE dlpipe_meta SET value = '5' WHERE key = 'schema_version';")
+        let store = try StateStore(path: path)
+        let folded = try #require(try store.record(key: DownloadRequest(url: "http://h/x").deduplicationKey))
+        #expect(folded.target == "x.1" && folded.url == "http://h/x", "the newer record, under the normal URL")
+        let moved = try #require(try store.record(key: DownloadRequest(url: "http://h/~y", directory: "d").deduplicationKey))
+        #expect(moved.target == "d/~y")
+        #expect(try store.record(key: normal.deduplicationKey)?.target == "z", "a normal key stays as it was")
+        #expect(try store.record(key: newer.deduplicationKey) == nil && store.record(key: other.deduplicationKey) == nil)
+        #expect(try store.releasedFiles().map(\.path) == ["x"], "the older record's file is still known")
     }
 
     /// Version 3 remembers the placed file apart from the status; a version 2

@@ -62,8 +62,10 @@ private let cases: [(HostileSource, String?)] = [
     (.path("/a/%1B%5B31mred.txt"), "[31mred.txt"),
     (.path("/a/%1B%5D0%3Bx%07y.txt"), "]0;xy.txt"),
     (.path("/a/.hidden"), "hidden"),
-    (.path("/a/.."), "download"),
-    (.path("/a/."), "download"),
+    // Dot segments are folded when the URL is added (RFC 3986): "/a/.." asks
+    // for "/", "/a/." for "/a/", and both are named as directories.
+    (.path("/a/.."), "index.html"),
+    (.path("/a/."), "index.html"),
     (.path("/"), "index.html"),
     (.path("/a/" + long), nil),
     (.path("/a/%E2%80%AEgpj.exe"), "gpj.exe"),

@@ -59,6 +59,35 @@ import Testing
         #expect(!removed.stdout.contains("no longer tracked"), "\(removed.stdout)")
     }
 
+    /// Failures read as lines: a handler's traceback as indented lines (not
+    /// `\u{a}` escapes), and a failed download's kept part file with its size.
+    @Test func failuresShowTracebacksAsLinesAndWhatIsKept() async throws {
+        let server = try FaultServer()
+        let job = try LuaJob()
+        let out = try TempDir.make("status-failures")
+        try server.put("h.txt", bytes: Array("hello".utf8))
+        try server.put("cut.bin", randomBytes: 100_000)
+        try job.write("herr.lua", """
+            dl.add(dl.var.ok)
+            dl.add(dl.var.cut)
+            dl.on("finished", function(d, f)
+              if d.url == dl.var.ok then local t = nil; return t.x end
+            end)
+            """)
+        let run = try await job.run("herr.lua", out: out, [
+            "--var", "ok=\(server.url("/files/h.txt"))", "--var", "cut=\(server.url("/files/cut.bin?truncate=40000"))",
+            "--retries", "0",
+        ])
+        #expect(run.status == 1, "\(run.stderr)")
+        let text = try await DLPipeRun.run(["status", out])
+        #expect(!text.stdout.contains("\\u{"), "no escapes: \(text.stdout)")
+        let lines = text.stdout.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("      ") && $0.hasSuffix("herr.lua:4: in local 'handler'") },
+                "the traceback's lines, indented: \(text.stdout)")
+        #expect(lines.contains { $0.contains("cut.bin?truncate=40000: network: ") && $0.hasSuffix(" (attempts: 1, 39.1 KiB kept: the next run resumes)") },
+                "\(text.stdout)")
+    }
+
     /// `running_pid` and each run's `status`, newest run first.
     private func runs(_ out: String) async throws -> (pid: Int?, statuses: [String]) {
         let status = try await DLPipeRun.run(["status", out, "--json"])

@@ -64,6 +64,24 @@ import Testing
         #expect(try server.requests(matching: "/files/a").count == 1)
     }
 
+    /// Spellings RFC 3986 calls equivalent, and fragments, which never reach
+    /// the server: one request, one file, across `get` and a re-run.
+    @Test func equivalentSpellingsAreOneDownload() async throws {
+        let out = try TempDir.make("equivalent-spellings")
+        let plain = server.url("/files/a%20b.txt")
+        let shouting = plain.replacingOccurrences(of: "http://127.0.0.1", with: "HTTP://127.0.0.1")
+        let spellings = [plain, plain + "#top", server.url("/files/./x/../a%20b.txt"), shouting + "#end"]
+        let first = try await DLPipeRun.run(["get"] + spellings + ["-d", out, "--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.events("finished").map { $0["url"] as? String } == [plain])
+        #expect(try server.requests(matching: "/files/a").count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasPrefix(".") } == ["a b.txt"])
+        // A re-run in another spelling asks conditionally for the file it placed.
+        let second = try await DLPipeRun.run(["get", shouting + "#again", "-d", out, "--json"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasPrefix(".") } == ["a b.txt"])
+    }
+
     @Test func getDashOKnowsItsOwnFileByTheNormalisedURL() async throws {
         let out = try TempDir.make("raw-urls-o")
         let arguments = ["get", server.url("/files/a b.txt"), "-d", out, "-o", "mine.txt"]

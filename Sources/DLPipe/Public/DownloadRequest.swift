@@ -111,4 +111,15 @@ public struct DownloadRequest: Sendable, Hashable {
         } ?? ""
         return effectiveMethod + "\u{0}" + digest + "\u{0}" + target
     }
+
+    /// A key an earlier version made, with its URL in today's normal form
+    /// (`URLNormalization`): the state re-keys its records with it (schema 6).
+    /// The URL is the key's first part with a scheme (method, body digest and
+    /// "memory" come before it, directory and name after it).
+    static func renormalizedKey(_ key: String) -> String {
+        var parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
+        guard let index = parts.firstIndex(where: { $0.contains("://") }) else { return key }
+        parts[index] = Substring(URLNormalization.normalize(String(parts[index])))
+        return parts.joined(separator: "\u{0}")
+    }
 }

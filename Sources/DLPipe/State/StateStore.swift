@@ -14,7 +14,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     /// first run; see `StateWriter.record`).
     package private(set) var hadRecords = true
     public let path: String
-    static let schemaVersion = 5
+    static let schemaVersion = 6
     /// How credentials in URLs are stored (never as they are).
     private var credentials = StoredCredentials(secret: [])
     /// What brings a file of version N - 1 to version N, by N. Each runs in a
@@ -36,6 +36,9 @@ package final class StateStore: DownloadState, @unchecked Sendable {
         // The secret that keys the digests of URLs' credentials; the rows that
         // held credentials are rewritten by `forgetCredentials`.
         5: "INSERT OR IGNORE INTO dlpipe_meta VALUES ('credential_key', '\(StoredCredentials.newSecretHex())');",
+        // URLs fold their equivalent spellings and lose the fragment: the keys
+        // are re-made in Swift (`renormalizeKeys`); no table changes.
+        6: "",
     ]
 
     /// A state file that cannot be used; nothing is deleted.
@@ -116,8 +119,9 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             var rewritten = 0
             while current < Self.schemaVersion {
                 current += 1
-                try db.execute(Self.migrations[current]!)
+                if let sql = Self.migrations[current], !sql.isEmpty { try db.execute(sql) }
                 if current == 5 { rewritten = try forgetCredentials() }
+                if current == 6 { try renormalizeKeys() }
                 try db.execute("UPDATE dlpipe_meta SET value = '\(current)' WHERE key = 'schema_version';")
             }
             try db.execute("COMMIT;")
@@ -150,6 +154,35 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             changed += 1
         }
         return changed
+    }
+
+    /// Re-keys the records an older dlpipe keyed by URLs as they were written
+    /// (schema 6), so that a re-run finds them under today's spelling
+    /// (`URLNormalization`). Records that fold into one key: the newest stays;
+    /// a file another one placed is kept as released, so `status` still lists
+    /// it and its name stays taken.
+    private func renormalizeKeys() throws {
+        struct Row { let key: String; let url: String; let updated: Double; let placed: String?; let size: Int64? }
+        var rows: [Row] = []
+        try db.query("SELECT key, url, updated_at, placed_target, placed_size FROM downloads") {
+            rows.append(Row(key: $0.text(0) ?? "", url: $0.text(1) ?? "", updated: $0.real(2) ?? 0, placed: $0.text(3), size: $0.int(4)))
+        }
+        let newest = Dictionary(grouping: rows) { DownloadRequest.renormalizedKey($0.key) }
+            .mapValues { $0.max { $0.updated < $1.updated }!.key }
+        // The folded-away records go first, so that a record's new key is free.
+        for row in rows where newest[DownloadRequest.renormalizedKey(row.key)] != row.key {
+            if let placed = row.placed {
+                try db.query("INSERT OR IGNORE INTO released(path, url, size) VALUES (?, ?, ?)",
+                             [.text(placed), .text(URLNormalization.normalize(row.url)), .int(row.size ?? 0)])
+            }
+            try db.query("DELETE FROM downloads WHERE key = ?", [.text(row.key)])
+        }
+        for row in rows where newest[DownloadRequest.renormalizedKey(row.key)] == row.key {
+            let key = DownloadRequest.renormalizedKey(row.key)
+            let url = URLNormalization.normalize(row.url)
+            guard key != row.key || url != row.url else { continue }
+            try db.query("UPDATE downloads SET key = ?, url = ? WHERE key = ?", [.text(key), .text(url), .text(row.key)])
+        }
     }
 
     /// After credentials were rewritten, nothing of them may stay in freed

@@ -17,8 +17,11 @@ enum CurlErrors {
         switch curlCode {
         case CURLE_OPERATION_TIMEDOUT:
             return DownloadError(.timeout, "no progress from \(url) in time (\(detail))")
-        case CURLE_PARTIAL_FILE:
+        case CURLE_PARTIAL_FILE where easy.offset(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T) >= 0:
             return DownloadError(.network, "the body from \(url) ended before its Content-Length")
+        case CURLE_PARTIAL_FILE:
+            // Chunked (or no length at all): the connection closed before the last chunk.
+            return DownloadError(.network, "the body from \(url) was cut off: the connection closed before its end (\(detail))")
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
             return DownloadError(.url, "cannot fetch \(quoted(url)): \(detail)")
         case CURLE_TOO_MANY_REDIRECTS:

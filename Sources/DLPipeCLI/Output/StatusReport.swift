@@ -16,7 +16,10 @@ enum StatusReport {
         if !failed.isEmpty {
             out += "failed:\n"
             for r in failed {
-                out += "  \(Terminal.clean(RedactedURL.text(r.url))): \(Terminal.clean(r.lastError ?? "unknown error")) (attempts: \(r.attempts))\n"
+                // A part file with a validator is resumed by the next run: say how much is kept.
+                let kept = r.bytes > 0 && (r.etag != nil || r.lastModified != nil)
+                    ? ", \(Format.bytes(r.bytes)) kept: the next run resumes" : ""
+                out += "  \(Terminal.clean(RedactedURL.text(r.url))): " + errorText(r, then: " (attempts: \(r.attempts)\(kept))") + "\n"
             }
         }
         // Failures a handler dealt with: listed apart, so they read as settled.
@@ -24,7 +27,7 @@ enum StatusReport {
         if !handled.isEmpty {
             out += "handled:\n"
             for r in handled {
-                out += "  \(Terminal.clean(RedactedURL.text(r.url))): \(Terminal.clean(r.lastError ?? "unknown error")) (attempts: \(r.attempts))\n"
+                out += "  \(Terminal.clean(RedactedURL.text(r.url))): " + errorText(r, then: " (attempts: \(r.attempts))") + "\n"
             }
         }
         let partial = records.filter { $0.status == .partial }
@@ -54,6 +57,13 @@ enum StatusReport {
             }
         }
         return out
+    }
+
+    /// A record's last error with `suffix` at the end of its first line: a
+    /// handler's traceback follows as indented lines, not escapes.
+    private static func errorText(_ record: DownloadRecord, then suffix: String) -> String {
+        let (first, rest) = Terminal.cleanLinesSplit(record.lastError ?? "unknown error")
+        return first + suffix + rest.replacingOccurrences(of: "\n", with: "\n  ")
     }
 
     static func json(

@@ -22,8 +22,15 @@ enum URLTools {
         // RFC 3986 §5.1 needs an absolute base. Foundation also accepts a relative one and then
         // gives relative or even empty results ("+" and "." resolved to ""), which no caller
         // can fetch or parse again.
-        guard let baseURL = URL(string: base), hasScheme(baseURL),
-            let resolved = URL(string: reference.trimmingCharacters(in: .whitespaces), relativeTo: baseURL),
+        guard let baseURL = URL(string: base), hasScheme(baseURL) else { return nil }
+        let reference = reference.trimmingCharacters(in: .whitespaces)
+        // An empty reference is the base document itself (RFC 3986 §5.2.2, the
+        // fragment dropped); Foundation makes no URL of "".
+        if reference.isEmpty {
+            guard let hash = base.firstIndex(of: "#") else { return base }
+            return String(base[..<hash])
+        }
+        guard let resolved = URL(string: reference, relativeTo: baseURL),
             // Foundation reads ":x" as an absolute URL with an empty scheme and returns it as it
             // is; RFC 3986 allows neither an empty scheme nor a ':' in a relative reference's
             // first segment, so such a reference does not parse.
@@ -48,7 +55,8 @@ enum URLTools {
     /// The URL's parts (percent-decoded where Foundation decodes them), or nil when it does not parse.
     static func parts(of text: String) -> Parts? {
         guard let parts = URLComponents(string: text) else { return nil }
-        return Parts(scheme: parts.scheme, host: parts.host, port: parts.port, path: parts.path,
+        // Scheme and host are case-insensitive (RFC 3986 §6.2.2.1): scripts compare them lower-cased.
+        return Parts(scheme: parts.scheme?.lowercased(), host: parts.host?.lowercased(), port: parts.port, path: parts.path,
                      query: parts.query, fragment: parts.fragment, user: parts.user)
     }
 }
