@@ -115,7 +115,21 @@ extension LuaRuntime {
         dl_pop(L, 1)
         lua_pushnil(L)
         lua_setfield(L, dl_registryindex(), "dl.traceback")
-        return traceback
+        return traceback.flatMap(Self.scriptFrames)
+    }
+
+    /// A traceback with dlpipe's own frames left out (the prelude's dispatch
+    /// and its calls into Swift: `dlpipe/prelude.lua:N: in ...`, the `[C]: in ?`
+    /// that starts every call), so that it shows the script's lines only; nil
+    /// when no frame of the script is left.
+    static func scriptFrames(_ traceback: String) -> String? {
+        let lines = traceback.split(separator: "\n", omittingEmptySubsequences: false)
+        let kept = lines.filter { line in
+            let frame = line.drop { $0 == "\t" || $0 == " " }
+            return !frame.hasPrefix("dlpipe/") && !frame.hasPrefix("[C]: in ?")
+        }
+        guard kept.count > 1 || kept.first.map({ !$0.hasPrefix("stack traceback:") }) == true else { return nil }
+        return kept.joined(separator: "\n")
     }
 
     /// "src:line: " from a recorded position; just "src: " without a line, "" without a source.

@@ -36,6 +36,17 @@ import Testing
         #expect(done.count == 1 && done[0]["finished"] as? Int == 3)
     }
 
+    /// As curl and wget: `host:port/path` on the command line or in a list is http.
+    @Test func aURLWithoutASchemeIsHTTP() async throws {
+        let data = try server.put("plain.txt", bytes: Array("plain\n".utf8))
+        let bare = server.url("/files/plain.txt").replacingOccurrences(of: "http://", with: "")
+        try #require(!bare.contains("://"))
+        let run = try await DLPipeRun.run(["get", bare, "-d", out, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(sameBytes(out + "/plain.txt", data))
+        #expect(run.events("finished").first?["url"] as? String == server.url("/files/plain.txt"))
+    }
+
     @Test func outputNameAndDirectoryAreCreated() async throws {
         let a = try server.put("a.bin", randomBytes: 1000)
         let run = try await DLPipeRun.run(["get", server.url("/files/a.bin"), "-o", "renamed.bin", "-d", out + "/deep/er"])

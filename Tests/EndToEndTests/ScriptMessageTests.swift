@@ -20,6 +20,15 @@ import Testing
         return (run.status, String(run.stderr.split(separator: "\n").first ?? ""))
     }
 
+    @Test func aJobThatCannotBeReadSaysWhy() async throws {
+        let missing = try await DLPipeRun.run(["run", job.directory + "/nonexistent.lua", "-d", out])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("nonexistent.lua: cannot read the file: No such file or directory"), "\(missing.stderr)")
+        let folder = try await DLPipeRun.run(["run", job.directory, "-d", out])
+        #expect(folder.status == 2)
+        #expect(folder.stderr.contains("cannot read the file: it is a directory"), "\(folder.stderr)")
+    }
+
     @Test func aMisspelledEventNameSuggestsTheNearestAndListsThem() async throws {
         let (status, first) = try await check("dl.on(\"finish\", function() end)\n")
         #expect(status == 2)

@@ -33,6 +33,7 @@ import Testing
         #expect(lines[failed + 1] == "    stack traceback:", "\(run.stderr)")
         #expect(lines[failed + 2].hasPrefix("      \(path):2: in "), "\(run.stderr)")
         #expect(lines[failed + 3].hasPrefix("      \(path):3: in "), "\(run.stderr)")
+        #expect(!run.stderr.contains("dlpipe/prelude.lua"), "dlpipe's own frames are left out: \(run.stderr)")
 
         let json = try await DLPipeRun.run(["run", path, "-d", out, "--json", "--var", base])
         let message = json.events("failed").first?["message"] as? String ?? ""

@@ -28,6 +28,7 @@ enum GetCommand {
         var options = try RunOptions.parse(&args)
         var urls = try args.positionals()
         for input in inputs { urls += try URLList.read(input) }
+        urls = urls.map(DefaultScheme.applied)
         guard !urls.isEmpty else { throw UsageError("no URL given", command: "get") }
         if urls.count > 1 && (output != nil || sha256 != nil) {
             throw UsageError("-o and --sha256 apply to one URL only; got \(urls.count) URLs", command: "get")

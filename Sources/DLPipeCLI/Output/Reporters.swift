@@ -55,11 +55,12 @@ final class LineReporter: Reporter {
     static func line(for event: DownloadEvent, onlyFailures: Bool, shownPath: ShownPath = .plain) -> String? {
         switch event {
         case .finished(let d, let f) where !onlyFailures:
-            let rate = f.seconds > 0 ? ", " + Format.rate(Double(f.bytes) / f.seconds) : ""
-            let state = f.unchanged ? "unchanged" : "finished"
             // A memory download has no path: its URL names it.
             let what = f.body == nil ? shownPath.text(f.path) : "\(Terminal.clean(RedactedURL.text(d.url))) into memory"
-            return "\(state) \(what) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
+            // An unchanged file moved no body: no rate, which would be made up.
+            if f.unchanged { return "unchanged \(what) (\(Format.bytes(f.bytes)) on disk, checked in \(Format.seconds(f.seconds))) [\(d.id)]" }
+            let rate = f.seconds > 0 ? ", " + Format.rate(Double(f.bytes) / f.seconds) : ""
+            return "finished \(what) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
         case .failed(let d, let e):
             // The id and kind end the first line; a traceback follows, indented.
             let (message, traceback) = Terminal.cleanLinesSplit(e.message)

@@ -151,7 +151,14 @@ final class ScriptHost: @unchecked Sendable {
     /// Loads and runs a script's top level: the job file, or a drop-in hook.
     func load(path: String, displayName: String, isJob: Bool) throws(ScriptError) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ScriptError("\(displayName): cannot read the file")
+            // FileManager says nothing of why: open(2) does.
+            let descriptor = open(path, O_RDONLY)
+            var isFolder: ObjCBool = false
+            let reason = descriptor < 0 ? String(cString: strerror(errno))
+                : FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue
+                ? "it is a directory" : "it is not a regular file"
+            if descriptor >= 0 { close(descriptor) }
+            throw ScriptError("\(displayName): cannot read the file: \(reason)")
         }
         _ = try callHost("set_context", [LuaValue(isJob ? "job" : "hook"), LuaValue(displayName)])
         do {

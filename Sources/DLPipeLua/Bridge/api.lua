@@ -74,7 +74,7 @@ return {
   },
   -- Exit codes that dlpipe gives a meaning of its own: a done handler may not return them.
   reserved_exit_codes = {
-    [2] = "a usage or load error", [3] = "another run holds the lock",
+    [2] = "a usage or load error stops it", [3] = "another run holds the lock",
     [4] = "the shared queue cannot be reached", [130] = "stopped by a signal",
   },
   -- The download `d` every handler but done's gets; only name, dir and meta may be assigned.
