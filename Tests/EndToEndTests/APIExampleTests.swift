@@ -41,14 +41,13 @@ import Testing
         #expect(first.logLines(containing: "the next run starts at \(page(3))").count == 1, "\(first.stderr)")
         // Pages are data: nothing of them is written.
         #expect(listing(out) == ["items"])
-        // The 429 held back the whole host for a second: page 1's images,
-        // added after page 2 (the job adds the next page first), waited it out too.
+        // The 429's Retry-After was honoured. (That it holds back the whole
+        // host, page 1's images too, is HostDelayTests' to show: here the
+        // images' turns are 0.2 s apart, too close to be sure, on a loaded
+        // machine, that the engine has read the 429 before they come.)
         let limited = try server.requests(matching: "/files/api/page2.json").compactMap { $0["time"] as? Double }
-        let images = try server.requests(matching: "/files/img/").compactMap { $0["time"] as? Double }
-        #expect(limited.count == 2 && images.count == 2, "the 429, then the page; \(images)")
-        if let at = limited.min() {
-            #expect(images.allSatisfy { $0 - at >= 1 - 0.05 }, "429 at \(at), images at \(images)")
-        }
+        #expect(limited.count == 2, "the 429, then the page: \(limited)")
+        if limited.count == 2 { #expect(limited[1] - limited[0] >= 1 - 0.05, "\(limited)") }
 
         // Page 3 is back, and links a page 4 with one more item.
         try Data("""

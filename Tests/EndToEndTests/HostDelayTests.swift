@@ -93,18 +93,20 @@ import Testing
         let server = try FaultServer()
         for name in ["a", "b", "c"] { try server.put("\(name).bin", randomBytes: 200) }
         let out = try TempDir.make("host-delay")
-        // a.bin gets a 429 with Retry-After: 1 at its turn; b.bin and c.bin
-        // reserved their turns (0.3 s and 0.6 s later) before it came.
+        // a.bin gets a 429 with Retry-After: 3 at its turn; b.bin and c.bin
+        // reserved their turns (1 s and 2 s later) before it came, and came at
+        // those times before the fix. (The engine must read the 429 within the
+        // first second: a request that starts before it does cannot be held.)
         let run = try await DLPipeRun.run([
-            "get", server.url("/files/a.bin?status=429&fail_times=1&retry_after=1"),
-            server.url("/files/b.bin"), server.url("/files/c.bin"), "-d", out, "--host-delay", "0.3",
+            "get", server.url("/files/a.bin?status=429&fail_times=1&retry_after=3"),
+            server.url("/files/b.bin"), server.url("/files/c.bin"), "-d", out, "--host-delay", "1",
         ])
         #expect(run.status == 0, "\(run.stderr)")
         let limited = try times(server, "/files/a.bin")
         let others = try times(server, "/files/b.bin") + times(server, "/files/c.bin")
         #expect(limited.count == 2 && others.count == 2, "\(limited) \(others)")
         if let at = limited.first {
-            #expect(others.allSatisfy { $0 - at >= 1 - 0.05 }, "429 at \(at), the others at \(others)")
+            #expect(others.allSatisfy { $0 - at >= 3 - 0.05 }, "429 at \(at), the others at \(others)")
         }
     }
 
