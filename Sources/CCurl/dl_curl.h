@@ -49,5 +49,9 @@ static inline long dl_curlauth_digest(void) { return (long)CURLAUTH_DIGEST; }
 static inline long dl_curlauth_any(void) { return (long)CURLAUTH_ANY; }
 /// CURL_WRITEFUNC_PAUSE as a plain value: the macro is an expression Swift does not import.
 static inline size_t dl_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
+/// Shares one kind of data (CURL_LOCK_DATA_COOKIE, ...) through a share handle.
+static inline CURLSHcode dl_share_data(CURLSH *sh, long data) {
+    return curl_share_setopt(sh, CURLSHOPT_SHARE, data);
+}
 
 #endif

@@ -58,6 +58,9 @@ enum HelpText {
                                   redirect to another host)
           --netrc                 credentials from ~/.netrc, per host
           --netrc-file FILE       credentials from FILE, per host
+          -b, --cookie FILE       send the cookies of a Netscape cookie file
+          -c, --cookie-jar FILE   write the session's cookies to FILE at the end
+          --host-delay S          at least S seconds between requests to one host
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
           --compressed            ask for compressed transfers, store decoded bytes
                                   (compressed files such as .gz are stored as sent)

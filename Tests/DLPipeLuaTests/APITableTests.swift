@@ -145,6 +145,7 @@ import Testing
             "retrying": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "failed": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "done": keys(.summary(RunSummary())),
+            "request": keys(.request(RequestInfo(url: "http://h/x", attempt: 1, headers: ["a": "b"]))),
         ]
         #expect(pushed == Self.events(try Self.api()))
         let download = DownloadInfo(
@@ -155,8 +156,8 @@ import Testing
             Issue.record("no download table")
             return
         }
-        // meta stays on the Lua side (the prelude's `metas`), so the engine does not push it.
-        #expect(Set(fields.keys.compactMap(\.text)).union(["meta"]) == Set(Self.list(try Self.api()[LuaValue("download")])))
+        // meta and depth stay on the Lua side (the prelude's `metas`, `depths`), so the engine does not push them.
+        #expect(Set(fields.keys.compactMap(\.text)).union(["meta", "depth"]) == Set(Self.list(try Self.api()[LuaValue("download")])))
     }
 
     @Test func docsListEveryCallAndEveryEventField() throws {

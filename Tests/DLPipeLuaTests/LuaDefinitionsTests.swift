@@ -56,7 +56,8 @@ import Testing
         #expect(Set(parsed.values).isSuperset(of: APITableTests.names(api, "values")))
         let events = APITableTests.events(api)
         let classOf = ["response": "dl.Response", "progress": "dl.Progress", "retrying": "dl.Failure",
-                       "finished": "dl.Finished", "failed": "dl.Failure", "done": "dl.Summary"]
+                       "finished": "dl.Finished", "failed": "dl.Failure", "done": "dl.Summary",
+                       "request": "dl.Request"]
         for (event, fields) in events {
             let defined = parsed.classes[classOf[event] ?? "?"] ?? []
             #expect(Set(defined) == fields, "\(event): \(defined)")

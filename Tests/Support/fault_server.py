@@ -185,7 +185,7 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in parse_qsl(qs, keep_blank_values=True, errors="replace"):
             query.setdefault(k, v)
         self.server.log({"method": self.command, "path": path, "query": query,
-                         "headers": self._header_dict()})
+                         "headers": self._header_dict(), "time": time.time()})
 
     def _header_dict(self):
         out = {}
@@ -302,6 +302,25 @@ class Handler(BaseHTTPRequestHandler):
                 # with its own "?a=1&b=2" survives intact.
                 _, _, url = qs.partition("url=")
                 self._redirect(unquote(url, encoding="latin-1") or "/")
+            elif path == "/set-cookies":
+                # Two cookies (one with an Expires date, which holds a comma)
+                # and a repeated ordinary header, for the joining rules.
+                self._simple(200, "cookies\n", [
+                    ("Set-Cookie", "a=1; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT"),
+                    ("Set-Cookie", "b=2; Path=/"),
+                    ("X-Multi", "x"), ("X-Multi", "y")])
+            elif path == "/login":
+                # A login redirect: the session cookie comes with the 302.
+                _, _, to = qs.partition("to=")
+                self._simple(302, "logged in\n", [
+                    ("Set-Cookie", "session=s3cret; Path=/"), ("Location", unquote(to) or "/")])
+            elif path.startswith("/members/"):
+                # /files/NAME for a client that sends the session cookie, else 403.
+                cookies = self.headers.get("Cookie") or ""
+                if "session=s3cret" in [c.strip() for c in cookies.split(";")]:
+                    self._files(path[len("/members/"):], q)
+                else:
+                    self._simple(403, "log in first\n")
             elif path == "/echo-headers":
                 body = json.dumps(self._header_dict(), indent=1) + "\n"
                 self._simple(200, body, [("Content-Type", "application/json")])

@@ -39,7 +39,7 @@ struct AfterStop {
         case .stop(let done):
             return done
         case .pause, .resume, .cancel, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
-            .failureVerdict, .failureVerdictMissed, .drainedVerdict, .synced, .resumeHashed:
+            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed:
             return nil
         }
     }

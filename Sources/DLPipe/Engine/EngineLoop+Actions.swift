@@ -37,6 +37,10 @@ extension EngineLoop {
                 }
             case .abortTransfer(let keepPart):
                 job.resumeHash = nil  // a hash still being made is for a start that no longer comes
+                // A request hook's reply or a host turn still to come is for that start too.
+                job.requestGeneration += 1
+                job.hopHeaders = nil
+                job.paced = false
                 guard let transfer = job.transfer else { break }
                 if abort(transfer) { job.receivedThisRun += transfer.received }
                 job.transfer = nil

@@ -19,6 +19,12 @@ extension EngineLoop: TransferOwner {
         if let replay = configuration.replay, !replay.has(job.currentURL) {
             return attemptFailed(job, DownloadError(.network, "--replay: the recording \(replay.directory) has no response for \(RedactedURL.text(job.currentURL))"))
         }
+        // A `request` hook decides this hop's headers first (EngineLoop+RequestHook).
+        if interests.contains(.request), job.hopHeaders == nil { return askRequestHook(job) }
+        // Politeness: the host's turn (`--host-delay`, a Retry-After); the job
+        // keeps its slot meanwhile (EngineLoop+HostPacing).
+        if hostPacing.isActive, !job.paced, waitsForHostTurn(job) { return }
+        job.paced = false
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
@@ -34,6 +40,7 @@ extension EngineLoop: TransferOwner {
         transfer.stallTimeout = job.request.timeout ?? configuration.timeout
         transfer.bodyLimit = job.request.bodyLimit
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(transfer.stallTimeout * 1000))
+        cookies?.apply(to: easy)
         TransferOptions(options: configuration.transport, caFile: configuration.caFile)
             .apply(to: easy, url: job.currentURL, firstHost: job.host)
         // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
@@ -41,7 +48,13 @@ extension EngineLoop: TransferOwner {
         // smaller one, so that the pacer's steps stay small.
         easy.set(CURLOPT_BUFFERSIZE, pacer?.chunkSize ?? 256 * 1024)
         transfer.pacer = pacer
-        var lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
+        var lines: [String]
+        if let decided = job.hopHeaders {
+            job.hopHeaders = nil  // this hop's only: the next one asks again
+            lines = decided.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+        } else {
+            lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
+        }
         if let conditional = job.conditional, job.partBytes == 0 {
             if let etag = conditional.etag { lines.append("If-None-Match: \(etag)") }
             if let date = conditional.lastModified { lines.append("If-Modified-Since: \(date)") }
@@ -70,6 +83,7 @@ extension EngineLoop: TransferOwner {
             // Plain HTTP/1.1 to the replay server: nothing to wait for to share.
             easy.set(CURLOPT_PIPEWAIT, 0)
         }
+        cookies?.mergeCookieHeaders(&lines, into: easy)
         easy.setHeaders(lines)
         job.method.apply(to: easy)
         transfer.lastActiveAt = EngineLoop.now()
@@ -80,12 +94,16 @@ extension EngineLoop: TransferOwner {
 
     /// The caller's headers, minus credentials once a redirect left the first host.
     private func headerLines(for job: Job) -> [String] {
+        hopHeaders(for: job).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+    }
+
+    /// The caller's headers for the current hop: without credentials once a
+    /// redirect left the first host.
+    func hopHeaders(for job: Job) -> [String: String] {
         let sameHost = job.hops == 0 || URLParts(job.currentURL)?.hostPort == job.host
+        if sameHost { return job.request.headers }
         let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization"]
-        return job.request.headers.sorted { $0.key < $1.key }.compactMap { name, value in
-            if !sameHost && credentials.contains(name.lowercased()) { return nil }
-            return "\(name): \(value)"
-        }
+        return job.request.headers.filter { !credentials.contains($0.key.lowercased()) }
     }
 
     /// The body of the final response begins (called from the write callback).
@@ -128,6 +146,9 @@ extension EngineLoop: TransferOwner {
         case .restart:
             return .discard(.restart)
         case .fail(let error, let dropsResume):
+            if let seconds = error.retryAfter, error.status == 429 || error.status == 503 {
+                holdBackHost(of: job.currentURL, for: seconds)
+            }
             if dropsResume {
                 job.startOver()
             }

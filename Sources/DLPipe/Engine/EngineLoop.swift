@@ -35,6 +35,8 @@ final class EngineLoop: @unchecked Sendable {
         /// A `failed` hook gave no reply within the hook deadline: the download
         /// fails with this error (kind `hook`).
         case failureVerdictMissed(DownloadID, DownloadError)
+        /// A `request` hook's headers for the hop asked under `generation`.
+        case requestVerdict(DownloadID, generation: Int, RequestVerdict)
         case drainedVerdict(Int?)
         /// The syncfs of the batch in `syncingBatch` returned.
         case synced
@@ -89,6 +91,10 @@ final class EngineLoop: @unchecked Sendable {
     var idleHandles: [CurlEasy] = []
     /// Retry timers: (due time, id, the job's retry generation when set).
     var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
+    /// Requests waiting for their host's turn: (due time, id, the job's
+    /// `requestGeneration` when set).
+    var hostTurns = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
+    var hostPacing: HostPacing
     /// Transfers paused until this turn's state commit names their part files.
     var awaitingCommit: [Transfer] = []
     /// Checked files waiting for their data to be durable before they get their names.
@@ -141,10 +147,14 @@ final class EngineLoop: @unchecked Sendable {
     var nextProgressTick = 0.0
     let startedAt = EngineLoop.now()
     private var stopped = false
+    /// The cookies of every transfer, when the configuration names a cookie
+    /// file or jar; nil (curl's cookie engine off) otherwise.
+    let cookies: CookieJar?
     private var stopWaiters: [@Sendable () -> Void] = []
 
     init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, events: EventHub,
-         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: (any DownloadState)?) {
+         registry: DownloadRegistry = DownloadRegistry(engine: 0), store: (any DownloadState)?,
+         cookies: CookieJar? = nil) {
         self.registry = registry
         self.configuration = configuration
         self.store = store.map(StateWriter.init)
@@ -157,6 +167,8 @@ final class EngineLoop: @unchecked Sendable {
             cap: configuration.backoffCap)
         self.pacer = configuration.rateLimit.map { RatePacer(bytesPerSecond: $0) }
         self.multi = CurlMulti()
+        self.cookies = cookies
+        self.hostPacing = HostPacing(delay: configuration.hostDelay)
         self.output = OutputDirectory(root: root)
         self.targets = TargetRegistry(output: output)
         self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
@@ -284,6 +296,9 @@ final class EngineLoop: @unchecked Sendable {
         case .failureVerdictMissed(let id, let error):
             pendingHookCalls -= 1
             feed(id, .fail(error))
+        case .requestVerdict(let id, let generation, let verdict):
+            pendingHookCalls -= 1
+            applyRequestVerdict(id, generation: generation, verdict)
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
             if let code { exitCode = code }
@@ -369,6 +384,10 @@ final class EngineLoop: @unchecked Sendable {
             guard let job = jobs[id], job.retryGeneration == generation else { continue }
             feed(job, .retryDue)
         }
+        while let (due, id, generation) = hostTurns.first, due <= now {
+            _ = hostTurns.pop()
+            hostTurnCame(id, generation: generation)
+        }
     }
 
     private func startQueued() {
@@ -397,6 +416,7 @@ final class EngineLoop: @unchecked Sendable {
         let now = EngineLoop.now()
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
         if let due = hookDeadlines.nextDue { wait = min(wait, due - now) }
+        if let (due, _, _) = hostTurns.first { wait = min(wait, due - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
         if let release = pacer?.secondsUntilRelease() { wait = min(wait, release) }
         if !awaitingDurability.isEmpty && !syncInFlight { wait = min(wait, durabilityBatchStarted + 0.02 - now) }
@@ -427,6 +447,8 @@ final class EngineLoop: @unchecked Sendable {
         drainPending = false
         drainedOnce = true
         endRun()
+        // The jar is written at every drain, so the summary can say it failed.
+        if let cookies { summary.cookieJarError = cookies.save() }
         askedDrainHook = false
         summary.seconds = EngineLoop.now() - startedAt
         emit(.drained(summary))

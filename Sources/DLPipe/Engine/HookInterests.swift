@@ -10,4 +10,6 @@ struct HookInterests: OptionSet, Sendable {
     static let failed = HookInterests(rawValue: 8)
     static let drained = HookInterests(rawValue: 16)
     static let retrying = HookInterests(rawValue: 32)
+    /// Before every request (each attempt, each redirect hop).
+    static let request = HookInterests(rawValue: 64)
 }

@@ -31,6 +31,14 @@ final class Job {
     var currentURL: String
     /// Redirect hops taken in the current attempt.
     var hops = 0
+    /// The headers a `request` hook gave for the hop about to start; taken
+    /// (and cleared) by that hop's transfer, so every hop asks the hook again.
+    var hopHeaders: [String: String]?
+    /// Counts `request` hook calls, so a reply that a pause, a cancel or a
+    /// newer call overtook is recognised and dropped.
+    var requestGeneration = 0
+    /// The host's turn (HostPacing) is taken for the request about to start.
+    var paced = false
     /// The method and body of the current hop: the request's, until a
     /// redirect changes them (`RequestMethod.following`).
     lazy var method = RequestMethod(request)

@@ -46,8 +46,11 @@ public final class DownloadEngine: Sendable {
         throws(DownloadError)
     {
         registry = DownloadRegistry(engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun)
+        let cookies = configuration.cookieFile != nil || configuration.cookieJar != nil
+            ? try CookieJar(readFile: configuration.cookieFile, writeFile: configuration.cookieJar) : nil
         loop = EngineLoop(
-            configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry, store: state)
+            configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry, store: state,
+            cookies: cookies)
         do {
             try loop.start()
         } catch {

@@ -32,7 +32,8 @@ public struct ResponseInfo: Sendable, Hashable {
     /// The HTTP status as the server sent it: 2xx (errors fail the attempt and
     /// never reach a `response` event), 206 for a resumed download.
     public var status: Int
-    /// Header names in lower case; repeated headers joined with ", ".
+    /// Header names in lower case; repeated headers joined with ", ", but
+    /// `set-cookie`, whose lines are joined with "\n" (see `setCookies`).
     public var headers: [String: String]
     /// Media type without parameters, lower case ("" when absent).
     public var type: String
@@ -54,6 +55,12 @@ public struct ResponseInfo: Sendable, Hashable {
     /// check that does not trip on a resume.
     public var isWholeOrResumed: Bool {
         status == 200 || (status == 206 && resumedFrom != nil)
+    }
+
+    /// Each `Set-Cookie` line of the response, in order (a comma cannot
+    /// separate them: cookie dates hold commas).
+    public var setCookies: [String] {
+        headers["set-cookie"].map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) } ?? []
     }
 
     /// A response as the engine reports it (for tests of code that handles events).
@@ -145,6 +152,9 @@ public struct RunSummary: Sendable, Hashable {
     /// in place may be missing, and a re-run then finds such a file as one it
     /// did not write. Nil when everything was recorded.
     public var stateError: String?
+    /// Why the cookie jar (`EngineConfiguration.cookieJar`) could not be
+    /// written at the last drain; nil when it was, or when there is none.
+    public var cookieJarError: String?
     /// All counts at zero.
     public init() {}
 }

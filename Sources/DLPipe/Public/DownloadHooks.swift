@@ -89,6 +89,11 @@ public struct DownloadHooks: Sendable {
     /// hands calls to another thread may queue them until now and hand them over
     /// as one batch (one wake-up per turn instead of one per call).
     public var endOfTurn: (@Sendable () -> Void)?
+    /// Before a request goes out (every attempt's first hop and every redirect
+    /// hop): the reply gives the headers of that hop, and the request waits
+    /// for it (its slot stays taken). Nil: no request waits for a hook.
+    public var request:
+        (@Sendable (DownloadInfo, RequestInfo, _ reply: @escaping @Sendable (RequestVerdict) -> Void) -> Void)?
 
     /// Hooks with the given closures; the others stay nil (not asked).
     public init(
@@ -98,7 +103,8 @@ public struct DownloadHooks: Sendable {
         retrying: (@Sendable (DownloadInfo, DownloadError, _ delay: Double, _ reply: @escaping @Sendable (RetryVerdict) -> Void) -> Void)? = nil,
         failed: (@Sendable (DownloadInfo, DownloadError, _ reply: @escaping @Sendable (FailureVerdict) -> Void) -> Void)? = nil,
         drained: (@Sendable (RunSummary, _ reply: @escaping @Sendable (Int?) -> Void) -> Void)? = nil,
-        endOfTurn: (@Sendable () -> Void)? = nil
+        endOfTurn: (@Sendable () -> Void)? = nil,
+        request: (@Sendable (DownloadInfo, RequestInfo, _ reply: @escaping @Sendable (RequestVerdict) -> Void) -> Void)? = nil
     ) {
         self.response = response
         self.progress = progress
@@ -107,6 +113,7 @@ public struct DownloadHooks: Sendable {
         self.failed = failed
         self.drained = drained
         self.endOfTurn = endOfTurn
+        self.request = request
     }
 
     /// The events asked, read from the closures that are set.
@@ -118,6 +125,7 @@ public struct DownloadHooks: Sendable {
         if retrying != nil { interests.insert(.retrying) }
         if failed != nil { interests.insert(.failed) }
         if drained != nil { interests.insert(.drained) }
+        if request != nil { interests.insert(.request) }
         return interests
     }
 }

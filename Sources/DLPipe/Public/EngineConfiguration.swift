@@ -94,6 +94,14 @@ public struct EngineConfiguration: Sendable {
     /// Whether small bodies may skip the part file (`HeldFile`); internal, so
     /// that tests reach every path on any file system.
     var heldBodies = HeldBodies.auto
+    /// `-b/--cookie FILE`: a Netscape cookie file read at the start; with it
+    /// or `cookieJar` the engine keeps cookies across its transfers (CookieJar).
+    public var cookieFile: String?
+    /// `-c/--cookie-jar FILE`: where the session's cookies are written at the end.
+    public var cookieJar: String?
+    /// `--host-delay S`: the fewest seconds between the starts of two requests
+    /// to one host (redirect hops included); 0 for none.
+    public var hostDelay: Double
 
     /// A configuration with the given settings and the defaults for the rest
     /// (`userAgent` nil: `dlpipe/VERSION`).
@@ -105,7 +113,7 @@ public struct EngineConfiguration: Sendable {
         statePath: String? = nil, caFile: String? = nil, transport: TransportOptions = TransportOptions(),
         refresh: RefreshPolicy = .conditional, endPausedWhenDrained: Bool = false, keepsOutcomes: Bool = true,
         recorder: ResponseRecorder? = nil, replay: ReplayServer? = nil, hookDeadline: Double? = 2,
-        progressInterval: Double = 0.25
+        progressInterval: Double = 0.25, cookieFile: String? = nil, cookieJar: String? = nil, hostDelay: Double = 0
     ) {
         self.directory = directory
         self.concurrency = concurrency
@@ -130,6 +138,9 @@ public struct EngineConfiguration: Sendable {
         self.replay = replay
         self.hookDeadline = hookDeadline
         self.progressInterval = progressInterval
+        self.cookieFile = cookieFile
+        self.cookieJar = cookieJar
+        self.hostDelay = hostDelay
     }
 }
 

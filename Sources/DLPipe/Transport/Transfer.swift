@@ -116,7 +116,9 @@ final class Transfer {
         // in Content-Disposition), never a lossy replacement.
         let value = ContentDisposition.decodeUTF8OrLatin1(line[start..<stop])
         if let earlier = headers[name] {
-            headers[name] = earlier + ", " + value
+            // Set-Cookie cannot be comma-joined (its Expires dates hold commas):
+            // its lines are kept apart by "\n", which no header value holds.
+            headers[name] = earlier + (name == "set-cookie" ? "\n" : ", ") + value
         } else {
             headers[name] = value
         }

@@ -83,9 +83,13 @@ enum RunDriver {
             // The files are as reported; the state may not know some of them.
             Terminal.error("dlpipe: records are missing from the state: \(stateError)")
         }
+        if let cookieJarError = summary.cookieJarError {
+            Terminal.error("dlpipe: \(cookieJarError)")
+        }
         // An exit status is one byte: a done handler's code is kept within 0...255.
         if let hookCode { return Int32(min(255, max(0, hookCode))) }
-        return summary.failed > 0 || summary.stateError != nil ? ExitCode.failed : ExitCode.ok
+        return summary.failed > 0 || summary.stateError != nil || summary.cookieJarError != nil
+            ? ExitCode.failed : ExitCode.ok
     }
 
     /// Loads the scripts, or prints why they cannot load (exit 2 follows).

@@ -34,6 +34,11 @@ struct RunOptions {
     var files = FileArguments()
     /// `--refresh conditional|never|always`: what a finished file of an earlier run gets.
     var refresh: RefreshPolicy?
+    /// `-b/--cookie FILE` and `-c/--cookie-jar FILE` (curl's spelling).
+    var cookieFile: String?
+    var cookieJar: String?
+    /// `--host-delay S`: seconds between requests to one host.
+    var hostDelay: Double?
 
     /// Takes the shared options out of `args`.
     static func parse(_ args: inout Arguments) throws -> RunOptions {
@@ -66,6 +71,14 @@ struct RunOptions {
             options.caFile = caFile
         }
         try TransportArguments.parse(&args, into: &options)
+        options.cookieFile = try args.value("-b", "--cookie")
+        options.cookieJar = try args.value("-c", "--cookie-jar")
+        if let text = try args.value("--host-delay") {
+            guard let seconds = Double(text), seconds >= 0, seconds <= 86400 else {
+                throw UsageError("--host-delay wants seconds from 0 to 86400, not \(text.debugDescription)", command: command)
+            }
+            options.hostDelay = seconds
+        }
         options.scripts.statePath = options.state
         options.scripts.outputDirectory = options.dir
         options.quiet = args.flag("-q", "--quiet")
@@ -140,6 +153,9 @@ struct RunOptions {
         config.refresh = refresh ?? job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         config.compressed = files.compressed ?? job?.compressed ?? false
         config.remoteTime = files.remoteTime ?? job?.remoteTime ?? true
+        config.cookieFile = cookieFile ?? job?.cookie
+        config.cookieJar = cookieJar ?? job?.cookieJar
+        config.hostDelay = hostDelay ?? job?.hostDelay ?? 0
         return config
     }
 

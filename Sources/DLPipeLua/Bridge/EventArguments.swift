@@ -11,13 +11,15 @@ enum EventArgument {
     /// `failed`, and the delay before the retry for `retrying`.
     case failure(DownloadError, attempt: Int, retryAfter: Double?)
     case summary(RunSummary)
+    /// `request`: the hop's URL, the attempt and the headers the handler changes in place.
+    case request(RequestInfo)
 
     func push(on L: OpaquePointer) {
         switch self {
         case .response(let r):
             let t = LuaFieldWriter(L, fields: 7)
             t.set("status", r.status)
-            t.set("headers", strings: r.headers)
+            t.set("headers", strings: r.headers, lists: r.setCookies.isEmpty ? [:] : ["set-cookie": r.setCookies])
             t.set("type", r.type)
             t.set("length", r.length)
             t.set("filename", r.filename)
@@ -58,6 +60,11 @@ enum EventArgument {
             t.set("cancelled", s.cancelled)
             t.set("bytes", s.bytes)
             t.set("seconds", s.seconds)
+        case .request(let q):
+            let t = LuaFieldWriter(L, fields: 3)
+            t.set("url", q.url)
+            t.set("attempt", q.attempt)
+            t.set("headers", strings: q.headers)
         }
     }
 
@@ -129,6 +136,26 @@ struct LuaFieldWriter {
         for (name, value) in strings {
             LuaRuntime.pushString(name, on: L)
             LuaRuntime.pushString(value, on: L)
+            lua_rawset(L, -3)
+        }
+        setField(key)
+    }
+
+    /// A table of headers where the names in `lists` are sequences of values
+    /// (`set-cookie`), not one string.
+    func set(_ key: StaticString, strings: [String: String], lists: [String: [String]]) {
+        lua_createtable(L, 0, Int32(clamping: strings.count))
+        for (name, value) in strings {
+            LuaRuntime.pushString(name, on: L)
+            if let list = lists[name] {
+                lua_createtable(L, Int32(clamping: list.count), 0)
+                for (index, item) in list.enumerated() {
+                    LuaRuntime.pushString(item, on: L)
+                    lua_rawseti(L, -2, lua_Integer(index + 1))
+                }
+            } else {
+                LuaRuntime.pushString(value, on: L)
+            }
             lua_rawset(L, -3)
         }
         setField(key)

@@ -43,6 +43,7 @@ final class LuaHooks: @unchecked Sendable {
         if handles("retrying") { hooks.retrying = { self.retrying($0, $1, delay: $2, reply: $3) } }
         if handles("failed") { hooks.failed = { self.failed($0, $1, reply: $2) } }
         if handles("done") { hooks.drained = { self.drained($0, reply: $1) } }
+        if handles("request") { hooks.request = { self.request($0, $1, reply: $2) } }
         return hooks
     }
 
@@ -82,6 +83,23 @@ final class LuaHooks: @unchecked Sendable {
                 verdict = .skip(reason: outcome.extra.text ?? "skipped by a hook")
             } else {
                 verdict = outcome.renamed ? .proceed(name: outcome.name, directory: outcome.directory ?? "") : .proceed()
+            }
+            replies.append { reply(verdict) }
+        }
+    }
+
+    func request(_ download: DownloadInfo, _ request: RequestInfo, reply: @escaping @Sendable (RequestVerdict) -> Void) {
+        let reply = ReplyOnce(reply)
+        enqueue { [self] replies in
+            let outcome = dispatch("request", download, .request(request)) { reply(.fail(DownloadError(.hook, $0))) }
+            let verdict: RequestVerdict
+            if let error = outcome.error {
+                verdict = .fail(DownloadError(.hook, error.message))
+            } else {
+                switch RequestHeaders.read(outcome.requestHeaders) {
+                case .success(let headers): verdict = .send(headers: headers)
+                case .failure(let problem): verdict = .fail(DownloadError(.hook, problem.message))
+                }
             }
             replies.append { reply(verdict) }
         }

@@ -35,6 +35,8 @@ struct DispatchOutcome {
     var name: String?
     var directory: String?
     var renamed = false
+    /// `request` events: `q.headers` after the handlers (what `host.finish` gave back).
+    var requestHeaders: LuaValue?
     /// A handler failed (error, time budget, memory): the download fails with kind `hook`.
     var error: ScriptError?
 
@@ -52,6 +54,11 @@ struct DispatchOutcome {
         self.renamed = true
         name = renamed[LuaValue("name")]?.text
         directory = renamed[LuaValue("dir")]?.text
+    }
+
+    /// Takes `q.headers` as `host.finish` returned it after a `request` event.
+    mutating func take(requestHeaders value: LuaValue?) {
+        requestHeaders = value
     }
 }
 
@@ -209,7 +216,9 @@ final class ScriptHost: @unchecked Sendable {
                     if outcome.verdict != nil && event != "done" { break }
                 }
             }
-            outcome.take(rename: try callHost("finish", []).first)
+            let finish = try callHost("finish", [])
+            outcome.take(rename: finish.first)
+            outcome.take(requestHeaders: finish.count > 1 ? finish[1] : nil)
         } catch {
             outcome.error = error
         }
@@ -235,6 +244,7 @@ final class ScriptHost: @unchecked Sendable {
         // host.once returns the verdict, its extra value, then finish's rename.
         outcome.take(verdict: result.prefix(2))
         outcome.take(rename: result.count > 2 ? result[2] : nil)
+        outcome.take(requestHeaders: result.count > 3 ? result[3] : nil)
         return outcome
     }
 
@@ -447,10 +457,12 @@ final class ScriptHost: @unchecked Sendable {
                 throw LuaCallError(error.message)
             }
         }
-        addedCount += 1
-        guard addedCount <= maxDownloads else {
-            throw LuaCallError("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); split the job")
+        // Past the limit the add is refused without an error (the prelude warns
+        // once and returns nil), so the handler that made it does not fail.
+        guard addedCount < maxDownloads else {
+            return [.nil_, .nil_, LuaValue("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); later adds are dropped")]
         }
+        addedCount += 1
         // Normalised here too, so that this table keys a URL as the engine does.
         var request = DownloadRequest(
             url: URLNormalization.normalize(url), name: text(1), directory: text(2), headers: headers, sha256: text(4),

@@ -72,6 +72,13 @@ public struct JobSettings: Sendable {
     /// `compressed` (`--compressed`) and `mtime` (false: `--no-mtime`).
     public var compressed: Bool?
     public var remoteTime: Bool?
+    /// `dl.config{ cookie = FILE, cookie_jar = FILE }` (as `-b` and `-c`).
+    public var cookie: String?
+    public var cookieJar: String?
+    /// `dl.config{ max_depth = N }` (the prelude applies it; checked here).
+    public var maxDepth: Int?
+    /// `dl.config{ host_delay = S }` (as `--host-delay`).
+    public var hostDelay: Double?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -206,6 +213,15 @@ extension JobSettings {
         allowInsecureRedirects = table["allow_insecure_redirects"]?.bool
         compressed = table["compressed"]?.bool
         remoteTime = table["mtime"]?.bool
+        cookie = table["cookie"]?.text
+        cookieJar = table["cookie_jar"]?.text
+        maxDepth = try whole("max_depth", 0...1_000_000)
+        if let value = table["host_delay"] {
+            guard let seconds = value.double, seconds >= 0, seconds <= 86_400 else {
+                throw ScriptError("dl.config: host_delay wants seconds from 0 to 86400")
+            }
+            hostDelay = seconds
+        }
         if let value = table["rate"] {
             guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), rate > 0 else {
                 throw ScriptError("dl.config: rate wants bytes per second like 500000, \"500K\" or \"2M\"")

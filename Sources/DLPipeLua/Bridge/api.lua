@@ -59,9 +59,10 @@ return {
     retrying = { "kind", "message", "status", "attempt", "retry_after" },
     failed = { "kind", "message", "status", "attempt", "retry_after" },
     done = { "finished", "failed", "handled", "skipped", "unchanged", "cancelled", "bytes", "seconds" },
+    request = { "url", "attempt", "headers" },
   },
   -- The order events are listed in (docs and messages).
-  event_order = { "response", "progress", "retrying", "finished", "failed", "done" },
+  event_order = { "response", "progress", "retrying", "finished", "failed", "done", "request" },
   -- What a handler of each event may return (the values that are verdicts); any
   -- other value is a hook error that names these. Events not listed (progress,
   -- finished) take no verdict: what their handlers return is not looked at.
@@ -77,7 +78,7 @@ return {
     [4] = "the shared queue cannot be reached", [130] = "stopped by a signal",
   },
   -- The download `d` every handler but done's gets; only name, dir and meta may be assigned.
-  download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
+  download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
   writable = { name = "string", dir = "string", meta = "table" },
 
   -- Types and one-line docs for `dlpipe lua-defs` (a LuaLS definition file,
@@ -87,7 +88,7 @@ return {
   defs = {
     calls = {
       ["dl.config"] = { doc = "Run settings; the job file's top level only.", params = { { "settings", "dl.Config" } } },
-      ["dl.add"] = { doc = "Queues a download and returns its id.", params = { { "spec", "string|dl.AddSpec" } }, returns = "integer" },
+      ["dl.add"] = { doc = "Queues a download and returns its id; nil past max_depth or max_downloads (with one warning).", params = { { "spec", "string|dl.AddSpec" } }, returns = "integer?" },
       ["dl.on"] = { doc = "Registers a handler of an event; top level only.", params = { { "event", "dl.Event" }, { "handler", "function" } } },
       ["dl.skip"] = { doc = "Skips the download before a byte is written (response handlers).", params = { { "reason", "string?" } }, returns = "dl.Verdict" },
       ["dl.retry"] = { doc = "Retries after `seconds` (retrying: the delay; failed: past the budget).", params = { { "seconds", "number" } }, returns = "dl.Verdict" },
@@ -123,9 +124,9 @@ return {
     },
     -- The class of each event's second argument, and of the other tables.
     event_classes = { response = "dl.Response", progress = "dl.Progress", retrying = "dl.Failure",
-      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary" },
+      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary", request = "dl.Request" },
     -- The argument's name in the docs, and the type of what a handler returns (see `returns`).
-    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s" },
+    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s", request = "q" },
     handler_returns = { response = "dl.Verdict?", retrying = "dl.Verdict|false|nil",
       failed = "dl.Verdict|false|nil", done = "integer?" },
     classes = {
@@ -135,6 +136,7 @@ return {
       { name = "dl.Failure", of = "failed", doc = "Why an attempt failed (retrying and failed)." },
       { name = "dl.Finished", of = "finished", doc = "The file a download gave." },
       { name = "dl.Summary", of = "done", doc = "The run's counts when the queue drained." },
+      { name = "dl.Request", of = "request", doc = "The request about to go out (an attempt or a redirect hop)." },
       { name = "dl.Config", of = "config", doc = "dl.config's settings." },
       { name = "dl.AddSpec", of = "add", doc = "dl.add's table." },
       { name = "dl.URL", of = "url", doc = "dl.url.parse's result." },
@@ -147,9 +149,10 @@ return {
         path = { "string", "the absolute path of the file" }, meta = { "any", "the meta given to dl.add" },
         parent = { "integer?", "the download whose handler added this one" },
         attempt = { "integer", "the attempt, from 1" },
+        depth = { "integer", "0 for the job's own adds, the parent's depth + 1 for an add from its handler" },
       },
       response = {
-        status = { "integer", "the HTTP status as the server sent it (2xx: 206 when resumed_from is set)" }, headers = { "table<string, string>", "the headers, names in lower case" },
+        status = { "integer", "the HTTP status as the server sent it (2xx: 206 when resumed_from is set)" }, headers = { "table<string, string|string[]>", "the headers, names in lower case; set-cookie is a list" },
         type = { "string", "the media type without parameters" }, length = { "integer?", "the body's length, when known" },
         filename = { "string?", "the server's name for the file, sanitised" }, url = { "string", "the URL after redirects" },
         resumed_from = { "integer?", "the byte a 206 continues the part file from; nil when the body is the whole file" },
@@ -175,18 +178,26 @@ return {
         unchanged = { "integer", "files kept from an earlier run" }, cancelled = { "integer", "downloads cancelled" },
         bytes = { "integer", "bytes downloaded" }, seconds = { "number", "the run's time" },
       },
+      request = {
+        url = { "string", "the URL this hop asks" }, attempt = { "integer", "the attempt, from 1" },
+        headers = { "table<string, string>", "this hop's headers; change in place (nil removes one)" },
+      },
       config = {
         dir = { "string?", "the output directory (-d)" }, concurrency = { "integer?", "transfers at once (-j)" },
         per_host = { "integer?", "transfers at once per host" }, retries = { "integer?", "retries of retryable errors" },
         timeout = { "number?", "seconds without progress before an attempt fails" },
         rate = { "number|string?", "bytes per second for the whole run, or \"500K\"" },
         refresh = { "\"conditional\"|\"never\"|\"always\"?", "the re-run policy" },
-        budget = { "number?", "seconds each handler call may run" }, max_downloads = { "integer?", "the most dl.add calls of a run" },
+        budget = { "number?", "seconds each handler call may run" }, max_downloads = { "integer?", "the most downloads dl.add queues in a run; later adds return nil" },
         proxy = { "string?", "the proxy URL; \"\" for none" }, noproxy = { "string?", "hosts reached directly" },
         max_redirs = { "integer?", "redirect hops followed" }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
         env = { "string[]?", "environment variables the job's own os.getenv may read (hooks do not inherit them)" },
         compressed = { "boolean?", "ask for compressed transfers, store decoded bytes (--compressed)" },
         mtime = { "boolean?", "set file times from Last-Modified (default true; --no-mtime)" },
+        cookie = { "string?", "a Netscape cookie file read at the start (-b)" },
+        cookie_jar = { "string?", "where the session's cookies are written at the end (-c)" },
+        max_depth = { "integer?", "the deepest d.depth dl.add queues; deeper adds return nil" },
+        host_delay = { "number?", "the fewest seconds between two requests to one host (--host-delay)" },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -207,10 +218,10 @@ return {
     },
     -- Field order in the definition file (the events' order comes from `events`).
     order = {
-      download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
+      download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
-        "compressed", "mtime" },
+        "compressed", "mtime", "cookie", "cookie_jar", "max_depth", "host_delay" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },

@@ -28,7 +28,8 @@ local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number
   retries = "number", timeout = "number", rate = "any", refresh = "string",
   budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
   max_redirs = "number", allow_insecure_redirects = "boolean", env = "table",
-  compressed = "boolean", mtime = "boolean" }
+  compressed = "boolean", mtime = "boolean",
+  cookie = "string", cookie_jar = "string", max_depth = "number", host_delay = "number" }
 
 -- Environment variables are secrets until the user names them: os.getenv answers
 -- nil for any other. `--allow-env NAME` allows a name for every script; the job's
@@ -63,6 +64,9 @@ local handlers = {}
 for event in pairs(EVENTS) do handlers[event] = {} end
 local config = {}
 local metas = {}          -- id -> meta table (meta stays on the Lua side)
+local depths = {}         -- id -> d.depth, for depths above 0 (a chained add's)
+local newest_id = 0       -- the highest id dl.add has returned (the engine numbers new downloads upwards)
+local warned_limit = {}   -- the limits dl.add has warned about (once each)
 -- Where we are: "job" or "hook" at top level while loading, else the event name.
 local context = "job"
 local current = nil       -- the download a handler runs for: { fields, proxy }
@@ -256,11 +260,38 @@ function dl.add(spec)
   end
   if spec.meta ~= nil then controls.meta_json = meta_json(spec.meta) end
   local parent = current and current.fields.id or nil
-  local ok, id, err = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
+  -- d.depth: 0 for the job's own adds (top level, done), the parent's + 1 for
+  -- an add from a handler of a download. Past max_depth, or past
+  -- max_downloads, the add returns nil and warns once: the download whose
+  -- handler made it does not fail.
+  local depth = parent and ((depths[parent] or 0) + 1) or 0
+  if config.max_depth ~= nil and depth > config.max_depth then
+    if not warned_limit.max_depth then
+      warned_limit.max_depth = true
+      dl.warn("dl.add: " .. spec.url .. " would be at depth " .. depth .. ", past max_depth = "
+        .. config.max_depth .. "; adds past it are dropped")
+    end
+    return nil
+  end
+  local ok, id, err, limit = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
     math_tointeger(spec.priority) or 0, parent, controls)
   if not ok then fail("dl.add: " .. tostring(id)) end
+  if not id and limit then
+    if not warned_limit.max_downloads then
+      warned_limit.max_downloads = true
+      dl.warn("dl.add: " .. limit)
+    end
+    return nil
+  end
   if not id then fail("dl.add: " .. err) end
   if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
+  -- A depth belongs to the download's first add: a URL met again (in any
+  -- spelling that normalises to it) gives back the first id and keeps its
+  -- depth, even 0, which is not stored.
+  if id > newest_id then
+    newest_id = id
+    if depth > 0 then depths[id] = depth end
+  end
   return id
 end
 
@@ -390,6 +421,7 @@ local PROXY = {
   __index = function(proxy, k)
     local fields = states[proxy].fields
     if k == "meta" then return metas[fields.id] end
+    if k == "depth" then return depths[fields.id] or 0 end
     return fields[k]
   end,
   __newindex = function(proxy, k, v)
@@ -481,11 +513,15 @@ function host.run(event, index)
   return verdict(event, handler, result, extra)
 end
 
+-- Returns the name and dir a handler assigned, and for a request event the
+-- headers table (q.headers) as the handlers left it.
 function host.finish()
   local out = nil
   if current and current.changed then out = { name = current.fields.name, dir = current.fields.dir } end
+  local headers = nil
+  if context == "request" and current_arg then headers = current_arg.headers end
   context, current, current_arg = "job", nil, nil
-  return out
+  return out, headers
 end
 
 -- begin, the one handler, finish: a single call from Swift for the usual

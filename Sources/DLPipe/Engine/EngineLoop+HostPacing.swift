@@ -1,0 +1,34 @@
+/// Politeness per host: requests wait for their host's turn (HostPacing).
+extension EngineLoop {
+    /// Takes the host's next turn for the job's request; true when it must
+    /// wait (a timer starts it, `hostTurnCame`).
+    func waitsForHostTurn(_ job: Job) -> Bool {
+        guard let host = URLParts(job.currentURL)?.hostPort else { return false }
+        let now = EngineLoop.now()
+        let wait = hostPacing.reserve(host, now: now)
+        guard wait > 0 else { return false }
+        job.paced = true
+        hostTurns.push((now + wait, job.id, job.requestGeneration))
+        return true
+    }
+
+    /// The host's turn came: the request starts, unless a pause, a cancel or
+    /// a failure overtook it, or a Retry-After that came while it waited holds
+    /// the host back (then it takes a new turn after the hold).
+    func hostTurnCame(_ id: DownloadID, generation: Int) {
+        guard let job = jobs[id], job.requestGeneration == generation, job.paced,
+            job.state.phase == .requesting, job.transfer == nil
+        else { return }
+        if let host = URLParts(job.currentURL)?.hostPort, hostPacing.isHeld(host, now: EngineLoop.now()) {
+            job.paced = false
+            if waitsForHostTurn(job) { return }
+        }
+        startTransfer(job)
+    }
+
+    /// A 429 or 503 with Retry-After: the whole host waits, not only this URL.
+    func holdBackHost(of url: String, for seconds: Double) {
+        guard let host = URLParts(url)?.hostPort else { return }
+        hostPacing.holdBack(host, for: seconds, now: EngineLoop.now())
+    }
+}

@@ -1,0 +1,49 @@
+/// Politeness per host (`--host-delay`, `dl.config{ host_delay }`): the
+/// earliest moment each host may get its next request. Every request counts,
+/// redirect hops included, and a 429 or 503 with Retry-After holds the whole
+/// host back, not only the URL that got it. Pure bookkeeping on the engine
+/// thread; times are `EngineLoop.now()` seconds.
+struct HostPacing {
+    /// Seconds between the starts of two requests to one host (0: none).
+    let delay: Double
+    /// When each host may next be asked; hosts past their time are dropped.
+    private var nextAllowed: [String: Double] = [:]
+    /// Until when a Retry-After holds each host back; dropped when found past.
+    private var heldUntil: [String: Double] = [:]
+
+    init(delay: Double) { self.delay = max(0, delay) }
+
+    /// Whether anything can hold a request back: a delay, or a host slowed by
+    /// Retry-After. Without either, requests skip the URL parse entirely.
+    var isActive: Bool { delay > 0 || !nextAllowed.isEmpty }
+
+    /// Reserves the host's next turn for a request that wants to start at
+    /// `now`; returns how long it must wait (0: go now).
+    mutating func reserve(_ host: String, now: Double) -> Double {
+        let slot = max(now, nextAllowed[host] ?? now)
+        if delay > 0 {
+            nextAllowed[host] = slot + delay
+        } else if slot <= now {
+            nextAllowed[host] = nil
+        }
+        return slot - now
+    }
+
+    /// A 429 or 503 said to wait `seconds`: no request to `host` starts before.
+    mutating func holdBack(_ host: String, for seconds: Double, now: Double) {
+        guard seconds > 0 else { return }
+        nextAllowed[host] = max(nextAllowed[host] ?? now, now + seconds)
+        heldUntil[host] = max(heldUntil[host] ?? now, now + seconds)
+    }
+
+    /// Whether a Retry-After holds `host` back at `now`. A request whose turn
+    /// was reserved before the hold came asks this when its turn comes, and
+    /// takes a new turn (`reserve`) if so: the hold is for every request to
+    /// the host, those already waiting included.
+    mutating func isHeld(_ host: String, now: Double) -> Bool {
+        guard let until = heldUntil[host] else { return false }
+        if until > now { return true }
+        heldUntil[host] = nil
+        return false
+    }
+}

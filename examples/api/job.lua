@@ -1,0 +1,92 @@
+-- A paginated JSON API, walked page by page. Each page lists items (an id, a
+-- title, the URL of a file) and links the next page:
+--
+--   { "items": [ { "id": 101, "title": "...", "url": "../img/sunset.png" } ],
+--     "next": "page2.json" }          -- relative to the page; null on the last
+--
+-- Pages are data, fetched into memory (no file); items are files, in items/.
+-- The cursor, the first page whose items have not all arrived, is kept in
+-- dl.store, so a re-run (from cron, or after a failure) starts there instead of
+-- at the first page. A run that got everything keeps the last page as the
+-- cursor: the next run reads it again and goes on if it has gained a next page.
+--
+--   dlpipe run examples/api/job.lua --var api=https://api.example.org/items/page1.json
+--
+-- An API that gives a cursor token instead of a link ({ "cursor": "abc" })
+-- makes the next URL itself: dl.url.resolve(d.url, "?" .. dl.url.query{ cursor = page.cursor }).
+local api = dl.var.api or error("give the first page with --var api=URL")
+
+-- Politeness towards an API that rate-limits: 0.2 s between two requests to
+-- its host. A 429 or 503 with Retry-After holds back the whole host by itself.
+dl.config{ dir = "api-out", concurrency = 4, retries = 5, host_delay = 0.2 }
+
+local CURSOR = "cursor " .. api   -- one cursor per API, so --var api=another starts afresh
+local start = dl.store.get(CURSOR) or api
+if start ~= api then dl.log("starting at the cursor " .. start) end
+
+local pages = {}    -- in walk order: { url =, waiting = the page's body and items not yet arrived }
+local first = 1     -- pages[first] is the cursor
+local page_of = {}  -- download id -> index in pages, for pages and items
+local is_page = {}  -- download id -> true for a page
+
+local function add_page(url)
+  local id = dl.add{ url = url, into = "memory", priority = 10 }
+  -- nil past a limit; an id seen before is a page linking back (a loop): stop there.
+  if id and not page_of[id] then
+    pages[#pages + 1] = { url = url, waiting = 1 }
+    page_of[id], is_page[id] = #pages, true
+  end
+end
+
+-- The cursor moves past a page once it and its items are all in and the page
+-- after it is known.
+local function advance()
+  local moved = false
+  while pages[first].waiting == 0 and pages[first + 1] do
+    first, moved = first + 1, true
+  end
+  if moved then dl.store.set(CURSOR, pages[first].url) end
+end
+
+local function read_page(d, body, page)
+  local data = dl.json.decode(body)
+  -- The next page first: the walk keeps ahead of the items' downloads.
+  if data.next ~= nil and data.next ~= dl.json.null then
+    add_page(dl.url.resolve(d.url, data.next))
+  end
+  for _, item in ipairs(data.items or {}) do
+    if type(item.url) == "string" then
+      local id = dl.add{ url = dl.url.resolve(d.url, item.url), dir = "items",
+        meta = { id = item.id, title = item.title } }
+      -- An item listed twice counts for the page that listed it first.
+      if id and not page_of[id] then
+        page_of[id] = page_of[d.id]
+        page.waiting = page.waiting + 1
+      end
+    else
+      dl.warn("an item without a url on " .. d.url)
+    end
+  end
+end
+
+dl.on("finished", function(d, f)
+  local page = pages[page_of[d.id]]
+  if not page then return end
+  if is_page[d.id] then
+    read_page(d, f.body, page)
+  else
+    dl.log((f.unchanged and "kept " or "saved ") .. tostring(d.meta.title) .. " (" .. tostring(d.meta.id) .. ")")
+  end
+  page.waiting = page.waiting - 1
+  advance()
+end)
+
+dl.on("failed", function(d, e)
+  if is_page[d.id] then dl.log("page " .. d.url .. " failed: " .. e.message) end
+end)
+
+dl.on("done", function(s)
+  dl.log("the next run starts at " .. pages[first].url)
+end)
+
+add_page(start)
