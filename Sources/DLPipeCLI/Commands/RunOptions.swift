@@ -140,6 +140,7 @@ struct RunOptions {
         config.refresh = refresh ?? job?.refresh.flatMap(RefreshPolicy.init(rawValue:)) ?? .conditional
         config.compressed = files.compressed ?? job?.compressed ?? false
         config.remoteTime = files.remoteTime ?? job?.remoteTime ?? true
+        config.overwrite = files.overwrite ?? job?.overwrite ?? false
         return config
     }
 

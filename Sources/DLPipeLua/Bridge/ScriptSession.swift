@@ -72,6 +72,8 @@ public struct JobSettings: Sendable {
     /// `compressed` (`--compressed`) and `mtime` (false: `--no-mtime`).
     public var compressed: Bool?
     public var remoteTime: Bool?
+    /// `overwrite` (`--overwrite`).
+    public var overwrite: Bool?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -206,6 +208,7 @@ extension JobSettings {
         allowInsecureRedirects = table["allow_insecure_redirects"]?.bool
         compressed = table["compressed"]?.bool
         remoteTime = table["mtime"]?.bool
+        overwrite = table["overwrite"]?.bool
         if let value = table["rate"] {
             guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), rate > 0 else {
                 throw ScriptError("dl.config: rate wants bytes per second like 500000, \"500K\" or \"2M\"")
