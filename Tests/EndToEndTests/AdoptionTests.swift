@@ -161,6 +161,22 @@ import Testing
         #expect(byName == ["same.bin": true, "other.1.bin": false, "twin.1.bin": false])
     }
 
+    /// An adoption's request that fails (a 503, no retries) leaves a record
+    /// with no file: the next run asks again and adopts.
+    @Test func anAdoptionThatFailedIsAskedAgainByTheNextRun() async throws {
+        let data = try serve("a.bin", 10_000)
+        try FileTimes.copyKeepingTime(server.root + "/a.bin", to: out + "/a.bin")
+        let url = server.url("/files/a.bin?fail_times=1&status=503")
+        let failed = try await DLPipeRun.run(["get", url, "-d", out, "--json", "--retries", "0"])
+        #expect(failed.status == 1, "\(failed.stderr)")
+        let again = try await DLPipeRun.run(["get", url, "-d", out, "--json"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.events("finished").first?["unchanged"] as? Bool == true, "\(again.stdout)")
+        let asked = try server.requests(matching: "/files/a.bin").map { $0["headers"] as? [String: String] ?? [:] }
+        #expect(asked.count == 2 && asked.allSatisfy { $0["if-modified-since"] != nil })
+        #expect(listing(out) == ["a.bin"] && sameBytes(out + "/a.bin", data))
+    }
+
     /// `--overwrite`: the body goes through its part file and is renamed over
     /// the file: while it streams the old file is whole under its name, after
     /// it the new one (another inode), never a mix, no `name.1.ext`.

@@ -29,8 +29,12 @@ extension EngineLoop {
         // Whatever happens below, the file placed before stays known until a
         // new one replaces it (or it turns out to be gone).
         job.placed = record.placed
-        guard let relative = record.target,
-            let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
+        guard let relative = record.target else {
+            // No file yet (an adoption's request that failed, say): as if unknown.
+            prepareAdoption(job)
+            return false
+        }
+        guard let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
             targets.reserveExactly(target)  // false: another download of this run has it
         else { return false }
         // Held from here; let go below when the name turns out to be another's.
@@ -146,7 +150,8 @@ extension EngineLoop {
         guard let store, job.request.into == .file else { return }
         let headers = job.response?.headers ?? [:]
         store.save(DownloadRecord(
-            key: job.key, url: job.request.url, target: job.target?.relative, status: status,
+            // A name held for an adoption is not the download's until the 304 proves it.
+            key: job.key, url: job.request.url, target: job.adoption == nil ? job.target?.relative : nil, status: status,
             bytes: status == .finished ? (job.result?.bytes ?? 0) : job.bytes,
             total: job.response?.length ?? job.result?.bytes ?? total,
             etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,
