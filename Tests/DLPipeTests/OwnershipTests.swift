@@ -71,5 +71,9 @@ import Testing
         let killed = Ownership(record: record(.partial, total: 12, placed: placed),
                                target: "f", found: (12, 8), partExists: false, modified: 5)
         #expect(killed.changedLocally == nil && killed.validatorsFit)
+        // Killed before its part file, the old file (its inode) changed by the user since.
+        let edited = Ownership(record: record(.partial, total: 12, placed: placed),
+                               target: "f", found: (11, 7), partExists: false, modified: 5)
+        #expect(edited.changedLocally == "its size was 10 bytes, now 11")
     }
 }

@@ -134,7 +134,12 @@ extension EngineLoop {
         case .never:
             return keepWithoutAsking(job, targets.finalPath(target), size: targets.output.facts(target.relative)?.size, record)
         case .conditional:
-            if record.etag != nil || record.lastModified != nil { job.conditional = (record.etag, record.lastModified) }
+            // A finished record's validators are the placed version's; a
+            // replacing run's (killed before its part file) are a version
+            // never placed: then the body is fetched.
+            if record.status == .finished, record.etag != nil || record.lastModified != nil {
+                job.conditional = (record.etag, record.lastModified)
+            }
         case .always:
             break
         }

@@ -40,7 +40,11 @@ struct Ownership {
             changedLocally = nil
             return
         }
-        changedLocally = record.status == .finished ? placed.flatMap { Ownership.change(from: $0, to: found.size, modified) } : nil
+        // The placed file itself: a finished record's, or the old file of a
+        // replacing run killed before its part file (the same inode).
+        let isOldFile = record.status == .finished
+            || (record.status == .partial && placed?.inode != nil && placed?.inode == found.inode)
+        changedLocally = isOldFile ? placed.flatMap { Ownership.change(from: $0, to: found.size, modified) } : nil
         isPlacedFile = placed.map { placed in placed.inode.map { $0 == found.inode } ?? (placed.size == found.size) } ?? false
         switch record.status {
         case .finished:
