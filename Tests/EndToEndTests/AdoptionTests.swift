@@ -58,15 +58,13 @@ import Testing
     @Test func whatCurlAndWgetLeftIsAdopted() async throws {
         try serve(dir + "/c.bin", 50_000, seed: 2)
         try serve(dir + "/w.bin", 60_000, seed: 3)
-        let curl = try Subprocess(
+        let curl = try await awaitExit(Subprocess(
             "/usr/bin/env", ["curl", "-sS", "-R", "--cacert", nginx.ca.certificate, "-o", out + "/c.bin", nginx.url(dir + "/c.bin")],
-            timeout: 30
-        ).finish()
+            timeout: 30))
         try #require(curl.status == 0, "\(curl.stderr)")
-        let wget = try Subprocess(
+        let wget = try await awaitExit(Subprocess(
             "/usr/bin/env", ["wget", "-q", "--ca-certificate=" + nginx.ca.certificate, "-P", out, nginx.url(dir + "/w.bin")],
-            timeout: 30
-        ).finish()
+            timeout: 30))
         try #require(wget.status == 0, "\(wget.stderr)")
         let run = try await DLPipeRun.run(
             ["get", nginx.url(dir + "/c.bin"), nginx.url(dir + "/w.bin"), "-d", out, "--cacert", nginx.ca.certificate, "--json"])
@@ -190,7 +188,7 @@ import Testing
         #expect(running.waitForLine(containing: "\"progress\""))
         #expect(sameBytes(out + "/o.bin", mine), "the old file is whole while the new one streams")
         #expect(FileManager.default.fileExists(atPath: out + "/o.bin.part"))
-        let (status, _, stderr) = running.finish()
+        let (status, _, stderr) = await awaitExit(running)
         #expect(status == 0, "\(stderr)")
         #expect(sameBytes(out + "/o.bin", served))
         #expect(FileTimes.inode(out + "/o.bin") != inode, "renamed over, not written into")
@@ -234,5 +232,13 @@ import Testing
         #expect(replaced.status == 0, "\(replaced.stderr)")
         #expect(sameBytes(out + "/keep.bin", served))
         #expect(listing(out) == ["keep.bin"])
+    }
+}
+
+/// Waits for a process on a thread of its own: blocking one of the test
+/// pool's few threads for seconds would starve the async tests beside it.
+func awaitExit(_ process: Subprocess) async -> (status: Int32, stdout: String, stderr: String) {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: process.finish()) }
     }
 }
