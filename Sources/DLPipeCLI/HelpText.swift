@@ -66,6 +66,8 @@ enum HelpText {
                                   (compressed files such as .gz are stored as sent)
           --no-mtime              keep the time of writing (default: the file's time is
                                   its Last-Modified; -R, --remote-time say so explicitly)
+          --overwrite             a new body replaces a file of the same name (default:
+                                  it goes beside it as name.1.ext)
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors and dl.warn lines
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)

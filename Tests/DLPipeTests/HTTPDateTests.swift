@@ -35,4 +35,15 @@ import Testing
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == Date(timeIntervalSince1970: 784_111_777))
         #expect(HTTPDate.parse("garbage") == nil)
     }
+
+    /// A file's time as a conditional request sends it: IMF-fixdate, read
+    /// back to the same second.
+    @Test func aTimeIsWrittenAsAnIMFFixdate() {
+        #expect(HTTPDate.format(seconds: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.format(seconds: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(HTTPDate.format(seconds: 1_000_000_000) == "Sun, 09 Sep 2001 01:46:40 GMT")
+        for seconds: Int64 in [1, 951_868_799, 4_107_542_400, 1_796_074_796] {
+            #expect(HTTPDate.imfFixdate(Array(HTTPDate.format(seconds: seconds).utf8)) == seconds)
+        }
+    }
 }

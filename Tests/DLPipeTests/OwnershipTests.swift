@@ -49,4 +49,31 @@ import Testing
                           target: "f", found: nil, partExists: false)
         #expect(o.placedHere && !o.ownsFile && o.foundFile == nil)
     }
+
+    /// A finished file the user changed since it was placed: another size, or
+    /// (where the state knows the time it left) the same size and another
+    /// time. Records without a time (before schema 7) tell a size only.
+    @Test func aFinishedFileChangedSinceItWasPlacedIsTold() {
+        let placed = PlacedFile(path: "f", size: 10, inode: 7, modified: 1_000_000_000_000_000_000)
+        let same = Ownership(record: record(.finished, bytes: 10, total: 10, placed: placed),
+                             target: "f", found: (10, 7), partExists: false, modified: placed.modified)
+        #expect(same.changedLocally == nil && same.validatorsFit)
+        let longer = Ownership(record: record(.finished, bytes: 10, total: 10, placed: placed),
+                               target: "f", found: (12, 7), partExists: false, modified: placed.modified)
+        #expect(longer.changedLocally == "its size was 10 bytes, now 12")
+        let touched = Ownership(record: record(.finished, bytes: 10, total: 10, placed: placed),
+                                target: "f", found: (10, 9), partExists: false, modified: 5)
+        #expect(touched.changedLocally == "its modification time changed")
+        let old = Ownership(record: record(.finished, bytes: 10, total: 10, placed: PlacedFile(path: "f", size: 10)),
+                            target: "f", found: (10, 7), partExists: false, modified: 5)
+        #expect(old.changedLocally == nil, "no time recorded: the same size counts as unchanged")
+        // A replacing run killed after its rename: the new file is current, not a change of the user's.
+        let killed = Ownership(record: record(.partial, total: 12, placed: placed),
+                               target: "f", found: (12, 8), partExists: false, modified: 5)
+        #expect(killed.changedLocally == nil && killed.validatorsFit)
+        // Killed before its part file, the old file (its inode) changed by the user since.
+        let edited = Ownership(record: record(.partial, total: 12, placed: placed),
+                               target: "f", found: (11, 7), partExists: false, modified: 5)
+        #expect(edited.changedLocally == "its size was 10 bytes, now 11")
+    }
 }

@@ -80,7 +80,7 @@ import TestSupport
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 6)
+        #expect(StateStore.schemaVersion == 7)
     }
 
     /// Version 6 folds equivalent spellings of a URL into one key: a version 5
@@ -102,7 +102,10 @@ import TestSupport
             }
             try store.flush()
         }
-        try SQLiteDatabase(path: path).execute("UPDATE dlpipe_meta SET value = '5' WHERE key = 'schema_version';")
+        try SQLiteDatabase(path: path).execute("""
+            ALTER TABLE downloads DROP COLUMN placed_mtime_ns;
+            UPDATE dlpipe_meta SET value = '5' WHERE key = 'schema_version';
+            """)
         let store = try StateStore(path: path)
         let folded = try #require(try store.record(key: DownloadRequest(url: "http://h/x").deduplicationKey))
         #expect(folded.target == "x.1" && folded.url == "http://h/x", "the newer record, under the normal URL")
@@ -131,6 +134,7 @@ import TestSupport
             ALTER TABLE downloads DROP COLUMN placed_target;
             ALTER TABLE downloads DROP COLUMN placed_size;
             ALTER TABLE downloads DROP COLUMN placed_inode;
+            ALTER TABLE downloads DROP COLUMN placed_mtime_ns;
             DROP TABLE released;
             DROP TABLE written;
             UPDATE dlpipe_meta SET value = '2' WHERE key = 'schema_version';
@@ -157,6 +161,7 @@ import TestSupport
         }
         try SQLiteDatabase(path: path).execute("""
             DROP TABLE written;
+            ALTER TABLE downloads DROP COLUMN placed_mtime_ns;
             UPDATE dlpipe_meta SET value = '3' WHERE key = 'schema_version';
             """)
         let store = try StateStore(path: path)
@@ -169,6 +174,34 @@ import TestSupport
         try store.forgetDownloadFile("done.bin")
         #expect(try store.record(key: done.deduplicationKey) == nil)
         #expect(try !store.isDownloadFile("done.bin"))
+    }
+
+    /// Version 6 remembers the placed file's modification time; a version 5
+    /// file opens with its records, which have none until a run sees their
+    /// file again.
+    @Test func aVersionFiveFileOpensAndLearnsPlacedTimes() throws {
+        let done = DownloadRequest(url: "http://h/done.bin")
+        do {
+            let store = try StateStore(path: path)
+            var finished = record(done, target: "done.bin")
+            finished.placed = PlacedFile(path: "done.bin", size: 5, inode: 3)
+            try store.save(finished)
+            try store.flush()
+        }
+        try SQLiteDatabase(path: path).execute("""
+            ALTER TABLE downloads DROP COLUMN placed_mtime_ns;
+            UPDATE dlpipe_meta SET value = '5' WHERE key = 'schema_version';
+            """)
+        let store = try StateStore(path: path)
+        var kept = try #require(try store.record(key: done.deduplicationKey))
+        #expect(kept.placed == PlacedFile(path: "done.bin", size: 5, inode: 3, modified: nil))
+        kept.placed?.modified = 1_700_000_000_123_456_789
+        try store.save(kept)
+        try store.flush()
+        #expect(try StateStore(path: path).record(key: done.deduplicationKey)?.placed?.modified == 1_700_000_000_123_456_789)
+        var version = ""
+        try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
+        #expect(version == "7")
     }
 
     @Test func aFileOfANewerVersionIsRefusedAndKept() throws {

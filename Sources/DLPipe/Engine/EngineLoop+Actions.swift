@@ -123,7 +123,11 @@ extension EngineLoop {
             if let old = job.placed, old.path != target.relative {
                 store?.release(ReleasedFile(path: old.path, url: job.request.url, size: old.size))
             }
-            job.placed = PlacedFile(path: target.relative, size: result.bytes)
+            // Its inode and time as it is now (a `finished` handler may have
+            // moved it: a rename keeps both), so that a later run can tell a
+            // change the user made.
+            job.placed = targets.output.facts(target.relative)?.placed(at: target.relative)
+                ?? PlacedFile(path: target.relative, size: result.bytes)
         }
         switch outcome {
         case .finished: saveState(job, .finished)

@@ -172,8 +172,17 @@ extension EngineLoop {
         job.dropPart()
         job.result = FinishedInfo(
             path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
-            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false)
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false,
+            warning: localChangeWarning(job, final))
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
+    }
+
+    /// Why a new version is not under the name it had: the user changed the
+    /// file placed there.
+    private func localChangeWarning(_ job: Job, _ final: TargetPath) -> String? {
+        guard let change = job.localChange, final.relative != change.path else { return nil }
+        return "\(change.path) was changed since dlpipe placed it (\(change.what)); "
+            + "the new version is \(final.relative), beside it (--overwrite replaces a changed file)"
     }
 
     /// How the syncfs queue ended a held body.

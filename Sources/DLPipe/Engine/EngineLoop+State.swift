@@ -21,23 +21,39 @@ extension EngineLoop {
             finish(job, .failed(DownloadError(.io, "\(error.message); the download was not started")))
             return true
         }
-        guard let record = lookup else { return false }
+        guard let record = lookup else {
+            // Nothing known: a file under the name may still be the server's.
+            prepareAdoption(job)
+            return false
+        }
         // Whatever happens below, the file placed before stays known until a
         // new one replaces it (or it turns out to be gone).
         job.placed = record.placed
-        guard let relative = record.target,
-            let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
+        guard let relative = record.target else {
+            // No file yet (an adoption's request that failed, say): as if unknown.
+            prepareAdoption(job)
+            return false
+        }
+        guard let target = try? TargetPath.resolve(root: root, directory: nil, name: relative),
             targets.reserveExactly(target)  // false: another download of this run has it
         else { return false }
         // Held from here; let go below when the name turns out to be another's.
         job.knownSHA256 = record.sha256
         job.knownType = record.mediaType
         let final = targets.finalPath(target)
-        let found = FileSystem.identity(final)
+        // The name itself (a symlink is not followed: one put there is not ours).
+        let found = targets.output.facts(relative)
         let finalSize = found?.size
         let partSize = FileSystem.size(targets.partPath(target))
-        let ownership = Ownership(record: record, target: relative, found: found, partExists: partSize != nil)
+        let ownership = Ownership(
+            record: record, target: relative, found: found.map { ($0.size, $0.inode) }, partExists: partSize != nil,
+            modified: found?.modified)
         if ownership.placedHere, found == nil { job.placed = nil }  // removed since: the name is free
+        // `--overwrite`: a regular file under the name may be replaced, whoever made it.
+        let mayReplace = ownership.ownsFile || (configuration.overwrite && found?.isRegular == true)
+        if let change = ownership.changedLocally, partSize == nil {
+            return keepLocalChange(job, target, record, LocalChange(path: relative, what: change))
+        }
         if ownership.validatorsFit || (partSize == nil && ownership.isPlacedFile) {
             // A whole file of ours. Its validators describe it unless it is the
             // file placed before a replacing run that was killed, whose record
@@ -50,12 +66,7 @@ extension EngineLoop {
             job.partFileMayExist = partSize != nil
             switch configuration.refresh {
             case .never:
-                job.result = FinishedInfo(
-                    path: final, bytes: finalSize ?? 0, sha256: record.sha256, type: record.mediaType ?? "",
-                    seconds: 0, unchanged: true)
-                // Its `finished` event and hook run as for a 304 (unchanged).
-                feed(job, .alreadyFinished(askHook: interests.contains(.finished)))
-                return true
+                return keepWithoutAsking(job, final, size: finalSize, record)
             case .conditional:
                 if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {
                     job.conditional = (record.etag, record.lastModified)
@@ -71,22 +82,66 @@ extension EngineLoop {
             // would push the download to a numbered name.
             job.target = target
             job.partFileMayExist = true
-            job.ownsTarget = ownership.ownsFile
-            if job.ownsTarget { job.placed = ownership.foundFile }
+            job.ownsTarget = mayReplace
+            // Only a file of ours is claimed: one `--overwrite` may replace stays the user's until it is.
+            if ownership.ownsFile { job.placed = ownership.foundFile }
             // A part file already at full length (killed between the batch sync
             // and the rename) has nothing left to ask for: it starts over.
             let whole = record.total.map { partSize >= $0 } ?? false
             job.partHolds(whole ? 0 : partSize)
             job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
-        } else if finalSize == nil || ownership.ownsFile {
+        } else if finalSize == nil || mayReplace {
             // The same name as before: free, or holding a file this job placed
             // (cut short by a power loss, say), which may be replaced. A file
             // there after a failed or skipped download is someone else's.
             job.target = target
             job.ownsTarget = finalSize != nil
-            if job.ownsTarget { job.placed = ownership.foundFile }
+            if ownership.ownsFile { job.placed = ownership.foundFile }
         } else {
             targets.release(target)
+            // The state never placed the file there: it may be the server's.
+            prepareAdoption(job)
+        }
+        return false
+    }
+
+    /// A file kept without a request (refresh "never"): it ends at once, and
+    /// its `finished` event and hook run as for a 304 (unchanged).
+    private func keepWithoutAsking(_ job: Job, _ final: String, size: Int64?, _ record: DownloadRecord) -> Bool {
+        job.result = FinishedInfo(
+            path: final, bytes: size ?? 0, sha256: record.sha256, type: record.mediaType ?? "",
+            seconds: 0, unchanged: true)
+        feed(job, .alreadyFinished(askHook: interests.contains(.finished)))
+        return true
+    }
+
+    /// The file this download placed was changed by the user since. It is
+    /// never replaced silently: the server is asked with the validators of
+    /// the version placed (a 304: nothing new, the user's file stays as it
+    /// is), and a new version goes beside it (`name.1.ext`, with a warning;
+    /// `acceptBody`). Under `--overwrite` it is fetched again and replaces the
+    /// changed file. The state keeps remembering the file as it was placed, so
+    /// that the change stays known on later runs.
+    private func keepLocalChange(_ job: Job, _ target: TargetPath, _ record: DownloadRecord, _ change: LocalChange) -> Bool {
+        job.target = target
+        if configuration.overwrite {
+            job.ownsTarget = true
+            return false
+        }
+        job.ownsTarget = false
+        job.localChange = change
+        switch configuration.refresh {
+        case .never:
+            return keepWithoutAsking(job, targets.finalPath(target), size: targets.output.facts(target.relative)?.size, record)
+        case .conditional:
+            // A finished record's validators are the placed version's; a
+            // replacing run's (killed before its part file) are a version
+            // never placed: then the body is fetched.
+            if record.status == .finished, record.etag != nil || record.lastModified != nil {
+                job.conditional = (record.etag, record.lastModified)
+            }
+        case .always:
+            break
         }
         return false
     }
@@ -100,7 +155,8 @@ extension EngineLoop {
         guard let store, job.request.into == .file else { return }
         let headers = job.response?.headers ?? [:]
         store.save(DownloadRecord(
-            key: job.key, url: job.request.url, target: job.target?.relative, status: status,
+            // A name held for an adoption is not the download's until the 304 proves it.
+            key: job.key, url: job.request.url, target: job.adoption == nil ? job.target?.relative : nil, status: status,
             bytes: status == .finished ? (job.result?.bytes ?? 0) : job.bytes,
             total: job.response?.length ?? job.result?.bytes ?? total,
             etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,

@@ -59,6 +59,9 @@ extension EngineLoop: TransferOwner {
             if let etag = conditional.etag { lines.append("If-None-Match: \(etag)") }
             if let date = conditional.lastModified { lines.append("If-Modified-Since: \(date)") }
         }
+        if let adoption = job.adoption, job.partBytes == 0 {
+            lines.append("If-Modified-Since: \(adoption.ifModifiedSince)")
+        }
         if job.partBytes > 0, let validator = job.validator, job.target != nil {
             transfer.resumeOffset = job.partBytes
             lines.append("Range: bytes=\(job.partBytes)-")
@@ -133,11 +136,20 @@ extension EngineLoop: TransferOwner {
             return .discard(.restart)
         }
         let asked = AskedFor(
-            url: job.currentURL, resumeOffset: transfer.resumeOffset, conditional: job.conditional != nil,
+            url: job.currentURL, resumeOffset: transfer.resumeOffset, conditional: job.conditional != nil || job.adoption != nil,
             retryAfterCap: configuration.backoffCap)
         let body: AcceptedBody
         switch ResponseJudgement.judge(head, asked) {
         case .unchanged(let type):
+            if let adoption = job.adoption {
+                guard adoptionHolds(job, adoption, head) else {
+                    // Not proven to be the server's file: asked again without
+                    // the condition, and the body goes where a taken name sends it.
+                    dropAdoption(job)
+                    return .discard(.restart)
+                }
+                adopt(job, adoption, head)
+            }
             // A 304 that names a type names the current one; else the state's stays.
             if !type.isEmpty { job.knownType = type }
             return .discard(.unchanged)
@@ -182,6 +194,13 @@ extension EngineLoop: TransferOwner {
             resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
         job.response = response
         if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
+        // A file the download meant to adopt is not the server's (a 200).
+        dropAdoption(job)
+        if let change = job.localChange, let target = job.target, target.relative == change.path {
+            // A new version of a file the user changed since it was placed:
+            // beside it, never over it (`placed` says why).
+            job.target = targets.move(from: target, to: target)
+        }
         if job.target == nil {
             do {
                 job.target = try chooseTarget(job, suggested: suggested)
@@ -267,13 +286,19 @@ extension EngineLoop: TransferOwner {
     }
 
     /// Picks the target for a first response: the caller's name or the server's,
-    /// checked, and moved aside (`name.1.ext`) from files dlpipe did not write.
+    /// checked, and moved aside (`name.1.ext`) from files dlpipe did not write,
+    /// or, under `--overwrite`, over a regular file there.
     func chooseTarget(_ job: Job, suggested: String) throws(DownloadError) -> TargetPath {
         let name = job.request.name ?? suggested
         // The file itself is not checked for a symlink: any existing file under
         // the name is moved aside from below.
         let wanted = try TargetPath.resolve(
             root: root, directory: job.request.directory, name: name, checkingLeaf: false)
+        if configuration.overwrite, targets.reserveExistingFile(wanted) != nil {
+            // `--overwrite`: the part file is renamed over the file there.
+            job.ownsTarget = true
+            return wanted
+        }
         return targets.reserveFree(wanted)
     }
 

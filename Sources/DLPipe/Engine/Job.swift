@@ -64,6 +64,13 @@ final class Job {
     var placed: PlacedFile?
     /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
     var conditional: (etag: String?, lastModified: String?)?
+    /// A file the state does not know sits under the name this download
+    /// would take: its first request asks whether it is current
+    /// (`EngineLoop+Adoption`).
+    var adoption: Adoption?
+    /// The file the state placed for this download was changed by the user
+    /// since: a new version goes beside it (unless `overwrite`), and says why.
+    var localChange: LocalChange?
     /// `--compressed` only: the server encoded a compressed resource (an
     /// archive's media type), so the download asks again for its own bytes.
     var wantsIdentity = false

@@ -18,21 +18,33 @@ struct Ownership {
     let ownsFile: Bool
     /// The file found, as the state remembers it from now on.
     let foundFile: PlacedFile?
+    /// A finished download's file is no longer what dlpipe placed: another
+    /// size, or (when the state knows it, schema 7) another modification
+    /// time. The user changed it; it is never replaced unless asked
+    /// (`--overwrite`). Nil when unchanged, else what changed, for the warning.
+    let changedLocally: String?
 
     /// - Parameters:
     ///   - target: the record's target, relative to the output directory.
     ///   - found: size and inode of the file under `target`, if any.
     ///   - partExists: whether `target.part` is on disk.
-    init(record: DownloadRecord, target: String, found: (size: Int64, inode: UInt64)?, partExists: Bool) {
+    ///   - modified: the found file's modification time (nanoseconds), if known.
+    init(record: DownloadRecord, target: String, found: (size: Int64, inode: UInt64)?, partExists: Bool, modified: Int64? = nil) {
         let placed = record.placed.flatMap { $0.path == target ? $0 : nil }
         placedHere = placed != nil
-        foundFile = found.map { PlacedFile(path: target, size: $0.size, inode: $0.inode) }
+        foundFile = found.map { PlacedFile(path: target, size: $0.size, inode: $0.inode, modified: modified) }
         guard let found else {
             isPlacedFile = false
             validatorsFit = false
             ownsFile = false
+            changedLocally = nil
             return
         }
+        // The placed file itself: a finished record's, or the old file of a
+        // replacing run killed before its part file (the same inode).
+        let isOldFile = record.status == .finished
+            || (record.status == .partial && placed?.inode != nil && placed?.inode == found.inode)
+        changedLocally = isOldFile ? placed.flatMap { Ownership.change(from: $0, to: found.size, modified) } : nil
         isPlacedFile = placed.map { placed in placed.inode.map { $0 == found.inode } ?? (placed.size == found.size) } ?? false
         switch record.status {
         case .finished:
@@ -45,5 +57,12 @@ struct Ownership {
             validatorsFit = false
         }
         ownsFile = record.status == .finished || placedHere
+    }
+
+    /// What differs between the placed file and the one found, if anything.
+    private static func change(from placed: PlacedFile, to size: Int64, _ modified: Int64?) -> String? {
+        if size != placed.size { return "its size was \(placed.size) bytes, now \(size)" }
+        if let then = placed.modified, let now = modified, then != now { return "its modification time changed" }
+        return nil
     }
 }

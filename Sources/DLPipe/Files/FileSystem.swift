@@ -15,13 +15,6 @@ enum FileSystem {
         return stat(path, &info) == 0 ? Int64(info.st_size) : nil
     }
 
-    /// Size and inode of a file, from one stat: enough to tell the file an
-    /// earlier run placed from a newer one renamed over it.
-    static func identity(_ path: String) -> (size: Int64, inode: UInt64)? {
-        var info = stat()
-        return stat(path, &info) == 0 ? (Int64(info.st_size), UInt64(info.st_ino)) : nil
-    }
-
     /// Writes all of `bytes` to `fd` (short writes and EINTR go on); false with
     /// errno set when the disk refuses.
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {

@@ -39,6 +39,15 @@ final class OutputDirectory: @unchecked Sendable {
         }
     }
 
+    /// The facts of the file with this name, the name itself (a symlink is
+    /// not followed); nil when nothing has it.
+    func facts(_ relative: String) -> FileFacts? {
+        at(relative) { directory, path in
+            var info = stat()
+            return fstatat(directory, path, &info, AT_SYMLINK_NOFOLLOW) == 0 ? FileFacts(info) : nil
+        }
+    }
+
     /// Opens (creating) a part file; see `PartFile`. `exclusive` (a download
     /// with no part file of its own yet): the file must be new, and nil comes
     /// back when the name exists.

@@ -56,6 +56,17 @@ final class TargetRegistry {
         !reservations.isReserved(target.relative) && reservations.reserve(target.relative)
     }
 
+    /// Holds `target` when a regular file of no download of this run is under
+    /// that name (no part file beside it): a file to adopt, or to replace
+    /// under `--overwrite`. Its facts; nil (and nothing held) otherwise.
+    func reserveExistingFile(_ target: TargetPath) -> FileFacts? {
+        let relative = target.relative
+        guard !reservations.isReserved(relative), names.contains(relative), !names.contains(relative + ".part"),
+            let facts = output.facts(relative), facts.isRegular, reservations.reserve(relative)
+        else { return nil }
+        return facts
+    }
+
     /// `wanted`, or its first free variant (`name.1.ext`), now held. A name
     /// the caller holds already counts as taken: a move never lands on itself.
     func reserveFree(_ wanted: TargetPath) -> TargetPath {

@@ -123,6 +123,10 @@ public struct FinishedInfo: Sendable, Hashable {
     /// The body of a memory download (`DownloadRequest.into == .memory`),
     /// whose `path` is ""; nil for a file.
     public var body: [UInt8]? = nil
+    /// Something the user should know about where the file went: a new
+    /// version beside a file the user changed since an earlier run placed it
+    /// (the command line prints it as a warning). Nil otherwise.
+    public var warning: String? = nil
 }
 
 /// Counts of a drained queue. `finished` counts files downloaded in this run;

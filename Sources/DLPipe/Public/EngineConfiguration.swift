@@ -91,6 +91,13 @@ public struct EngineConfiguration: Sendable {
     /// How often progress events are emitted per transfer, in seconds.
     /// Default 0.25.
     public var progressInterval: Double
+    /// `--overwrite`: the body replaces a regular file under the name it
+    /// takes (renamed over it: a reader sees the old file or the new one),
+    /// instead of going beside it as `name.1.ext`; a file the state placed and
+    /// the user changed since is fetched again and replaced. Names that
+    /// handlers choose, and names other downloads of the run hold, are never
+    /// replaced. Default off.
+    public var overwrite = false
     /// Whether small bodies may skip the part file (`HeldFile`); internal, so
     /// that tests reach every path on any file system.
     var heldBodies = HeldBodies.auto

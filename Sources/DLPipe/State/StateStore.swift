@@ -14,7 +14,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     /// first run; see `StateWriter.record`).
     package private(set) var hadRecords = true
     public let path: String
-    static let schemaVersion = 6
+    static let schemaVersion = 7
     /// How credentials in URLs are stored (never as they are).
     private var credentials = StoredCredentials(secret: [])
     /// What brings a file of version N - 1 to version N, by N. Each runs in a
@@ -39,6 +39,10 @@ package final class StateStore: DownloadState, @unchecked Sendable {
         // URLs fold their equivalent spellings and lose the fragment: the keys
         // are re-made in Swift (`renormalizeKeys`); no table changes.
         6: "",
+        // The modification time of the placed file (nanoseconds), so that a
+        // re-run tells a file the user changed from the one dlpipe left.
+        // Older records have none until a run sees their file unchanged.
+        7: "ALTER TABLE downloads ADD COLUMN placed_mtime_ns INTEGER;",
     ]
 
     /// A state file that cannot be used; nothing is deleted.
@@ -210,7 +214,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
               bytes INTEGER NOT NULL DEFAULT 0, total INTEGER, etag TEXT, last_modified TEXT,
               sha256 TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
               updated_at REAL NOT NULL, media_type TEXT,
-              placed_target TEXT, placed_size INTEGER, placed_inode INTEGER) WITHOUT ROWID;
+              placed_target TEXT, placed_size INTEGER, placed_inode INTEGER, placed_mtime_ns INTEGER) WITHOUT ROWID;
             CREATE TABLE runs(
               id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, pid INTEGER NOT NULL,
               finished INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
@@ -280,7 +284,8 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
             .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970),
             SQLValue(r.mediaType), SQLValue(r.placed?.path), SQLValue(r.placed?.size),
-            SQLValue(r.placed?.inode.map { Int64(bitPattern: $0) }), .text(credentials.key(r.key)),
+            SQLValue(r.placed?.inode.map { Int64(bitPattern: $0) }), SQLValue(r.placed?.modified),
+            .text(credentials.key(r.key)),
         ]
         // An UPDATE in place when the record exists (every download's second
         // write): INSERT OR REPLACE would delete and re-insert the row and both
@@ -289,15 +294,15 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             try db.query("""
                 UPDATE downloads SET url = ?, target = ?, status = ?, bytes = ?, total = ?, etag = ?,
                 last_modified = ?, sha256 = ?, attempts = ?, last_error = ?, updated_at = ?, media_type = ?,
-                placed_target = ?, placed_size = ?, placed_inode = ?
+                placed_target = ?, placed_size = ?, placed_inode = ?, placed_mtime_ns = ?
                 WHERE key = ?
                 """, values)
             if db.changes == 0 {
                 try db.query("""
                     INSERT INTO downloads
                     (url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at,
-                     media_type, placed_target, placed_size, placed_inode, key)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     media_type, placed_target, placed_size, placed_inode, placed_mtime_ns, key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, values)
             }
         } catch {
@@ -471,7 +476,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
         }
     }
 
-    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type, placed_target, placed_size, placed_inode"
+    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type, placed_target, placed_size, placed_inode, placed_mtime_ns"
 
     private static func record(_ row: SQLRow) -> DownloadRecord {
         DownloadRecord(
@@ -480,6 +485,8 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             total: row.int(5), etag: row.text(6), lastModified: row.text(7), sha256: row.text(8),
             mediaType: row.text(12), attempts: Int(row.int(9) ?? 0), lastError: row.text(10),
             updatedAt: row.real(11) ?? 0,
-            placed: row.text(13).map { PlacedFile(path: $0, size: row.int(14) ?? 0, inode: row.int(15).map { UInt64(bitPattern: $0) }) })
+            placed: row.text(13).map {
+                PlacedFile(path: $0, size: row.int(14) ?? 0, inode: row.int(15).map { UInt64(bitPattern: $0) }, modified: row.int(16))
+            })
     }
 }

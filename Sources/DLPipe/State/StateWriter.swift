@@ -134,6 +134,15 @@ final class StateWriter: @unchecked Sendable {
         return try queue.sync { Result { () throws(StateFailure) in try state.record(key: key) } }.get()
     }
 
+    /// Whether `path` is the file of a download the state knows (a target, a
+    /// placed or a released file), with every earlier save applied: a file
+    /// to adopt must be no download's (`EngineLoop+Adoption`). Asked only
+    /// when a file is under a name that a download without a record would take.
+    func isDownloadFile(_ path: String) throws(StateFailure) -> Bool {
+        commit()
+        return try queue.sync { Result { () throws(StateFailure) in try state.isDownloadFile(path) } }.get()
+    }
+
     func startRun() throws(StateFailure) -> Int64 {
         try queue.sync { Result { () throws(StateFailure) in try state.startRun() } }.get()
     }

@@ -23,6 +23,21 @@ enum HTTPDate {
         return nil
     }
 
+    /// `seconds` since 1970 as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`):
+    /// what a conditional request sends for a file's modification time.
+    static func format(seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        // tm_wday counts from Sunday; `weekdays` from Monday.
+        let day = String(decoding: weekdays[Int((parts.tm_wday + 6) % 7)], as: UTF8.self)
+        let month = String(decoding: months[Int(parts.tm_mon)], as: UTF8.self)
+        var year = String(parts.tm_year + 1900)
+        while year.count < 4 { year = "0" + year }
+        return "\(day), \(two(parts.tm_mday)) \(month) \(year) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         .map { Array($0.utf8) }
     private static let weekdays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].map { Array($0.utf8) }

@@ -7,6 +7,9 @@ import DLPipe
 struct FileArguments {
     var compressed: Bool?
     var remoteTime: Bool?
+    /// `--overwrite`: a new body replaces a file under its name instead of
+    /// going beside it (`name.1.ext`).
+    var overwrite: Bool?
 
     static func parse(_ args: inout Arguments) throws -> FileArguments {
         var parsed = FileArguments()
@@ -18,6 +21,7 @@ struct FileArguments {
         }
         if remote { parsed.remoteTime = true }
         if noRemote { parsed.remoteTime = false }
+        if args.flag("--overwrite") { parsed.overwrite = true }
         return parsed
     }
 }

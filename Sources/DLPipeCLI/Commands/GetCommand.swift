@@ -55,7 +55,8 @@ enum GetCommand {
         }
         if let target, target != .stdout {
             let settings = options.configuration(job: session?.settings)
-            try target.checkNoClobber(url: urls[0], folder: options.fileFolder ?? settings.directory, statePath: settings.statePath ?? "")
+            try target.checkNoClobber(url: urls[0], folder: options.fileFolder ?? settings.directory, statePath: settings.statePath ?? "",
+                overwrite: settings.overwrite)
         }
         return await RunDriver.run(
             options: options, session: session,

@@ -56,7 +56,8 @@ enum OutputTarget: Equatable {
     /// not place: a directory, or a file that the state of `-d` does not know as
     /// this URL's finished download of the same size. A file dlpipe placed is
     /// asked for again conditionally, as any re-run (README, "Cron").
-    func checkNoClobber(url: String, folder: String, statePath: String) throws {
+    /// `--overwrite` allows any regular file (the body replaces it).
+    func checkNoClobber(url: String, folder: String, statePath: String, overwrite: Bool = false) throws {
         let (name, directory) = request
         guard let name, self != .stdout else { return }
         let path = folder + "/" + name
@@ -65,6 +66,7 @@ enum OutputTarget: Equatable {
         if (info.st_mode & S_IFMT) == S_IFDIR {
             throw UsageError("-o: \(path) is a directory", command: "get")
         }
+        if overwrite, (info.st_mode & S_IFMT) == S_IFREG { return }
         // Keyed as the engine keys it: by the normalised URL.
         let key = DownloadRequest(url: URLNormalization.normalize(url), name: name, directory: directory).deduplicationKey
         let refusal = "-o: \(path) exists and dlpipe did not place it; it is never replaced (remove it or choose another name)"

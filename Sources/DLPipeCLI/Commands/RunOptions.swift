@@ -156,6 +156,7 @@ struct RunOptions {
         config.cookieFile = cookieFile ?? job?.cookie
         config.cookieJar = cookieJar ?? job?.cookieJar
         config.hostDelay = hostDelay ?? job?.hostDelay ?? 0
+        config.overwrite = files.overwrite ?? job?.overwrite ?? false
         return config
     }
 

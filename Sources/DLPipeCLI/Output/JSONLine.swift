@@ -76,6 +76,16 @@ enum JSONLine {
         return object.json
     }
 
+    /// The engine's warning about a download, in the shape of a script's
+    /// (without `script`): `{"event":"warning","id":2,"message":"..."}`.
+    static func warning(_ d: DownloadInfo, _ message: String) -> String {
+        var object = JSONObject()
+        object.add("event", "warning")
+        object.add("id", d.id.rawValue)
+        object.add("message", message)
+        return object.json
+    }
+
     private static func add(_ d: DownloadInfo, to object: inout JSONObject) {
         object.add("id", d.id.rawValue)
         object.add("url", RedactedURL.text(d.url))

@@ -68,6 +68,7 @@ final class ProgressBars: Reporter, @unchecked Sendable {
                 if let line = LineReporter.line(for: event, onlyFailures: false, shownPath: shownPath) {
                     m.log.append(paint(line, failed: { if case .failed = event { return true }; return false }()))
                 }
+                if let warning = LineReporter.warning(for: event) { m.log.append(warning) }
             }
             m.dirty = true
         }

@@ -42,8 +42,17 @@ final class LineReporter: Reporter {
     }
 
     func handle(_ event: DownloadEvent) {
+        // Shown under -q too, as dl.warn lines are.
+        if let warning = Self.warning(for: event) { Terminal.error(warning) }
         guard let line = Self.line(for: event, onlyFailures: onlyFailures, shownPath: shownPath) else { return }
         Terminal.error(line)
+    }
+
+    /// The warning line an event carries (a new version beside a file the
+    /// user changed), if any.
+    static func warning(for event: DownloadEvent) -> String? {
+        guard case .finished(let d, let f) = event, let warning = f.warning else { return nil }
+        return "dlpipe: warning: \(Terminal.clean(warning)) [\(d.id)]"
     }
 
     func finish(_ summary: RunSummary) {
@@ -98,7 +107,12 @@ final class LineReporter: Reporter {
 final class JSONReporter: Reporter {
     private let writer = EventWriter.standardOutput
 
-    func handle(_ event: DownloadEvent) { writer.write(event) }
+    func handle(_ event: DownloadEvent) {
+        if case .finished(let d, let f) = event, let warning = f.warning {
+            writer.write(line: JSONLine.warning(d, warning))
+        }
+        writer.write(event)
+    }
 
     /// Waits until every event is written, however slow the reader.
     func finish(_ summary: RunSummary) { writer.drain() }

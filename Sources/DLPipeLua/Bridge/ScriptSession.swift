@@ -79,6 +79,8 @@ public struct JobSettings: Sendable {
     public var maxDepth: Int?
     /// `dl.config{ host_delay = S }` (as `--host-delay`).
     public var hostDelay: Double?
+    /// `overwrite` (`--overwrite`).
+    public var overwrite: Bool?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -222,6 +224,7 @@ extension JobSettings {
             }
             hostDelay = seconds
         }
+        overwrite = table["overwrite"]?.bool
         if let value = table["rate"] {
             guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), rate > 0 else {
                 throw ScriptError("dl.config: rate wants bytes per second like 500000, \"500K\" or \"2M\"")

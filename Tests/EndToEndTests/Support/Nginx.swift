@@ -9,7 +9,9 @@ import Foundation
 /// - `/basic/`: HTTP Basic auth, user `alice`, password `secret`;
 /// - `/redirect?to=URL`: a 302 to URL (unencoded, as given);
 /// - `/hops/N/PATH`: N redirects, then `/PATH`;
-/// - `/slow/PATH`: the file at 100 KiB/s (nginx's `limit_rate`).
+/// - `/slow/PATH`: the file at 100 KiB/s (nginx's `limit_rate`);
+/// - `/before/PATH`: a 304 to any `If-Modified-Since` not older than the
+///   file (`if_modified_since before`; elsewhere nginx's default, `exact`).
 ///
 /// Every request is logged as one JSON line (`requests`), with nginx's
 /// connection serial number (`$connection`: how many connections were used),
@@ -140,6 +142,7 @@ final class Nginx: @unchecked Sendable {
                         auth_basic_user_file \(folder)/htpasswd;
                     }
                     location /slow/ { limit_rate 100k; }
+                    location /before/ { if_modified_since before; }
                     location = /redirect { return 302 $arg_to; }
                     location = /.fixture { return 200 "\(token)"; }
                     location ~ ^/hops/0/(.*)$ { return 302 /$1; }
