@@ -73,7 +73,7 @@ import Testing
             """)
         let process = try Subprocess(
             Paths.binary, ["run", job.directory + "/job.lua", "-d", out, "--json", "--var", "base=\(server.url("/files"))"])
-        let status = process.waitForExit(within: 10)
+        let status = await offThePool { process.waitForExit(within: 10) }
         let stderr = process.finish().stderr
         #expect(status == 0, "nil: the handler hung on the FIFO: \(stderr)")
         #expect(stderr.contains("read\tfalse\t"), "\(stderr)")

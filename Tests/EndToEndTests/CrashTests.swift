@@ -28,12 +28,15 @@ import Testing
             // transfers, found by events rather than by sleeping (eight transfers
             // report eight times as often).
             let target = Int(random.next() % 16) + 1
-            var seen = 0
-            while seen < target, let line = process.readStdoutLine() {
-                if line.contains("\"progress\"") { seen += 1 }
+            let status = await offThePool { () -> Int32 in
+                var seen = 0
+                while seen < target, let line = process.readStdoutLine() {
+                    if line.contains("\"progress\"") { seen += 1 }
+                }
+                process.signal(SIGKILL)
+                return process.waitForExit()
             }
-            process.signal(SIGKILL)
-            if process.waitForExit() == 128 + SIGKILL { kills += 1 }
+            if status == 128 + SIGKILL { kills += 1 }
         }
         let final = try await DLPipeRun.run(["get"] + urls + ["-d", out, "--json"] + parallel)
         #expect(final.status == 0, "seed \(seed): \(final.stderr)")
@@ -71,10 +74,12 @@ import Testing
             let process = try Subprocess(Paths.binary, ["get"] + urls + ["-d", out, "--json"] + parallel)
             // Kill after a random number of events (queued, response, finished...).
             let target = Int(random.next() % 300) + 1
-            var seen = 0
-            while seen < target, process.readStdoutLine() != nil { seen += 1 }
-            process.signal(SIGKILL)
-            _ = process.waitForExit()
+            await offThePool {
+                var seen = 0
+                while seen < target, process.readStdoutLine() != nil { seen += 1 }
+                process.signal(SIGKILL)
+                process.waitForExit()
+            }
             // Part files may stay (a body that did not arrive whole), to be resumed.
             for name in listing(out) where !(name.hasSuffix(".part") && files[String(name.dropLast(5))] != nil) {
                 #expect(files[name] != nil, "seed \(seed): \(name) is not a file of the job (after \(target) events)")

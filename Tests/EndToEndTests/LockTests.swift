@@ -16,30 +16,30 @@ import Testing
     /// A run that holds the lock: it is stalled mid-body until signalled. Its
     /// timeout outlasts the test on a loaded machine: the default 30 s would end
     /// the stall with a resume that finishes the file before the signal.
-    private func holder() throws -> Subprocess {
+    private func holder() async throws -> Subprocess {
         let process = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--json", "--timeout", "300"])
-        process.waitForLine(containing: "\"progress\"")
+        await offThePool { process.waitForLine(containing: "\"progress\"") }
         return process
     }
 
     @Test func aSecondRunExitsThreeNamingTheHolder() async throws {
-        let first = try holder()
+        let first = try await holder()
         let second = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", out])
         #expect(second.status == 3, "\(second.stderr)")
         #expect(second.stderr.contains("process \(first.pid)"), "\(second.stderr)")
         #expect(second.stderr.split(separator: "\n").count == 1)
         #expect(try server.requests(matching: "/files/small.txt").isEmpty, "no request was made")
         first.signal(SIGTERM)
-        #expect(first.waitForExit() == 130)
+        #expect(await offThePool { first.waitForExit() } == 130)
     }
 
     @Test func waitLockWaitsForTheHolder() async throws {
-        let first = try holder()
+        let first = try await holder()
         let waiting = try Subprocess(Paths.binary, ["get", server.url("/files/small.txt"), "-d", out, "--wait-lock", "--json"])
         // The waiter has made no request while the holder runs; end the holder.
         #expect(try server.requests(matching: "/files/small.txt").isEmpty)
         first.signal(SIGINT)
-        #expect(first.waitForExit() == 130)
+        #expect(await offThePool { first.waitForExit() } == 130)
         let result = await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: waiting.finish()) }
         }
@@ -52,9 +52,9 @@ import Testing
         try "999999\n".write(toFile: out + "/.dlpipe/lock", atomically: true, encoding: .utf8)
         let run = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
-        let killed = try holder()
+        let killed = try await holder()
         killed.signal(SIGKILL)
-        #expect(killed.waitForExit() == 128 + SIGKILL)
+        #expect(await offThePool { killed.waitForExit() } == 128 + SIGKILL)
         let after = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", out])
         #expect(after.status == 0, "after kill -9 the lock is free: \(after.stderr)")
     }
@@ -62,12 +62,12 @@ import Testing
     @Test func aSharedStateFileIsLockedToo() async throws {
         let shared = try TempDir.make("shared") + "/jobs.db"
         let first = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--state", shared, "--json", "--timeout", "300"])
-        first.waitForLine(containing: "\"progress\"")
+        await offThePool { first.waitForLine(containing: "\"progress\"") }
         let other = try TempDir.make("other")
         let second = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", other, "--state", shared])
         #expect(second.status == 3, "\(second.stderr)")
         first.signal(SIGTERM)
-        #expect(first.waitForExit() == 130)
+        #expect(await offThePool { first.waitForExit() } == 130)
         #expect(FileManager.default.fileExists(atPath: shared), "the state went to --state FILE")
         #expect(!FileManager.default.fileExists(atPath: out + "/.dlpipe/state.db"))
     }

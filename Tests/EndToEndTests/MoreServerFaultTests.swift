@@ -68,17 +68,19 @@ import Testing
 
     /// With retries left, the `retrying` event reports the capped delay. The run
     /// is killed as soon as it is seen: nobody waits five minutes.
-    @Test func retryingEventReportsTheCap() throws {
+    @Test func retryingEventReportsTheCap() async throws {
         try server.put("s.bin", randomBytes: 10)
         let process = try Subprocess(
             Paths.binary, ["get", server.url("/files/s.bin?status=503&retry_after=999999"), "-d", out, "--json"])
-        var retrying: [String: Any]?
-        while retrying == nil, let line = process.readStdoutLine() {
-            guard line.contains("\"retrying\"") else { continue }
-            retrying = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        let line = await offThePool { () -> String? in
+            while let line = process.readStdoutLine() {
+                if line.contains("\"retrying\"") { return line }
+            }
+            return nil
         }
+        let retrying = try line.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         process.signal(SIGKILL)
-        process.waitForExit()
+        await offThePool { process.waitForExit() }
         #expect(retrying?["delay"] as? Double == 300)
         let message83 = retrying?["message"] as? String ?? ""
         #expect(message83.contains("Retry-After asked for 999999s; capped at 300s"))

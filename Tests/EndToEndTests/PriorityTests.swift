@@ -58,12 +58,10 @@ import Testing
             if !done.isSet { process.signal(SIGKILL) }
         }
         // Once a download has finished, the first request is in the server's log.
-        let sawFinished = await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: process.waitForLine(containing: "\"event\":\"finished\"")) }
-        }
+        let sawFinished = await offThePool { process.waitForLine(containing: "\"event\":\"finished\"") }
         done.set()
         process.signal(SIGKILL)
-        process.waitForExit()
+        await offThePool { process.waitForExit() }
         #expect(sawFinished)
         let first = try server.requests(matching: "/files/")
             .first { ($0["query"] as? [String: String])?["try"] == "\(attempt)" }

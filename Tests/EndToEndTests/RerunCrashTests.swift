@@ -101,10 +101,13 @@ import Testing
             }
             let process = try Subprocess(Paths.binary, arguments, environment: ["NO_COLOR": "1"])
             let target = Int(random.next() % UInt64(linesPerRun)) + 1
-            var seen = 0
-            while seen < target, process.readStdoutLine() != nil { seen += 1 }
-            process.signal(SIGKILL)
-            if process.waitForExit() == 128 + SIGKILL { kills += 1 }
+            let status = await offThePool { () -> Int32 in
+                var seen = 0
+                while seen < target, process.readStdoutLine() != nil { seen += 1 }
+                process.signal(SIGKILL)
+                return process.waitForExit()
+            }
+            if status == 128 + SIGKILL { kills += 1 }
             let problems = Self.problemsAfterAKill(out, files, mustExist: Set(files.current.keys))
             #expect(problems.isEmpty, "seed \(seed), run \(run), killed after \(target) lines: \(problems.sorted())")
             if !problems.isEmpty { break }
@@ -139,10 +142,12 @@ import Testing
             try files.serve("big.bin", version: UInt32(round + 1), size: round % 2 == 0 ? 1_000_000 : 1_100_000 + round)
             try files.serve("small.txt", version: UInt32(round + 1), size: round % 2 == 0 ? 2000 : 2500 + round)
             let process = try Subprocess(Paths.binary, arguments, environment: ["NO_COLOR": "1"])
-            var seen = 0
-            while seen < killAfter, process.readStdoutLine() != nil { seen += 1 }
-            process.signal(SIGKILL)
-            process.waitForExit()
+            await offThePool {
+                var seen = 0
+                while seen < killAfter, process.readStdoutLine() != nil { seen += 1 }
+                process.signal(SIGKILL)
+                process.waitForExit()
+            }
             let problems = Self.problemsAfterAKill(out, files, mustExist: ["big.bin", "small.txt"])
             #expect(problems.isEmpty, "killed after \(killAfter) lines: \(problems.sorted())")
         }

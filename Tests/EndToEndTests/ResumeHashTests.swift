@@ -34,14 +34,12 @@ import Testing
     /// server's, so that the next run resumes with 300 MiB to hash.
     private func leaveALargePartFile() async throws {
         let first = try Subprocess(Paths.binary, ["get", bigURL, "-d", out, "--json"])
-        let started = await withCheckedContinuation { continuation in
-            // The progress of the stall point: the part file holds its 50 KB (an
-            // earlier progress event may come before the part file exists).
-            Thread.detachNewThread { continuation.resume(returning: first.waitForLine(containing: "\"bytes\":50000,")) }
-        }
+        // The progress of the stall point: the part file holds its 50 KB (an
+        // earlier progress event may come before the part file exists).
+        let started = await offThePool { first.waitForLine(containing: "\"bytes\":50000,") }
         #expect(started)
         first.signal(SIGKILL)
-        first.waitForExit()
+        await offThePool { first.waitForExit() }
         #expect(truncate(out + "/big.bin.part", off_t(Self.size - 1000)) == 0)
     }
 

@@ -68,9 +68,9 @@ import Testing
         let data = try server.put("big.bin", randomBytes: 600_000)
         let url = server.url("/files/big.bin?stall=200000&stall_times=1")
         let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        first.waitForLine(containing: "\"progress\"")
+        await offThePool { first.waitForLine(containing: "\"progress\"") }
         first.signal(SIGKILL)
-        #expect(first.waitForExit() == 128 + SIGKILL)
+        #expect(await offThePool { first.waitForExit() } == 128 + SIGKILL)
         #expect(listing(out) == ["big.bin.part"])
         let second = try await DLPipeRun.run(["get", url, "-d", out, "--json"])
         #expect(second.status == 0, "\(second.stderr)")
@@ -88,9 +88,9 @@ import Testing
         try server.put("big.bin", randomBytes: 1_000_000)
         let url = server.url("/files/big.bin?stall=360000&stall_times=1")
         let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        first.waitForLine(containing: "\"progress\"")
+        await offThePool { first.waitForLine(containing: "\"progress\"") }
         first.signal(SIGKILL)
-        #expect(first.waitForExit() == 128 + SIGKILL)
+        #expect(await offThePool { first.waitForExit() } == 128 + SIGKILL)
         let onDisk = Int64(bytes(at: out + "/big.bin.part").count)
         #expect(onDisk > 0)
         let json = try await DLPipeRun.run(["status", out, "--json"])
@@ -140,13 +140,13 @@ import Testing
     @Test func statusOfABusyDirectoryNamesTheRun() async throws {
         try server.put("big.bin", randomBytes: 300_000)
         let running = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--json", "--timeout", "300"])
-        running.waitForLine(containing: "\"progress\"")
+        await offThePool { running.waitForLine(containing: "\"progress\"") }
         let status = try await DLPipeRun.run(["status", out])
         #expect(status.status == 0, "\(status.stderr)")
         #expect(status.stdout.contains("running: process \(running.pid)"))
         #expect(status.stdout.contains("partial:\n  big.bin: "), "\(status.stdout)")
         running.signal(SIGTERM)
-        #expect(running.waitForExit() == 130)
+        #expect(await offThePool { running.waitForExit() } == 130)
     }
 
     /// A state kept elsewhere (`--state FILE`) is locked by `FILE.lock`: status
@@ -162,7 +162,7 @@ import Testing
         let running = try Subprocess(
             Paths.binary,
             ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--state", state, "--json", "--timeout", "300"])
-        running.waitForLine(containing: "\"progress\"")
+        await offThePool { running.waitForLine(containing: "\"progress\"") }
         #expect(FileManager.default.fileExists(atPath: state + ".lock"))
         let status = try await DLPipeRun.run(["status", out, "--state", state])
         #expect(status.status == 0, "\(status.stderr)")
@@ -170,7 +170,7 @@ import Testing
         let own = try await DLPipeRun.run(["status", out])
         #expect(!own.stdout.contains("running:"), "the directory's lock is free: \(own.stdout)")
         running.signal(SIGTERM)
-        #expect(running.waitForExit() == 130)
+        #expect(await offThePool { running.waitForExit() } == 130)
         let after = try await DLPipeRun.run(["status", out, "--state", state])
         #expect(after.status == 0 && !after.stdout.contains("running:"), "\(after.stdout)")
     }
@@ -213,9 +213,9 @@ import Testing
         let data = try server.put("w.bin", randomBytes: 300_000)
         let url = server.url("/files/w.bin?stall=100000&stall_times=1")
         let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        first.waitForLine(containing: "\"progress\"")
+        await offThePool { first.waitForLine(containing: "\"progress\"") }
         first.signal(SIGKILL)
-        first.waitForExit()
+        await offThePool { first.waitForExit() }
         // As if killed between the batch sync and the rename: whole, but garbage.
         try Data(repeating: 0x5A, count: 300_000).write(to: URL(fileURLWithPath: out + "/w.bin.part"))
         let second = try await DLPipeRun.run(["get", url, "-d", out, "--retries", "0"])

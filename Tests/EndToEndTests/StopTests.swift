@@ -31,12 +31,6 @@ import Testing
     }
 
     /// Runs `body` on a thread of its own (it blocks on pipes and waitpid).
-    private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: body()) }
-        }
-    }
-
     /// The state is consistent after a stop: the next run resumes the part file
     /// with a Range request and the file arrives whole.
     private func expectTheNextRunResumes(_ url: String, _ body: [UInt8]) async throws {
@@ -55,7 +49,7 @@ import Testing
     func firstSignalStopsCleanly(_ signal: Int32) async throws {
         let (url, body) = try stallingURL()
         let process = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        let (status, _, stderr) = await onThread {
+        let (status, _, stderr) = await offThePool {
             process.waitForLine(containing: Self.stallPoint)
             process.signal(signal)
             return process.finish()
@@ -78,7 +72,7 @@ import Testing
         let hook = try TempDir.make("stop-hook") + "/mark.lua"
         try #"dl.on("progress", function(d, p) if p.bytes == 50000 then dl.log("receiving") end end)"#.write(toFile: hook, atomically: true, encoding: .utf8)
         let process = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json", "--hook", hook], full: .stdout)
-        let status = await onThread { () -> Int32? in
+        let status = await offThePool { () -> Int32? in
             _ = Self.readStderr(of: process, until: "receiving")
             process.signal(SIGINT)
             _ = Self.readStderr(of: process, until: "dlpipe: stopping")
@@ -103,7 +97,7 @@ import Testing
     @Test func aSecondSignalQuitsWhileTheCleanStopIsStuck() async throws {
         let (url, body) = try stallingURL()
         let process = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"], full: .stderr)
-        let status = await onThread { () -> Int32? in
+        let status = await offThePool { () -> Int32? in
             process.waitForLine(containing: Self.stallPoint)
             process.signal(SIGINT)
             process.signal(SIGTERM)
