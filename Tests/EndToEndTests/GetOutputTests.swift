@@ -66,6 +66,25 @@ import Testing
         #expect(try server.requests(matching: "/files/c.txt").isEmpty, "refused before any request")
     }
 
+    /// A file dlpipe placed with -o and the user then edited is not replaced
+    /// by the next run, and the refusal says what happened (it said "dlpipe
+    /// did not place it").
+    @Test func aPlacedFileTheUserEditedIsNotReplaced() async throws {
+        try server.put("e.txt", bytes: Array("server".utf8))
+        let first = try await get("/files/e.txt", ["-o", "e.txt"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let again = try await get("/files/e.txt", ["-o", "e.txt"])
+        #expect(again.status == 0, "an unchanged file dlpipe placed is its to refresh: \(again.stderr)")
+        try "the user's edit".write(toFile: out + "/e.txt", atomically: false, encoding: .utf8)
+        let run = try await get("/files/e.txt", ["-o", "e.txt"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("was changed since dlpipe placed it (its size differs)"), "\(run.stderr)")
+        #expect(try String(contentsOfFile: out + "/e.txt", encoding: .utf8) == "the user's edit")
+        let replaced = try await get("/files/e.txt", ["-o", "e.txt", "--overwrite"])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try String(contentsOfFile: out + "/e.txt", encoding: .utf8) == "server")
+    }
+
     @Test func badPathsAreUsageErrorsBeforeAnyRequest() async throws {
         try server.put("b.txt", bytes: Array("b".utf8))
         try FileManager.default.createDirectory(atPath: elsewhere + "/folder", withIntermediateDirectories: true)

@@ -69,7 +69,7 @@ enum OutputTarget: Equatable {
         if overwrite, (info.st_mode & S_IFMT) == S_IFREG { return }
         // Keyed as the engine keys it: by the normalised URL.
         let key = DownloadRequest(url: URLNormalization.normalize(url), name: name, directory: directory).deduplicationKey
-        let refusal = "-o: \(path) exists and dlpipe did not place it; it is never replaced (remove it or choose another name)"
+        let refusal = "-o: \(path) exists and dlpipe did not place it; it is never replaced (--overwrite replaces it, or remove it or choose another name)"
         guard FileManager.default.fileExists(atPath: statePath) else { throw UsageError(refusal, command: "get") }
         let record: DownloadRecord?
         do throws(StateFailure) {
@@ -78,8 +78,16 @@ enum OutputTarget: Equatable {
             // Unreadable, the state cannot vouch for the file: it stays untouched.
             throw UsageError(refusal + " (the state cannot tell: \(error.message))", command: "get")
         }
-        if let record, record.status == .finished, record.target == name, record.bytes == Int64(info.st_size) {
-            return
+        if let record, record.status == .finished, record.target == name {
+            // dlpipe placed it; unless the user changed it since, it is ours to refresh.
+            let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            let placed = record.placed
+            let sizeChanged = record.bytes != Int64(info.st_size)
+            let timeChanged = placed?.modified.map { $0 != modified } ?? false
+            if !sizeChanged && !timeChanged { return }
+            throw UsageError(
+                "-o: \(path) was changed since dlpipe placed it (its \(sizeChanged ? "size" : "modification time") differs); "
+                    + "it is not replaced (--overwrite replaces it, or remove it or choose another name)", command: "get")
         }
         throw UsageError(refusal, command: "get")
     }
