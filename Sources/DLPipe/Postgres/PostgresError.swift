@@ -13,6 +13,8 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
         case connection
         /// The server ran the statement and refused it (`sqlState` says why).
         case statement
+        /// The database holds a dlpipe schema newer than this build knows.
+        case incompatible
         /// An answer this code cannot read (a column missing, a value of
         /// another type): a bug, or a schema that is not ours.
         case unexpected
