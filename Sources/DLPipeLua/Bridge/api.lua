@@ -187,6 +187,7 @@ return {
         env = { "string[]?", "environment variables the job's own os.getenv may read (hooks do not inherit them)" },
         compressed = { "boolean?", "ask for compressed transfers, store decoded bytes (--compressed)" },
         mtime = { "boolean?", "set file times from Last-Modified (default true; --no-mtime)" },
+        queue = { "string?", "the shared queue: a postgresql:// URL (--queue; needs --name)" },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -210,7 +211,7 @@ return {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
-        "compressed", "mtime" },
+        "compressed", "mtime", "queue" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },

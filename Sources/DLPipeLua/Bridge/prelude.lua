@@ -28,7 +28,7 @@ local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number
   retries = "number", timeout = "number", rate = "any", refresh = "string",
   budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
   max_redirs = "number", allow_insecure_redirects = "boolean", env = "table",
-  compressed = "boolean", mtime = "boolean" }
+  compressed = "boolean", mtime = "boolean", queue = "string" }
 
 -- Environment variables are secrets until the user names them: os.getenv answers
 -- nil for any other. `--allow-env NAME` allows a name for every script; the job's
