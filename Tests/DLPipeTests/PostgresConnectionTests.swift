@@ -126,6 +126,7 @@ import TestSupport
         #expect(try PostgresAddress("postgresql://u@h/db?password=pw&sslmode=require").description
             == "postgresql://u@h/db?password=***&sslmode=require")
         #expect(try PostgresAddress("host=h password=pw dbname=d").description == "host=h password=*** dbname=d")
+        #expect(try PostgresAddress("host=h password='p w\\'x' dbname=d").description == "host=h password=*** dbname=d")
     }
 
     @Test func listenReceivesNotificationsFromOtherConnections() throws {

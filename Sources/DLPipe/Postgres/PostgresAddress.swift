@@ -63,8 +63,19 @@ package struct PostgresAddress: Sendable, CustomStringConvertible {
         var rest = Substring(shown)
         while let found = rest.range(of: "password=") {
             result += rest[..<found.upperBound] + "***"
-            let valueEnd = rest[found.upperBound...].firstIndex(where: { $0 == " " || $0 == "&" }) ?? rest.endIndex
-            rest = rest[valueEnd...]
+            var value = rest[found.upperBound...]
+            if value.first == "'" {
+                // A quoted value ('a b', with \' inside) ends at its closing quote.
+                var index = value.index(after: value.startIndex)
+                while index < value.endIndex, value[index] != "'" {
+                    if value[index] == "\\" { index = value.index(after: index) }
+                    if index < value.endIndex { index = value.index(after: index) }
+                }
+                value = index < value.endIndex ? value[value.index(after: index)...] : value[value.endIndex...]
+            } else {
+                value = value[(value.firstIndex(where: { $0 == " " || $0 == "&" }) ?? value.endIndex)...]
+            }
+            rest = value
         }
         return result + rest
     }
