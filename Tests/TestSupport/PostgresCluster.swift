@@ -129,14 +129,17 @@ public final class PostgresCluster: Sendable {
         ])
         // Registered after TempDir's own handler (the folder was made first),
         // so it runs before the folder is removed: handlers run in reverse.
-        stopPID.withLock { $0 = pid }
+        stopAtExit.withLock { $0 = (pid, keep ? nil : folder) }
         atexit {
-            guard let pid = PostgresCluster.stopPID.withLock({ $0 }) else { return }
+            guard let (pid, folder) = PostgresCluster.stopAtExit.withLock({ $0 }) else { return }
             // SIGQUIT: an immediate shutdown; nothing in these databases is kept.
             kill(pid, SIGQUIT)
             for _ in 0..<200 where kill(pid, 0) == 0 { usleep(25_000) }
+            // Removed here, once the server is gone: TempDir's own removal
+            // (Foundation's removeItem) left the server's folder behind.
+            if let folder { _ = try? ToolRun.run("/bin/rm", ["-rf", folder]) }
         }
     }
 
-    private static let stopPID = Mutex<pid_t?>(nil)
+    private static let stopAtExit = Mutex<(pid: pid_t, folder: String?)?>(nil)
 }
