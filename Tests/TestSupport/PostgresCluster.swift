@@ -67,7 +67,13 @@ public final class PostgresCluster: Sendable {
         file.seekToEndOfFile()
         file.write(Data(settings.utf8))
         file.closeFile()
-        try PostgresCluster.tool(runAs, binaries + "/pg_ctl", ["-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "start"])
+        do {
+            try PostgresCluster.tool(runAs, binaries + "/pg_ctl", ["-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "start"])
+        } catch {
+            // pg_ctl only says it stopped waiting; the server's log says why.
+            let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? "(no server.log)"
+            throw ToolRun.Failed(description: "\(error); server.log: \(log)")
+        }
         let pidLine = (try? String(contentsOfFile: data + "/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first
         guard let pidLine, let pid = pid_t(pidLine) else {
             throw ToolRun.Failed(description: "pg_ctl started no server: \((try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? "")")

@@ -50,6 +50,10 @@ public enum ToolRun {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the test process goes along: the server lives as long
+        // as the test process, and a pipe of another test that it held open
+        // would never see its end (that test's child would seem to hang).
+        _ = spawnActionsCloseFrom(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -65,3 +69,8 @@ public enum ToolRun {
         return pid
     }
 }
+
+/// glibc's posix_spawn_file_actions_addclosefrom_np (2.34+), which the Glibc
+/// module does not import (it needs _GNU_SOURCE).
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func spawnActionsCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
