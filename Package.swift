@@ -22,11 +22,14 @@ let package = Package(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(
+            name: "CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
             name: "CLua", pkgConfig: "lua5.4",
             // libexpat and zlib: dl.xml.parse and dl.gunzip (Sources/CLua/dl_kit.h).
             providers: [.apt(["liblua5.4-dev", "libexpat1-dev", "zlib1g-dev"])]),
         // The engine: queue, state machine, transport, naming. C stays internal.
-        .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite"]),
+        .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite", "CPostgres"]),
         // Lua 5.4: the runtime (sandbox, budgets, values) and the bridge that
         // answers the engine's hooks with a job's handlers.
         .target(

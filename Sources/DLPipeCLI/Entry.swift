@@ -61,6 +61,8 @@ enum ExitCode {
     static let failed: Int32 = 1
     static let usage: Int32 = 2
     static let locked: Int32 = 3
+    /// The shared queue's database cannot be reached (--queue).
+    static let queueUnreachable: Int32 = 4
     static let stopped: Int32 = 130
 }
 

@@ -91,9 +91,15 @@ enum HelpText {
           --replay DIR            run with no network: DIR's responses answer, into a
                                   new temporary output directory and state (-d: another)
 
+        SHARED QUEUE (docs/scale-out.md; not available yet: refused with exit 2):
+          --queue URL             PostgreSQL holds the job's queue and state, shared by
+                                  every worker started so (default: $DLPIPE_QUEUE)
+          --name NAME             the job's name in the queue (required with a queue)
+
         EXIT CODES:
           0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error
-          or a script failed to load; a done handler may return its own
+          or a script failed to load; 4 the queue's database cannot be reached;
+          a done handler may return its own
 
         """
 

@@ -1,5 +1,6 @@
 import DLPipe
 import DLPipeLua
+import Foundation
 
 /// `dlpipe run JOB.lua [options]`: a job file and its hooks drive the engine.
 enum RunCommand {
@@ -12,13 +13,19 @@ enum RunCommand {
         let record = try args.value("--record")
         let replay = try args.value("--replay")
         var options = try RunOptions.parse(&args)
+        let queue = try QueueArguments.take(&args)
         let positionals = try args.positionals()
         guard positionals.count == 1 else {
             throw UsageError(positionals.isEmpty ? "no job file given" : "one job file at a time, got \(positionals.count)", command: "run")
         }
         options.scripts.jobPath = positionals[0]
+        let environment = ProcessInfo.processInfo.environment
+        _ = try queue.resolve(environment: environment, job: nil)
         guard try RecordReplay.prepare(&options, record: record, replay: replay) else { return ExitCode.usage }
         guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
+        if let (address, name) = try queue.resolve(environment: environment, job: session.settings) {
+            return await QueueMode.refuse(address, name: name)
+        }
         return await RunDriver.run(options: options, session: session, requests: [])
     }
 }

@@ -81,6 +81,9 @@ public struct JobSettings: Sendable {
     public var hostDelay: Double?
     /// `overwrite` (`--overwrite`).
     public var overwrite: Bool?
+    /// `queue`: the shared queue's PostgreSQL address (`--queue`), checked
+    /// as an address at load; whether it answers is the command line's business.
+    public var queue: String?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -236,6 +239,13 @@ extension JobSettings {
                 throw ScriptError("dl.config: refresh wants \"conditional\", \"never\" or \"always\"")
             }
             refresh = value
+        }
+        if let value = table["queue"]?.text {
+            do throws(PostgresError) {
+                queue = try PostgresAddress(value).text
+            } catch {
+                throw ScriptError("dl.config: queue: \(error.message)")
+            }
         }
     }
 }

@@ -199,6 +199,7 @@ return {
         max_depth = { "integer?", "the deepest d.depth dl.add queues; deeper adds return nil" },
         host_delay = { "number?", "the fewest seconds between two requests to one host (--host-delay)" },
         overwrite = { "boolean?", "a new body replaces a file under its name instead of going beside it (--overwrite)" },
+        queue = { "string?", "the shared queue: a postgresql:// URL (--queue; needs --name)" },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -222,7 +223,7 @@ return {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
-        "compressed", "mtime", "cookie", "cookie_jar", "max_depth", "host_delay", "overwrite" },
+        "compressed", "mtime", "cookie", "cookie_jar", "max_depth", "host_delay", "overwrite", "queue" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },

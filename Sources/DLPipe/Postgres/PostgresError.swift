@@ -1,0 +1,54 @@
+import Foundation
+
+/// A failure that PostgreSQL or libpq reported, in one line: the server's
+/// primary message and its SQLSTATE when the server sent one (a failed
+/// statement), libpq's message alone when there was no server to ask (a
+/// connection that could not be made or broke).
+package struct PostgresError: Error, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
+        /// The `--queue` value is not a PostgreSQL address (a usage error).
+        case badAddress
+        /// No connection: the server cannot be reached, refused us, or the
+        /// connection broke.
+        case connection
+        /// The server ran the statement and refused it (`sqlState` says why).
+        case statement
+        /// The database holds a dlpipe schema newer than this build knows.
+        case incompatible
+        /// An answer this code cannot read (a column missing, a value of
+        /// another type): a bug, or a schema that is not ours.
+        case unexpected
+    }
+
+    package let kind: Kind
+    /// The message, on one line (libpq's messages span several).
+    package let message: String
+    /// The five-character SQLSTATE ("23505" unique violation, "40P01"
+    /// deadlock, "57P01" admin shutdown), when the server sent one.
+    package let sqlState: String?
+
+    package init(_ kind: Kind, _ message: String, sqlState: String? = nil) {
+        self.kind = kind
+        self.message = PostgresError.oneLine(message)
+        self.sqlState = sqlState
+    }
+
+    package var description: String {
+        sqlState.map { "\(message) (SQLSTATE \($0))" } ?? message
+    }
+
+    /// Whether running the same statement again may succeed: a deadlock or a
+    /// serialization failure that the server broke by aborting us.
+    package var isTransient: Bool {
+        sqlState == "40P01" || sqlState == "40001"
+    }
+
+    /// "connection to server ... failed: No such file or directory\n\tIs the
+    /// server running locally ...?\n" as one line, its parts joined by "; ".
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+            .joined(separator: "; ")
+    }
+}

@@ -1,0 +1,174 @@
+/// The tables of the shared queue, in PostgreSQL schema `dlpipe`, as the
+/// ordered steps that build them (`SchemaMigrator` applies them). A step is
+/// never edited once released: a change is a new step at the end.
+/// docs/scale-out.md explains each table.
+package enum QueueSchema {
+    /// The PostgreSQL schema that holds every table, so that dlpipe can share
+    /// a database with other programs and a role can be granted just this.
+    package static let name = "dlpipe"
+
+    /// The channel of NOTIFY for new work; the payload is the job's id.
+    package static let workChannel = "dlpipe_work"
+
+    package static var latest: Int { migrations.last?.version ?? 0 }
+
+    package static let migrations: [SchemaMigration] = [
+        SchemaMigration(version: 1, what: "jobs, runs, workers, hosts, downloads, url facts, names, store", sql: version1)
+    ]
+
+    private static let version1 = """
+        -- One row per --name: the job's identity, and its job-wide limits (the
+        -- values of the worker that started last; every claim reads them here,
+        -- so that workers started with other values cannot exceed them).
+        CREATE TABLE dlpipe.jobs (
+          id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          name text NOT NULL UNIQUE CHECK (name <> ''),
+          per_host integer NOT NULL DEFAULT 2 CHECK (per_host >= 1),
+          host_delay interval NOT NULL DEFAULT '0' CHECK (host_delay >= '0'),
+          max_downloads bigint CHECK (max_downloads >= 0),
+          created_at timestamptz NOT NULL DEFAULT now()
+        );
+
+        -- A run: from a worker starting while none is open to the moment nothing
+        -- is ready, running or scheduled and nothing was for the settle time.
+        -- At most one open run per job.
+        CREATE TABLE dlpipe.runs (
+          id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          started_at timestamptz NOT NULL DEFAULT now(),
+          idle_since timestamptz,
+          done_worker bigint,
+          done_at timestamptz,
+          ended_at timestamptz,
+          exit_code smallint,
+          finished bigint NOT NULL DEFAULT 0,
+          unchanged bigint NOT NULL DEFAULT 0,
+          failed bigint NOT NULL DEFAULT 0,
+          handled bigint NOT NULL DEFAULT 0,
+          summary jsonb
+        );
+        CREATE UNIQUE INDEX runs_one_open ON dlpipe.runs (job_id) WHERE ended_at IS NULL;
+        CREATE INDEX runs_by_job ON dlpipe.runs (job_id, started_at DESC);
+
+        -- A worker process. Times are the database's (now()); a worker whose
+        -- lease_until passed is dead, and its claims go back to ready.
+        CREATE TABLE dlpipe.workers (
+          id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          run_id bigint REFERENCES dlpipe.runs ON DELETE SET NULL,
+          hostname text NOT NULL,
+          pid integer NOT NULL,
+          lease interval NOT NULL CHECK (lease >= '2 seconds'),
+          started_at timestamptz NOT NULL DEFAULT now(),
+          heartbeat_at timestamptz NOT NULL DEFAULT now(),
+          lease_until timestamptz NOT NULL,
+          stopped_at timestamptz,
+          stop_reason text
+        );
+        CREATE INDEX workers_live ON dlpipe.workers (job_id, lease_until) WHERE stopped_at IS NULL;
+        ALTER TABLE dlpipe.runs ADD FOREIGN KEY (done_worker) REFERENCES dlpipe.workers ON DELETE SET NULL;
+
+        -- Politeness across all workers: transfers in flight against a host and
+        -- the earliest time of its next request. A claim locks the rows of the
+        -- hosts it takes from, so the count is exact, not a race.
+        CREATE TABLE dlpipe.hosts (
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          host text NOT NULL,
+          in_flight integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0),
+          next_at timestamptz NOT NULL DEFAULT '-infinity',
+          last_claim_at timestamptz NOT NULL DEFAULT '-infinity',
+          PRIMARY KEY (job_id, host)
+        );
+
+        CREATE SEQUENCE dlpipe.claim_tokens;
+
+        -- The queue: one row per request of a job (key: URL, target, method and
+        -- body digest, as the engine deduplicates), kept across runs.
+        CREATE TABLE dlpipe.downloads (
+          id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          key bytea NOT NULL,
+          url text NOT NULL,
+          host text NOT NULL,
+          request jsonb NOT NULL DEFAULT '{}',
+          secret jsonb,
+          status text NOT NULL DEFAULT 'ready'
+            CHECK (status IN ('ready', 'running', 'paused', 'finished', 'skipped', 'failed', 'handled', 'cancelled')),
+          priority integer NOT NULL DEFAULT 0,
+          run_at timestamptz NOT NULL DEFAULT now(),
+          attempts integer NOT NULL DEFAULT 0,
+          run_id bigint REFERENCES dlpipe.runs ON DELETE SET NULL,
+          worker_id bigint REFERENCES dlpipe.workers ON DELETE SET NULL,
+          claim_token bigint,
+          slot_host text,
+          claimed_at timestamptz,
+          added_at timestamptz NOT NULL DEFAULT now(),
+          ended_at timestamptz,
+          last_error text,
+          UNIQUE (job_id, key),
+          CHECK ((status = 'running') = (claim_token IS NOT NULL AND slot_host IS NOT NULL))
+        );
+        -- Only ready rows are in the claim's index: finished rows pile up
+        -- without making a claim slower.
+        CREATE INDEX downloads_ready ON dlpipe.downloads (job_id, host, priority DESC, run_at, id) WHERE status = 'ready';
+        CREATE INDEX downloads_running ON dlpipe.downloads (worker_id) WHERE status = 'running';
+
+        -- What a later run needs to ask conditionally and keep a file: the
+        -- facts of the response a file came from (as the SQLite state's
+        -- downloads table). Written when a download ends, read when it starts.
+        CREATE TABLE dlpipe.url_facts (
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          key bytea NOT NULL,
+          url text NOT NULL,
+          target text,
+          status text NOT NULL,
+          bytes bigint NOT NULL DEFAULT 0,
+          total bigint,
+          etag text,
+          last_modified text,
+          sha256 text,
+          media_type text,
+          attempts integer NOT NULL DEFAULT 0,
+          last_error text,
+          placed_target text,
+          placed_size bigint,
+          placed_inode bigint,
+          updated_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (job_id, key)
+        );
+
+        -- Final names held by downloads in flight, relative to the shared
+        -- directory: two workers never take one name.
+        CREATE TABLE dlpipe.names (
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          name text NOT NULL,
+          download_id bigint NOT NULL REFERENCES dlpipe.downloads ON DELETE CASCADE,
+          claim_token bigint NOT NULL,
+          reserved_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (job_id, name)
+        );
+        CREATE INDEX names_by_claim ON dlpipe.names (claim_token);
+
+        -- dl.store: the job's keys and JSON values, shared by its workers.
+        CREATE TABLE dlpipe.store (
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          key text NOT NULL,
+          value text NOT NULL,
+          PRIMARY KEY (job_id, key)
+        );
+        """
+}
+
+/// One step of the schema: SQL that takes it from `version - 1` to `version`.
+package struct SchemaMigration: Sendable {
+    package let version: Int
+    /// What the step adds, for messages.
+    package let what: String
+    package let sql: String
+
+    package init(version: Int, what: String, sql: String) {
+        self.version = version
+        self.what = what
+        self.sql = sql
+    }
+}

@@ -1,0 +1,267 @@
+/// The statements of the shared queue for one job: add, claim, report,
+/// heartbeat, take back. Each is one short autocommit statement; none holds a
+/// transaction open while a transfer runs. The calls block their thread
+/// until the database answers: run them on a `PostgresSession`'s queue.
+///
+/// docs/scale-out.md explains the tables and why each statement is shaped so.
+package struct SharedQueue: Sendable {
+    /// The job's row id.
+    package let job: Int64
+
+    /// Finds or makes the job called `name` and sets its job-wide limits.
+    package static func open(job name: String, limits: JobLimits, on connection: PostgresConnection) throws(PostgresError) -> SharedQueue {
+        let row = try connection.execute(
+            """
+            INSERT INTO dlpipe.jobs (name, per_host, host_delay, max_downloads)
+            VALUES ($1, $2, make_interval(secs => $3), $4)
+            ON CONFLICT (name) DO UPDATE SET
+              per_host = excluded.per_host, host_delay = excluded.host_delay, max_downloads = excluded.max_downloads
+            RETURNING id
+            """,
+            [.text(name), .int(Int64(max(1, limits.perHost))), .double(max(0, limits.hostDelay)),
+             limits.maxDownloads.map { .int(Int64($0)) } ?? .null]
+        ).rows[0]
+        return SharedQueue(job: try row.int("id"))
+    }
+
+    // MARK: workers
+
+    /// Registers a worker with a lease of `lease` seconds (at least 2) from now.
+    package func register(hostname: String, pid: Int32, lease: Double, on connection: PostgresConnection) throws(PostgresError) -> Int64 {
+        try connection.execute(
+            """
+            INSERT INTO dlpipe.workers (job_id, hostname, pid, lease, lease_until)
+            VALUES ($1, $2, $3, make_interval(secs => $4), now() + make_interval(secs => $4))
+            RETURNING id
+            """, [.int(job), .text(hostname), .int(Int64(pid)), .double(lease)]
+        ).rows[0].int("id")
+    }
+
+    /// Extends the worker's lease to a whole lease from now (database clock)
+    /// and returns its length in seconds; nil when the worker was declared
+    /// dead meanwhile (its claims are gone: it must not place their files).
+    package func heartbeat(worker: Int64, on connection: PostgresConnection) throws(PostgresError) -> Double? {
+        try connection.execute(
+            """
+            UPDATE dlpipe.workers SET heartbeat_at = now(), lease_until = now() + lease
+            WHERE id = $1 AND job_id = $2 AND stopped_at IS NULL
+            RETURNING extract(epoch FROM lease)::float8 AS lease
+            """, [.int(worker), .int(job)]
+        ).rows.first?.double("lease")
+    }
+
+    /// Declares dead every worker of the job whose lease ran out (database
+    /// clock), or only `worker` when given (a worker leaving), and puts their
+    /// running downloads back to ready, their hosts' slots and names free.
+    /// A download taken back keeps its `run_at`, so it keeps its place in
+    /// line instead of going behind everything added since.
+    /// Returns how many downloads went back.
+    @discardableResult
+    package func takeBack(worker: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Int {
+        Int(try retryingDeadlocks { () throws(PostgresError) in
+            try connection.execute(
+                """
+                WITH dead AS (
+                  UPDATE dlpipe.workers w
+                  SET stopped_at = now(), stop_reason = CASE WHEN $2::bigint IS NULL THEN 'lease expired' ELSE 'left' END
+                  WHERE w.id IN (
+                    SELECT id FROM dlpipe.workers
+                    WHERE job_id = $1 AND stopped_at IS NULL
+                      AND (CASE WHEN $2::bigint IS NULL THEN lease_until < now() ELSE id = $2::bigint END)
+                    FOR UPDATE SKIP LOCKED)
+                  RETURNING w.id
+                ),
+                back AS (
+                  UPDATE dlpipe.downloads d
+                  SET status = 'ready', worker_id = NULL, claim_token = NULL
+                  FROM dead WHERE d.worker_id = dead.id AND d.status = 'running'
+                  RETURNING d.id, d.slot_host
+                ),
+                slots AS (
+                  UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
+                  FROM (SELECT slot_host, count(*)::int AS n FROM back GROUP BY slot_host) c
+                  WHERE h.job_id = $1 AND h.host = c.slot_host
+                ),
+                names AS (
+                  DELETE FROM dlpipe.names n USING back WHERE n.job_id = $1 AND n.download_id = back.id
+                )
+                SELECT count(*) AS n FROM back
+                """, [.int(job), worker.map { .int($0) } ?? .null]
+            ).rows[0].int("n")
+        })
+    }
+
+    // MARK: queue
+
+    /// Queues `requests` for any worker. The same key added twice (by this
+    /// worker or another) is one row: the first add queues it. Returns the
+    /// ids of the rows this call added, by key; the keys missing were queued
+    /// before. One NOTIFY goes out for the batch when it added anything.
+    package func add(_ requests: [QueuedRequest], on connection: PostgresConnection) throws(PostgresError) -> [[UInt8]: Int64] {
+        guard !requests.isEmpty else { return [:] }
+        let rows = try connection.execute(
+            """
+            WITH input AS (
+              SELECT * FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::float8[])
+                WITH ORDINALITY AS t(key, url, host, priority, request, secret, delay, position)
+            ),
+            new_hosts AS (
+              INSERT INTO dlpipe.hosts (job_id, host)
+              SELECT DISTINCT $1::bigint, host FROM input ORDER BY 2
+              ON CONFLICT DO NOTHING
+            ),
+            added AS (
+              INSERT INTO dlpipe.downloads (job_id, key, url, host, priority, request, secret, run_at)
+              SELECT $1, key, url, host, priority, request::jsonb, secret::jsonb, now() + make_interval(secs => delay)
+              FROM input ORDER BY position
+              ON CONFLICT (job_id, key) DO NOTHING
+              RETURNING id, key
+            ),
+            notified AS (
+              SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM added LIMIT 1) anything
+            )
+            SELECT id, key, (SELECT count(*) FROM notified) AS notified FROM added
+            """,
+            [.int(job), .bytesArray(requests.map(\.key)), .textArray(requests.map(\.url)),
+             .textArray(requests.map(\.host)), .intArray(requests.map { Int64($0.priority) }),
+             .textArray(requests.map(\.request)), .textArray(requests.map(\.secret)),
+             .textArray(requests.map { String(max(0, $0.delay)) })]
+        ).rows
+        var added: [[UInt8]: Int64] = [:]
+        for row in rows { added[try row.bytes("key")] = try row.int("id") }
+        return added
+    }
+
+    /// Claims up to `limit` ready downloads for `worker`, never more in flight
+    /// per host than the job's `per_host` across all workers: the rows of the
+    /// hosts it takes from are locked (`FOR UPDATE SKIP LOCKED`: hosts another
+    /// claim is taking from are skipped, not waited for), their `in_flight`
+    /// read under the lock and raised in the same statement. Highest priority
+    /// first, then the hosts served least recently; with a host delay, one
+    /// download per host and claim. A worker declared dead claims nothing.
+    package func claim(worker: Int64, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [ClaimedDownload] {
+        let rows = try connection.execute(
+            """
+            WITH job AS (
+              SELECT j.per_host, j.host_delay FROM dlpipe.jobs j
+              WHERE j.id = $1 AND EXISTS (
+                SELECT 1 FROM dlpipe.workers w WHERE w.id = $2 AND w.job_id = $1 AND w.stopped_at IS NULL)
+            ),
+            free_hosts AS (
+              SELECT h.host, h.in_flight, h.last_claim_at, top.priority
+              FROM job, dlpipe.hosts h
+              CROSS JOIN LATERAL (
+                SELECT d.priority FROM dlpipe.downloads d
+                WHERE d.job_id = $1 AND d.host = h.host AND d.status = 'ready' AND d.run_at <= now()
+                ORDER BY d.priority DESC LIMIT 1
+              ) top
+              WHERE h.job_id = $1 AND h.in_flight < job.per_host AND h.next_at <= now()
+              ORDER BY top.priority DESC, h.last_claim_at, h.host
+              LIMIT $3
+              FOR UPDATE OF h SKIP LOCKED
+            ),
+            candidates AS (
+              SELECT d.id, f.host, d.priority, f.last_claim_at,
+                     row_number() OVER (PARTITION BY f.host ORDER BY d.priority DESC, d.run_at, d.id) AS turn
+              FROM job, free_hosts f
+              CROSS JOIN LATERAL (
+                SELECT d.id, d.priority, d.run_at FROM dlpipe.downloads d
+                WHERE d.job_id = $1 AND d.host = f.host AND d.status = 'ready' AND d.run_at <= now()
+                ORDER BY d.priority DESC, d.run_at, d.id
+                LIMIT CASE WHEN job.host_delay > '0' THEN 1 ELSE job.per_host - f.in_flight END
+                FOR UPDATE OF d SKIP LOCKED
+              ) d
+            ),
+            picked AS (
+              SELECT id, host FROM candidates
+              ORDER BY priority DESC, turn, last_claim_at, host
+              LIMIT $3
+            ),
+            claimed AS (
+              UPDATE dlpipe.downloads d
+              SET status = 'running', worker_id = $2, claim_token = nextval('dlpipe.claim_tokens'),
+                  slot_host = p.host, claimed_at = now(), attempts = d.attempts + 1
+              FROM picked p WHERE d.id = p.id
+              RETURNING d.id, d.claim_token, d.key, d.url, d.host, d.priority, d.request::text AS request,
+                        d.secret::text AS secret, d.attempts
+            ),
+            slots AS (
+              UPDATE dlpipe.hosts h
+              SET in_flight = h.in_flight + c.n, last_claim_at = now(),
+                  next_at = CASE WHEN job.host_delay > '0' THEN now() + job.host_delay ELSE h.next_at END
+              FROM job, (SELECT host, count(*)::int AS n FROM claimed GROUP BY host) c
+              WHERE h.job_id = $1 AND h.host = c.host
+            )
+            SELECT * FROM claimed ORDER BY priority DESC, id
+            """, [.int(job), .int(worker), .int(Int64(max(0, limit)))]
+        ).rows
+        var claims: [ClaimedDownload] = []
+        claims.reserveCapacity(rows.count)
+        for row in rows {
+            claims.append(ClaimedDownload(
+                id: try row.int("id"), token: try row.int("claim_token"), key: try row.bytes("key"),
+                url: try row.text("url"), host: try row.text("host"), priority: Int(try row.int("priority")),
+                request: try row.text("request"), secret: try row.optionalText("secret"),
+                attempts: Int(try row.int("attempts"))))
+        }
+        return claims
+    }
+
+    /// Reports how claimed downloads ended (or that they go back to ready
+    /// for a retry), in one statement for the batch. Each report changes its
+    /// row only while it is running under the report's token; only those
+    /// give their host's slot back and let their names go. Returns the ids
+    /// whose reports were taken: a late report from a worker declared dead
+    /// is not among them, and changed nothing.
+    package func report(_ reports: [ClaimReport], on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
+        guard !reports.isEmpty else { return [] }
+        let rows = try retryingDeadlocks { () throws(PostgresError) in
+            try connection.execute(
+                """
+                WITH input AS (
+                  SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::text[])
+                    AS t(id, token, status, delay, error)
+                ),
+                ended AS (
+                  UPDATE dlpipe.downloads d
+                  SET status = i.status, worker_id = NULL, claim_token = NULL, last_error = i.error,
+                      run_at = CASE WHEN i.status = 'ready' THEN now() + make_interval(secs => i.delay) ELSE d.run_at END,
+                      ended_at = CASE WHEN i.status = 'ready' THEN NULL ELSE now() END
+                  FROM input i
+                  WHERE d.job_id = $1 AND d.id = i.id AND d.claim_token = i.token AND d.status = 'running'
+                  RETURNING d.id, d.slot_host
+                ),
+                slots AS (
+                  UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
+                  FROM (SELECT slot_host, count(*)::int AS n FROM ended GROUP BY slot_host) c
+                  WHERE h.job_id = $1 AND h.host = c.slot_host
+                ),
+                names AS (
+                  DELETE FROM dlpipe.names n USING ended WHERE n.job_id = $1 AND n.download_id = ended.id
+                )
+                SELECT id FROM ended
+                """,
+                [.int(job), .intArray(reports.map(\.id)), .intArray(reports.map(\.token)),
+                 .textArray(reports.map(\.outcome.status)), .textArray(reports.map { String($0.outcome.delay) }),
+                 .textArray(reports.map(\.error))]
+            ).rows
+        }
+        var taken = Set<Int64>()
+        for row in rows { taken.insert(try row.int("id")) }
+        return taken
+    }
+
+    /// Runs `statement` again when the server broke a deadlock by aborting
+    /// it: two batches of reports can lock the same host rows in different
+    /// orders, and the aborted one changed nothing.
+    private func retryingDeadlocks<T>(_ statement: () throws(PostgresError) -> T) throws(PostgresError) -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try statement()
+            } catch where error.isTransient && attempt < 5 {
+                attempt += 1
+            }
+        }
+    }
+}

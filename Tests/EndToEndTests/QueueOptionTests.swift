@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `run --queue URL --name NAME` before the engine works with the queue: bad
+/// values are usage errors, a database that does not answer is exit 4, and
+/// one that answers is refused clearly; never a request, never a quiet run
+/// without the queue.
+@Suite struct QueueOptionTests {
+    let server: FaultServer
+    let job: LuaJob
+    let out: String
+
+    init() throws {
+        server = try FaultServer()
+        job = try LuaJob()
+        out = try TempDir.make("queue-out")
+        try server.put("a.bin", randomBytes: 100)
+    }
+
+    private func jobFile(config: String = "") throws -> String {
+        try job.write("job.lua", config + "dl.add('\(server.url("/files/a.bin"))')\n")
+    }
+
+    /// Nothing was asked of the server, and nothing written in the directory.
+    private func expectNothingDone(_ run: DLPipeRun) throws {
+        #expect(try server.requests(matching: "/").isEmpty, "\(run.stderr)")
+        #expect(listing(out).isEmpty)
+        #expect(run.stdout.isEmpty)
+    }
+
+    @Test(arguments: [
+        ["--queue", "mysql://db.example/jobs", "--name", "mirror"],
+        ["--queue", "postgresql://db.example:notaport/jobs", "--name", "mirror"],
+        ["--queue", "postgresql://u:hunter2@db.example:99999/jobs", "--name", "mirror"],
+        ["--queue", "jobs", "--name", "mirror"],
+        ["--queue", "postgresql://db.example/jobs"],
+        ["--queue", "postgresql://db.example/jobs", "--name", ""],
+        ["--name", "mirror"],
+    ])
+    func badQueueOptionsAreUsageErrors(_ extra: [String]) async throws {
+        let run = try await DLPipeRun.run(["run", try jobFile(), "-d", out] + extra)
+        #expect(run.status == 2, "\(extra): \(run.stderr)")
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 2, "\(run.stderr)")
+        #expect(lines.last?.contains("--help") == true)
+        #expect(!run.stderr.contains("hunter2"))
+        try expectNothingDone(run)
+    }
+
+    @Test func theEnvironmentVariableNeedsANameToo() async throws {
+        let run = try await DLPipeRun.run(
+            ["run", try jobFile(), "-d", out], environment: ["DLPIPE_QUEUE": "postgresql://db.example/jobs"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("DLPIPE_QUEUE") && run.stderr.contains("--name"), "\(run.stderr)")
+        try expectNothingDone(run)
+    }
+
+    @Test func aBadQueueInTheJobIsALoadErrorWithItsLine() async throws {
+        let run = try await DLPipeRun.run(["run", try jobFile(config: "dl.config{ queue = 'redis://cache/0' }\n"), "-d", out, "--name", "m"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("job.lua:1: dl.config: queue:"), "\(run.stderr)")
+        try expectNothingDone(run)
+    }
+
+    @Test func anUnreachableDatabaseIsOneLineAndExitFour() async throws {
+        let missing = try TempDir.make("no-pg")
+        let run = try await DLPipeRun.run(
+            ["run", try jobFile(), "-d", out, "--queue", "postgresql://worker:hunter2@/jobs?host=\(missing)", "--name", "mirror"])
+        #expect(run.status == 4, "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+        #expect(run.stderr.hasPrefix("dlpipe: cannot reach the queue: cannot connect to postgresql://worker:***@/jobs"), "\(run.stderr)")
+        #expect(!run.stderr.contains("hunter2"))
+        try expectNothingDone(run)
+    }
+
+    /// A database that answers, given each of the three ways: refused with
+    /// exit 2 and a message that says so, rather than a run without the queue.
+    @Test(arguments: ["option", "environment", "config"])
+    func aReachableQueueIsRefusedUntilQueueModeExists(_ way: String) async throws {
+        let url = try PostgresCluster.shared().freshDatabase("cli")
+        let path = try jobFile(config: way == "config" ? "dl.config{ queue = '\(url)' }\n" : "")
+        let run = try await DLPipeRun.run(
+            ["run", path, "-d", out, "--name", "mirror"] + (way == "option" ? ["--queue", url] : []),
+            environment: way == "environment" ? ["DLPIPE_QUEUE": url] : [:])
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(run.stderr.contains("queue mode (--queue) is not available yet"), "\(run.stderr)")
+        #expect(run.stderr.contains("nothing was downloaded"))
+        try expectNothingDone(run)
+    }
+
+    @Test func withoutAQueueNothingChanges() async throws {
+        let run = try await DLPipeRun.run(["run", try jobFile(), "-d", out], environment: ["DLPIPE_QUEUE": ""])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out).contains("a.bin"))
+    }
+}
