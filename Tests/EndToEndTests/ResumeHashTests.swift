@@ -36,10 +36,13 @@ import Testing
         let first = try Subprocess(Paths.binary, ["get", bigURL, "-d", out, "--json"])
         // The progress of the stall point: the part file holds its 50 KB (an
         // earlier progress event may come before the part file exists).
-        let started = await offThePool { first.waitForLine(containing: "\"bytes\":50000,") }
+        let started = await offThePool { () -> Bool in
+            let started = first.waitForLine(containing: "\"bytes\":50000,")
+            first.signal(SIGKILL)  // at once, on this thread
+            first.waitForExit()
+            return started
+        }
         #expect(started)
-        first.signal(SIGKILL)
-        await offThePool { first.waitForExit() }
         #expect(truncate(out + "/big.bin.part", off_t(Self.size - 1000)) == 0)
     }
 

@@ -68,9 +68,7 @@ import Testing
         let data = try server.put("big.bin", randomBytes: 600_000)
         let url = server.url("/files/big.bin?stall=200000&stall_times=1")
         let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        await offThePool { first.waitForLine(containing: "\"progress\"") }
-        first.signal(SIGKILL)
-        #expect(await offThePool { first.waitForExit() } == 128 + SIGKILL)
+        #expect(await killedAfterProgress(first) == 128 + SIGKILL)
         #expect(listing(out) == ["big.bin.part"])
         let second = try await DLPipeRun.run(["get", url, "-d", out, "--json"])
         #expect(second.status == 0, "\(second.stderr)")
@@ -88,9 +86,7 @@ import Testing
         try server.put("big.bin", randomBytes: 1_000_000)
         let url = server.url("/files/big.bin?stall=360000&stall_times=1")
         let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        await offThePool { first.waitForLine(containing: "\"progress\"") }
-        first.signal(SIGKILL)
-        #expect(await offThePool { first.waitForExit() } == 128 + SIGKILL)
+        #expect(await killedAfterProgress(first) == 128 + SIGKILL)
         let onDisk = Int64(bytes(at: out + "/big.bin.part").count)
         #expect(onDisk > 0)
         let json = try await DLPipeRun.run(["status", out, "--json"])
@@ -213,9 +209,7 @@ import Testing
         let data = try server.put("w.bin", randomBytes: 300_000)
         let url = server.url("/files/w.bin?stall=100000&stall_times=1")
         let first = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json"])
-        await offThePool { first.waitForLine(containing: "\"progress\"") }
-        first.signal(SIGKILL)
-        await offThePool { first.waitForExit() }
+        await killedAfterProgress(first)
         // As if killed between the batch sync and the rename: whole, but garbage.
         try Data(repeating: 0x5A, count: 300_000).write(to: URL(fileURLWithPath: out + "/w.bin.part"))
         let second = try await DLPipeRun.run(["get", url, "-d", out, "--retries", "0"])
@@ -223,5 +217,16 @@ import Testing
         #expect(sameBytes(out + "/w.bin", data))
         let last = try server.requests(matching: "/files/w.bin").last?["headers"] as? [String: String] ?? [:]
         #expect(last["range"] == nil, "nothing left to resume: a plain request")
+    }
+
+    /// Kills `process` at its first progress event, on the thread that saw the
+    /// event: a hop back to the test pool first could come after the stall's end.
+    @discardableResult
+    private func killedAfterProgress(_ process: Subprocess) async -> Int32 {
+        await offThePool {
+            process.waitForLine(containing: "\"progress\"")
+            process.signal(SIGKILL)
+            return process.waitForExit()
+        }
     }
 }
