@@ -45,7 +45,14 @@ public final class DownloadEngine: Sendable {
     package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?)
         throws(DownloadError)
     {
-        registry = DownloadRegistry(engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun)
+        // Past its first few thousand, a long queue waits in a scratch file
+        // beside the state (SQLitePendingRequests), not in memory.
+        var store: (@Sendable () throws(StateFailure) -> any PendingRequests)?
+        if state != nil, let statePath = configuration.statePath {
+            store = { () throws(StateFailure) -> any PendingRequests in try SQLitePendingRequests(besideState: statePath) }
+        }
+        registry = DownloadRegistry(
+            engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun, store: store)
         loop = EngineLoop(
             configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry, store: state)
         do {
@@ -98,7 +105,7 @@ public final class DownloadEngine: Sendable {
     @discardableResult
     public func add(_ request: DownloadRequest) -> DownloadID {
         registry.admit(CollectionOfOne(request)) { _, new in
-            if let (id, request) = new.first { loop.post(.add(id, request)) }
+            if let admitted = new.first { loop.post(.add(admitted)) }
         }[0]
     }
 
@@ -109,7 +116,11 @@ public final class DownloadEngine: Sendable {
     /// a slot before a more urgent one was even queued.
     @discardableResult
     public func add(contentsOf requests: some Sequence<DownloadRequest>) -> [DownloadID] {
-        registry.admit(requests) { _, new in
+        // A long list crosses in pieces (`DownloadRegistry.chunk`); none of
+        // them starts before the last piece is queued.
+        loop.post(.holdStarts)
+        defer { loop.post(.releaseStarts) }
+        return registry.admit(requests) { _, new in
             if !new.isEmpty { loop.post(.addAll(new)) }
         }
     }
@@ -130,7 +141,7 @@ public final class DownloadEngine: Sendable {
         let id = registry.admit(CollectionOfOne(request)) { ids, new in
             // Attached before the add is posted: the task sees `queued`.
             attached = hub.attach(ids[0])
-            if let (id, request) = new.first { loop.post(.add(id, request)) }
+            if let admitted = new.first { loop.post(.add(admitted)) }
         }[0]
         let (events, outcome) = attached!
         return DownloadTask(id: id, engine: self, events: events, outcome: outcome)
