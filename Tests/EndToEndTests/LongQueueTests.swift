@@ -114,4 +114,37 @@ import Testing
         #expect(seen.map(\.id) == ids)
         for info in seen { #expect(info.url.hasSuffix("?n=\(info.id.rawValue)")) }
     }
+
+    /// `-i` is read a megabyte at a time: a list of more than one read,
+    /// CRLF line ends, a comment line and a URL cut by the read's end, and a
+    /// last line without an end, is read as a list read whole would be.
+    @Test func aListLongerThanOneReadKeepsItsLines() async throws {
+        let nginx = try Nginx.shared()
+        let folder = Nginx.uniquePath()
+        try nginx.put("\(folder)/a.txt", bytes: Array("a".utf8))
+        try nginx.put("\(folder)/b.txt", bytes: Array("b".utf8))
+        let a = nginx.url("\(folder)/a.txt", tls: false)
+        let b = nginx.url("\(folder)/b.txt", tls: false)
+        // The comments end 10 bytes before the first read's end: a's line is cut there.
+        let comment = "# " + String(repeating: "x", count: 96) + "\r\n"
+        var text = String(repeating: comment, count: (1 << 20) / comment.utf8.count)
+        text += String(repeating: "#", count: (1 << 20) - 10 - text.utf8.count) + "\r\n"
+        text += "  \(a)\t\r\n" + String(repeating: comment, count: 3) + b
+        let out = try TempDir.make("longread")
+        let list = out + "/../longread-\(UUID().uuidString.prefix(8)).txt"
+        try text.write(toFile: list, atomically: true, encoding: .utf8)
+        let run = try await DLPipeRun.run(["get", "-i", list, "-d", out, "-q"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out) == ["a.txt", "b.txt"])
+        #expect(nginx.requests(matching: folder + "/").count == 2)
+    }
+
+    /// A list that is a folder is a usage error before anything is queued.
+    @Test func aListThatCannotBeReadQueuesNothing() async throws {
+        let out = try TempDir.make("listfolder")
+        let run = try await DLPipeRun.run(["get", "http://127.0.0.1:1/first", "-i", out, "-d", out])
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(run.stderr.contains("cannot read the URL list"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out + "/.dlpipe/state.db"), "no run started")
+    }
 }

@@ -132,7 +132,7 @@ struct Scheduler {
         sequence += 1
         // Queued again while queued: the older entry is stale.
         if !queuedNumbers.insert(id.rawValue) { mayHaveStale.insert(id) }
-        if mayHaveStale.contains(id) { liveSequence[id] = sequence }
+        if !mayHaveStale.isEmpty && mayHaveStale.contains(id) { liveSequence[id] = sequence }
         queues[host, default: Heap(by: Scheduler.runsFirst)].push(
             Entry(id: id, priority: priority, sequence: sequence, continuing: continuing))
         offer(host)
@@ -157,7 +157,7 @@ struct Scheduler {
     /// Whether `entry` is its id's place in line (not one left by a withdraw).
     private func isLive(_ entry: Entry) -> Bool {
         guard queuedNumbers.contains(entry.id.rawValue) else { return false }
-        guard mayHaveStale.contains(entry.id) else { return true }
+        guard !mayHaveStale.isEmpty, mayHaveStale.contains(entry.id) else { return true }
         return liveSequence[entry.id] == entry.sequence
     }
 
