@@ -116,6 +116,12 @@ import TestSupport
         #expect(ids.map(\.rawValue) == [1, 2, 1])
     }
 
+    @Test func theUserPartIsFoundAsTheStateFindsIt() {
+        for url in ["http://u:p@h/x", "https://u@h", "http://h/x@y", "http://h?a@b", "http://h#@", "h@x", "http://h:80/a", "http://a@b@h/"] {
+            #expect(PendingRule.hasUserPart(url) == (StoredCredentials.userPart(of: url[...]) != nil), "\(url)")
+        }
+    }
+
     @Test func numberSetsCountAndListInOrder() {
         var set = NumberSet()
         for number in [700, 3, 64, 63, 3] { set.insert(number) }
