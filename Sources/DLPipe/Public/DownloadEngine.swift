@@ -41,14 +41,21 @@ public final class DownloadEngine: Sendable {
 
     /// An engine whose state is `state` (the SQLite store the public init
     /// opens, or another backend; nil: none), in the existing directory `root`
-    /// (absolute and canonical). `configuration.statePath` is not read.
-    package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?)
+    /// (absolute and canonical). `configuration.statePath` is not read, except
+    /// to place the scratch file of a long queue beside it.
+    ///
+    /// `pending` makes the store where queued requests past the first 8,192
+    /// wait (`PendingRequests`), when the first is stored; nil: a scratch
+    /// SQLite file beside `configuration.statePath` when there is a state,
+    /// else memory. A shared queue passes its own.
+    package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?,
+                 pending: (@Sendable () throws(StateFailure) -> any PendingRequests)? = nil)
         throws(DownloadError)
     {
         // Past its first few thousand, a long queue waits in a scratch file
         // beside the state (SQLitePendingRequests), not in memory.
-        var store: (@Sendable () throws(StateFailure) -> any PendingRequests)?
-        if state != nil, let statePath = configuration.statePath {
+        var store = pending
+        if store == nil, state != nil, let statePath = configuration.statePath {
             store = { () throws(StateFailure) -> any PendingRequests in try SQLitePendingRequests(besideState: statePath) }
         }
         registry = DownloadRegistry(
