@@ -24,11 +24,11 @@ struct AfterStop {
 
     mutating func answer(_ command: EngineLoop.Command) -> Reply? {
         switch command {
-        case .add(let id, _):
-            stopped.insert(id)
+        case .add(let admitted):
+            stopped.insert(admitted.id)
             return nil
         case .addAll(let requests):
-            for (id, _) in requests { stopped.insert(id) }
+            for admitted in requests { stopped.insert(admitted.id) }
             return nil
         case .waitIdle(let reply), .countsNow(let reply):
             let (summary, exitCode) = (self.summary, self.exitCode)
@@ -39,7 +39,7 @@ struct AfterStop {
         case .stop(let done):
             return done
         case .pause, .resume, .cancel, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
-            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed:
+            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed, .holdStarts, .releaseStarts:
             return nil
         }
     }

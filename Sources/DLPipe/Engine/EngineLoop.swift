@@ -23,9 +23,12 @@ final class EngineLoop: @unchecked Sendable {
     // `inbox` is a Mutex and `multi.wakeup` is curl's one thread-safe call.
 
     enum Command {
-        case add(DownloadID, DownloadRequest)
+        case add(AdmittedRequest)
         /// Several adds in one command: all are queued before the next start.
-        case addAll([(DownloadID, DownloadRequest)])
+        case addAll([AdmittedRequest])
+        /// A list is being added in pieces: no download starts until the
+        /// matching `releaseStarts` (they nest).
+        case holdStarts, releaseStarts
         case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
         case fail(DownloadID, DownloadError)
         case responseVerdict(DownloadID, ResponseVerdict)
@@ -84,6 +87,11 @@ final class EngineLoop: @unchecked Sendable {
     /// Boxed: a table slot is then 8 bytes, not a whole request, and a table sized
     /// for 100,000 entries holds 262,144 slots.
     var waiting: [DownloadID: WaitingRequest] = [:]
+    /// Downloads added and not yet touched whose request the registry's store
+    /// holds (`AdmittedRequest.stored`): only their number is kept here.
+    var waitingStored = NumberSet()
+    /// `holdStarts` not yet released: downloads are being added in pieces.
+    var startsHeld = 0
     /// How each ended download ended; its `Job` is gone.
     var outcomes: [DownloadID: DownloadOutcome] = [:]
     var scheduler: Scheduler
@@ -245,7 +253,7 @@ final class EngineLoop: @unchecked Sendable {
             if stopped { break }
             fireDueTimers()
             expireHookCalls()
-            startQueued()
+            if startsHeld == 0 { startQueued() }
             releasePacedTransfers()
             let activeAfterStart = scheduler.active
             multi.perform()
@@ -262,7 +270,7 @@ final class EngineLoop: @unchecked Sendable {
             // before its body, e.g. a part file that cannot be created) goes to
             // the next download now, not after the poll's timeout of up to 1 s.
             let slotFreed = completed > 0 || scheduler.active < activeAfterStart
-            if slotFreed && scheduler.queued > 0 { continue }
+            if slotFreed && scheduler.queued > 0 && startsHeld == 0 { continue }
             sleep(milliseconds: pollTimeout())
         }
         shutDown()
@@ -271,8 +279,10 @@ final class EngineLoop: @unchecked Sendable {
     private func handle(_ command: Command) {
         assertOnEngineThread()
         switch command {
-        case .add(let id, let request): add(id, request)
-        case .addAll(let requests): for (id, request) in requests { add(id, request) }
+        case .add(let admitted): add(admitted)
+        case .addAll(let requests): for admitted in requests { add(admitted) }
+        case .holdStarts: startsHeld += 1
+        case .releaseStarts: startsHeld -= 1
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
         case .cancel(let id): feed(id, .cancel)
@@ -319,7 +329,7 @@ final class EngineLoop: @unchecked Sendable {
         case .countsNow(let reply):
             reply(summary, exitCode)
         case .waitOutcome(let id, let reply):
-            if jobs[id] != nil || waiting[id] != nil {
+            if jobs[id] != nil || waiting[id] != nil || waitingStored.contains(id.rawValue) {
                 outcomeWaiters[id, default: []].append(reply)
             } else {
                 reply(outcomes[id])
@@ -336,7 +346,8 @@ final class EngineLoop: @unchecked Sendable {
         seconds.isFinite ? min(max(0, seconds), configuration.backoffCap) : configuration.backoffCap
     }
 
-    private func add(_ id: DownloadID, _ request: DownloadRequest) {
+    private func add(_ admitted: AdmittedRequest) {
+        let (id, request) = (admitted.id, admitted.request)
         openJobs += 1
         drainPending = true
         askedDrainHook = false
@@ -358,7 +369,11 @@ final class EngineLoop: @unchecked Sendable {
             finish(job, .failed(DownloadError(.hook, problem)))
             return
         }
-        waiting[id] = WaitingRequest(request, host: parts.hostPort)
+        if admitted.stored {
+            waitingStored.insert(id.rawValue)
+        } else {
+            waiting[id] = WaitingRequest(request, host: parts.hostPort)
+        }
         scheduler.enqueue(id, host: parts.hostPort, priority: request.priority)
     }
 
@@ -369,8 +384,14 @@ final class EngineLoop: @unchecked Sendable {
     func job(_ id: DownloadID) -> Job? {
         assertOnEngineThread()
         if let job = jobs[id] { return job }
-        guard let queued = waiting.removeValue(forKey: id) else { return nil }
-        let job = Job(id: id, request: queued.request, host: queued.host)
+        let job: Job
+        if let queued = waiting.removeValue(forKey: id) {
+            job = Job(id: id, request: queued.request, host: queued.host)
+        } else if waitingStored.remove(id.rawValue) {
+            return storedJob(id)
+        } else {
+            return nil
+        }
         jobs[id] = job
         if applyState(job) { scheduler.withdraw(id) }
         return job
@@ -475,13 +496,17 @@ final class EngineLoop: @unchecked Sendable {
         // requests must not become a million infos at once.
         var openAtStop = Set(jobs.keys)
         openAtStop.formUnion(waiting.keys)
+        var storedAtStop = StoredQueue(numbers: waitingStored.sorted, registry: registry)
+        openAtStop.formUnion(storedAtStop.ids)
         for id in openAtStop.sorted() {
-            let info = jobs[id]?.info(root: root) ?? Job.queuedInfo(id: id, request: waiting[id]!.request)
+            let info = jobs[id]?.info(root: root)
+                ?? Job.queuedInfo(id: id, request: waiting[id]?.request ?? storedAtStop.request(id))
             emit(.stopped(info))
             for reply in outcomeWaiters.removeValue(forKey: id) ?? [] { reply(.stopped) }
         }
         jobs = [:]
         waiting = [:]
+        waitingStored.removeAll()
         for (_, replies) in outcomeWaiters { for reply in replies { reply(nil) } }
         outcomeWaiters = [:]
         events.finish()

@@ -7,20 +7,34 @@
 /// host is full. Pure bookkeeping; the engine loop tells it what started and
 /// what ended.
 struct Scheduler {
+    /// 24 bytes: a million queued downloads take 24 MB of heap entries.
     private struct Entry {
         let id: DownloadID
         let priority: Int
-        let sequence: Int
-        /// A started download whose redirect waits for a slot on this host.
-        let continuing: Bool
+        /// The insertion order, times two, plus one for a started download
+        /// whose redirect waits for a slot on this host.
+        private let tag: Int
+        var sequence: Int { tag >> 1 }
+        var continuing: Bool { tag & 1 == 1 }
+
+        init(id: DownloadID, priority: Int, sequence: Int, continuing: Bool) {
+            self.id = id
+            self.priority = priority
+            self.tag = sequence << 1 | (continuing ? 1 : 0)
+        }
     }
 
     let concurrency: Int
     let perHost: Int
     private var queues: [String: Heap<Entry>] = [:]
     private var activeByHost: [String: Int] = [:]
-    /// The live heap entry of each queued id; older entries (withdrawn, then
-    /// queued again) are stale and skipped when they surface.
+    /// The queued ids, by number: an entry of an id not here is stale
+    /// (withdrawn, or taken out of line) and skipped when it surfaces.
+    private var queuedNumbers = NumberSet()
+    /// Ids that may have a stale entry left in a heap (withdrawn, or a parked
+    /// redirect that finished): rare, so only they pay for a table.
+    private var mayHaveStale: Set<DownloadID> = []
+    /// The live entry's sequence of such an id while it is queued again.
     private var liveSequence: [DownloadID: Int] = [:]
     /// The host of each download holding a slot.
     private var runningHost: [DownloadID: String] = [:]
@@ -32,7 +46,7 @@ struct Scheduler {
     /// Downloads holding a slot.
     var active: Int { runningHost.count }
     /// Downloads waiting for a slot.
-    var queued: Int { liveSequence.count }
+    var queued: Int { queuedNumbers.count }
 
     init(concurrency: Int, perHost: Int) {
         self.concurrency = max(1, concurrency)
@@ -46,8 +60,14 @@ struct Scheduler {
 
     /// Takes a queued download out of line (paused or cancelled before it ran).
     mutating func withdraw(_ id: DownloadID) {
-        liveSequence[id] = nil
+        dropFromLine(id)
         parked.remove(id)
+    }
+
+    /// `id` leaves the line; an entry of it left in a heap is stale from now on.
+    private mutating func dropFromLine(_ id: DownloadID) {
+        if queuedNumbers.remove(id.rawValue) { mayHaveStale.insert(id) }
+        liveSequence[id] = nil
     }
 
     /// A running download now fetches from `host` (a redirect, or a start
@@ -70,7 +90,7 @@ struct Scheduler {
     /// The next download to start (or, for a parked one, to go on), marking
     /// its slot taken; nil when none may start.
     mutating func next() -> DownloadID? {
-        guard active < concurrency, !liveSequence.isEmpty else { return nil }
+        guard active < concurrency, !queuedNumbers.isEmpty else { return nil }
         while let (host, priority) = turns.popFirst() {
             // A full host is offered again when one of its slots frees.
             guard activeByHost[host, default: 0] < perHost, let top = liveTop(of: host) else { continue }
@@ -79,6 +99,7 @@ struct Scheduler {
                 continue
             }
             _ = queues[host]?.pop()
+            queuedNumbers.remove(top.id.rawValue)
             liveSequence[top.id] = nil
             runningHost[top.id] = host
             activeByHost[host, default: 0] += 1
@@ -96,7 +117,7 @@ struct Scheduler {
 
     /// A started download gave its slot back (or, parked, its place in line).
     mutating func finished(_ id: DownloadID) {
-        if parked.remove(id) != nil { liveSequence[id] = nil }
+        if parked.remove(id) != nil { dropFromLine(id) }
         release(id)
     }
 
@@ -109,7 +130,9 @@ struct Scheduler {
 
     private mutating func push(_ id: DownloadID, host: String, priority: Int, continuing: Bool) {
         sequence += 1
-        liveSequence[id] = sequence
+        // Queued again while queued: the older entry is stale.
+        if !queuedNumbers.insert(id.rawValue) { mayHaveStale.insert(id) }
+        if !mayHaveStale.isEmpty && mayHaveStale.contains(id) { liveSequence[id] = sequence }
         queues[host, default: Heap(by: Scheduler.runsFirst)].push(
             Entry(id: id, priority: priority, sequence: sequence, continuing: continuing))
         offer(host)
@@ -124,11 +147,18 @@ struct Scheduler {
     /// The first live entry of a host's heap, dropping stale ones on the way.
     private mutating func liveTop(of host: String) -> Entry? {
         while let top = queues[host]?.first {
-            if liveSequence[top.id] == top.sequence { return top }
+            if isLive(top) { return top }
             _ = queues[host]?.pop()
         }
         queues[host] = nil
         return nil
+    }
+
+    /// Whether `entry` is its id's place in line (not one left by a withdraw).
+    private func isLive(_ entry: Entry) -> Bool {
+        guard queuedNumbers.contains(entry.id.rawValue) else { return false }
+        guard !mayHaveStale.isEmpty, mayHaveStale.contains(entry.id) else { return true }
+        return liveSequence[entry.id] == entry.sequence
     }
 
     /// A parked redirect first (it was started already), then priority, then

@@ -41,11 +41,25 @@ public final class DownloadEngine: Sendable {
 
     /// An engine whose state is `state` (the SQLite store the public init
     /// opens, or another backend; nil: none), in the existing directory `root`
-    /// (absolute and canonical). `configuration.statePath` is not read.
-    package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?)
+    /// (absolute and canonical). `configuration.statePath` is not read, except
+    /// to place the scratch file of a long queue beside it.
+    ///
+    /// `pending` makes the store where queued requests past the first 8,192
+    /// wait (`PendingRequests`), when the first is stored; nil: a scratch
+    /// SQLite file beside `configuration.statePath` when there is a state,
+    /// else memory. A shared queue passes its own.
+    package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?,
+                 pending: (@Sendable () throws(StateFailure) -> any PendingRequests)? = nil)
         throws(DownloadError)
     {
-        registry = DownloadRegistry(engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun)
+        // Past its first few thousand, a long queue waits in a scratch file
+        // beside the state (SQLitePendingRequests), not in memory.
+        var store = pending
+        if store == nil, state != nil, let statePath = configuration.statePath {
+            store = { () throws(StateFailure) -> any PendingRequests in try SQLitePendingRequests(besideState: statePath) }
+        }
+        registry = DownloadRegistry(
+            engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun, store: store)
         let cookies = configuration.cookieFile != nil || configuration.cookieJar != nil
             ? try CookieJar(readFile: configuration.cookieFile, writeFile: configuration.cookieJar) : nil
         loop = EngineLoop(
@@ -101,7 +115,7 @@ public final class DownloadEngine: Sendable {
     @discardableResult
     public func add(_ request: DownloadRequest) -> DownloadID {
         registry.admit(CollectionOfOne(request)) { _, new in
-            if let (id, request) = new.first { loop.post(.add(id, request)) }
+            if let admitted = new.first { loop.post(.add(admitted)) }
         }[0]
     }
 
@@ -112,7 +126,11 @@ public final class DownloadEngine: Sendable {
     /// a slot before a more urgent one was even queued.
     @discardableResult
     public func add(contentsOf requests: some Sequence<DownloadRequest>) -> [DownloadID] {
-        registry.admit(requests) { _, new in
+        // A long list crosses in pieces (`DownloadRegistry.chunk`); none of
+        // them starts before the last piece is queued.
+        loop.post(.holdStarts)
+        defer { loop.post(.releaseStarts) }
+        return registry.admit(requests) { _, new in
             if !new.isEmpty { loop.post(.addAll(new)) }
         }
     }
@@ -133,7 +151,7 @@ public final class DownloadEngine: Sendable {
         let id = registry.admit(CollectionOfOne(request)) { ids, new in
             // Attached before the add is posted: the task sees `queued`.
             attached = hub.attach(ids[0])
-            if let (id, request) = new.first { loop.post(.add(id, request)) }
+            if let admitted = new.first { loop.post(.add(admitted)) }
         }[0]
         let (events, outcome) = attached!
         return DownloadTask(id: id, engine: self, events: events, outcome: outcome)

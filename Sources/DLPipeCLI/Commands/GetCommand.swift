@@ -26,12 +26,11 @@ enum GetCommand {
             headers[name] = value
         }
         var options = try RunOptions.parse(&args)
-        var urls = try args.positionals()
-        for input in inputs { urls += try URLList.read(input) }
-        urls = urls.map(DefaultScheme.applied)
-        guard !urls.isEmpty else { throw UsageError("no URL given", command: "get") }
-        if urls.count > 1 && (output != nil || sha256 != nil) {
-            throw UsageError("-o and --sha256 apply to one URL only; got \(urls.count) URLs", command: "get")
+        let urls = try URLStream(urls: args.positionals(), lists: inputs)
+        let first = urls.peek(2)
+        guard !first.isEmpty else { throw UsageError("no URL given", command: "get") }
+        if first.count > 1 && (output != nil || sha256 != nil) {
+            throw UsageError("-o and --sha256 apply to one URL only; got more than one URL", command: "get")
         }
         if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
             throw UsageError("--sha256 wants 64 hex digits", command: "get")
@@ -55,13 +54,20 @@ enum GetCommand {
         }
         if let target, target != .stdout {
             let settings = options.configuration(job: session?.settings)
-            try target.checkNoClobber(url: urls[0], folder: options.fileFolder ?? settings.directory, statePath: settings.statePath ?? "",
+            try target.checkNoClobber(url: DefaultScheme.applied(to: first[0]), folder: options.fileFolder ?? settings.directory, statePath: settings.statePath ?? "",
                 overwrite: settings.overwrite)
         }
-        return await RunDriver.run(
+        let status = await RunDriver.run(
             options: options, session: session,
             requests: urls.lazy.map {
-                DownloadRequest(url: $0, name: request.name, directory: request.directory, headers: headers, sha256: sha256)
+                DownloadRequest(
+                    url: DefaultScheme.applied(to: $0), name: request.name, directory: request.directory, headers: headers, sha256: sha256)
             })
+        if let failure = urls.failure {
+            // The URLs before the failure ran; the ones after it were never read.
+            Terminal.error("dlpipe: \(failure); the URLs after that point were not queued")
+            return status == ExitCode.ok ? ExitCode.failed : status
+        }
+        return status
     }
 }

@@ -73,10 +73,12 @@ final class ScriptHost: @unchecked Sendable {
     private var handlerCountCache: [String: Int]?
     /// The engine, once the job is loaded and the run starts.
     var engine: DownloadEngine?
-    /// Downloads added at the top level, before the engine exists.
-    private(set) var pending: [DownloadRequest] = []
-    /// Every URL and target that `dl.add` took in this run, with the id it gave.
-    private var pendingKeys: [String: Int] = [:]
+    /// Downloads added at the top level, before the engine exists, and their
+    /// keys; nil once a command-line engine has them (it keeps the job's rule itself).
+    private(set) var topLevel: TopLevelAdds? = TopLevelAdds()
+    /// Every URL and target that `dl.add` took in this run after the start,
+    /// with the id it gave, for an engine that forgets ended requests.
+    private var addedKeys: [String: Int] = [:]
     /// The output directory (canonical), for `dl.read`.
     var root: String?
     /// The state file for `dl.store`: given (`--state`), or found from the
@@ -481,20 +483,25 @@ final class ScriptHost: @unchecked Sendable {
         // give the first id back, even after that download ended, so a crawl
         // that meets a link twice never loops. (A library engine's own `add`
         // deduplicates only open downloads.)
-        if let id = pendingKeys[request.deduplicationKey] { return [.integer(Int64(id))] }
+        let key = request.deduplicationKey
+        if let id = addedKeys[key] ?? topLevel?.id(ofKey: key, request) { return [.integer(Int64(id))] }
         if let engine {
             let id = engine.add(request).rawValue
             // The command line's engine keeps this rule itself: no second table.
-            if !engine.deduplicatesWholeRun { pendingKeys[request.deduplicationKey] = id }
+            if !engine.deduplicatesWholeRun { addedKeys[key] = id }
             return [.integer(Int64(id))]
         }
         // Before the run starts: keep it, with the id the engine will give it
         // (the engine numbers new requests 1, 2, 3..., and these are all new).
-        pending.append(request)
-        let id = pending.count
-        pendingKeys[request.deduplicationKey] = id
+        let id = topLevel!.add(key: key, request)
         return [.integer(Int64(id))]
     }
+
+    /// A warning of the run itself (not of a script line): always shown.
+    func report(_ line: ScriptLine) { warn(line) }
+
+    /// The engine has the downloads added at load, and keeps their keys itself.
+    func dropTopLevel() { topLevel = nil }
 
     /// The engine's id of a number a script passed (nil before the run, or
     /// for a number the engine never gave).

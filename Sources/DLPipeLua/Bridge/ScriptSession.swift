@@ -130,7 +130,7 @@ public final class ScriptSession: @unchecked Sendable {
                 for script in hookScripts {
                     try host.load(path: script, displayName: script, isJob: false)
                 }
-                return .success((host, settings, try host.handlerCounts(), host.pending.count))
+                return .success((host, settings, try host.handlerCounts(), host.topLevel?.count ?? 0))
             } catch {
                 return .failure(error)
             }
@@ -165,10 +165,16 @@ public final class ScriptSession: @unchecked Sendable {
             host.root = engine.directory
             // All at once: a download added first must not start before one of
             // a higher priority added after it is even queued.
-            let ids = engine.add(contentsOf: host.pending)
+            guard let topLevel = host.topLevel else { return true }
+            let ids = engine.add(contentsOf: topLevel.requests())
             for (index, id) in ids.enumerated() {
                 precondition(id.rawValue == index + 1, "ids of downloads added at load must match")
             }
+            if let failure = topLevel.readFailure {
+                host.report(ScriptLine(place: "", download: nil, text: "\(failure.message); \(topLevel.count - ids.count) of the downloads added at load were not queued"))
+            }
+            // The command line's engine keeps the job's rule for these keys itself.
+            if engine.deduplicatesWholeRun { host.dropTopLevel() }
             return true
         }
     }

@@ -1,0 +1,113 @@
+import DLPipe
+
+/// The downloads a job adds at its top level, before the engine exists, with
+/// the ids the engine will give them (1, 2, 3... in add order) and their keys
+/// (a repeat gets the first id back).
+///
+/// The first `inMemoryLimit` stay in memory; past them, a request that may be
+/// stored (`PendingRule.storable`) goes to a scratch SQLite file of its own
+/// (`SQLitePendingRequests`, in SQLite's temporary folder, removed when
+/// closed): a job that queues a million URLs at its top level would otherwise
+/// hold a million requests and keys here and the same again in the engine.
+/// If that file cannot be made or written, requests stay in memory.
+/// Used on the Lua thread only.
+final class TopLevelAdds {
+    private var inMemory: [Int: DownloadRequest] = [:]
+    private var keys: [String: Int] = [:]
+    private var store: (any PendingRequests)?
+    private var storeFailed = false
+    private var stored = 0
+    /// Downloads added so far (the last id given).
+    private(set) var count = 0
+    let inMemoryLimit: Int
+    private static let pageSize = 1024
+
+    init(inMemoryLimit: Int = 8192) {
+        self.inMemoryLimit = inMemoryLimit
+    }
+
+    /// The id of an added request with this key, if any.
+    func id(ofKey key: String, _ request: DownloadRequest) -> Int? {
+        if let id = keys[key] { return id }
+        guard stored > 0, PendingRule.storable(request) else { return nil }
+        return try? store?.number(ofKey: key)
+    }
+
+    /// Adds a request not added before (`id(ofKey:)` was nil); its id.
+    func add(key: String, _ request: DownloadRequest) -> Int {
+        count += 1
+        if keys.count >= inMemoryLimit, PendingRule.storable(request), let store = openStore() {
+            do {
+                if let known = try store.insert(count, key: key, request) {
+                    count -= 1
+                    return known
+                }
+                stored += 1
+                return count
+            } catch {
+                // Kept in memory below: nothing is lost.
+            }
+        }
+        inMemory[count] = request
+        keys[key] = count
+        return count
+    }
+
+    private func openStore() -> (any PendingRequests)? {
+        if store == nil && !storeFailed {
+            do {
+                store = try SQLitePendingRequests(besideState: nil)
+            } catch {
+                storeFailed = true
+            }
+        }
+        return store
+    }
+
+    /// Why the requests could not all be read back (`requests`), if so.
+    private(set) var readFailure: ScriptError?
+
+    /// Every added request in id order, read back from the store a page at
+    /// a time as the sequence is consumed. A stored request that cannot be
+    /// read back ends the sequence early, and `readFailure` says why.
+    func requests() -> some Sequence<DownloadRequest> {
+        var next = 1
+        return AnySequence { () -> AnyIterator<[DownloadRequest]> in
+            AnyIterator { [self] in
+                guard readFailure == nil, next <= count else { return nil }
+                do throws(ScriptError) {
+                    let page = try page(from: next)
+                    next += page.count
+                    return page
+                } catch {
+                    readFailure = error
+                    return nil
+                }
+            }
+        }.lazy.joined()
+    }
+
+    private func page(from first: Int) throws(ScriptError) -> [DownloadRequest] {
+        guard first <= count else { return [] }
+        let last = min(count, first + Self.pageSize - 1)
+        var fromStore: [Int: DownloadRequest] = [:]
+        if stored > 0, (first...last).contains(where: { inMemory[$0] == nil }) {
+            do throws(StateFailure) {
+                for (number, request) in try store!.requests(from: first, limit: last - first + 1) where number <= last {
+                    fromStore[number] = request
+                }
+            } catch {
+                throw ScriptError("the downloads the job added could not be read back: \(error.message)")
+            }
+        }
+        var page: [DownloadRequest] = []
+        for number in first...last {
+            guard let request = inMemory[number] ?? fromStore[number] else {
+                throw ScriptError("the downloads the job added could not be read back: download \(number) is missing")
+            }
+            page.append(request)
+        }
+        return page
+    }
+}
+
