@@ -56,7 +56,7 @@ import Testing
     @Test func aJobNamesItsProxyAndTheCommandLineWins() async throws {
         let data = try nginx.put(dir + "/j.bin", randomBytes: 1500)
         let job = try LuaJob()
-        let dead = try LoopbackDaemon.freePort()
+        let dead = try LoopbackDaemon.refusingPort()
         try job.write("job.lua", """
             dl.config{ proxy = "\(proxy.url())", noproxy = "example.org" }
             dl.add("\(nginx.url(dir + "/j.bin", tls: false))")
@@ -75,7 +75,7 @@ import Testing
 
     @Test func aDeadProxyIsNamedAndNotRetried() async throws {
         try nginx.put(dir + "/x.bin", randomBytes: 100)
-        let dead = try LoopbackDaemon.freePort()
+        let dead = try LoopbackDaemon.refusingPort()
         let run = try await DLPipeRun.run([
             "get", nginx.url(dir + "/x.bin", tls: false), "-d", out, "-x", "http://127.0.0.1:\(dead)", "--json",
         ])

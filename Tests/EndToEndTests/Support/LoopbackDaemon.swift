@@ -79,9 +79,22 @@ final class LoopbackDaemon: @unchecked Sendable {
 
     /// A port nobody listens on now: bound to 127.0.0.1:0 by the kernel, then released.
     static func freePort() throws -> Int {
+        let (fd, port) = try boundSocket()
+        close(fd)
+        return port
+    }
+
+    /// A port on 127.0.0.1 where connections are refused for the rest of the
+    /// test process: bound and never listening, so that no server started
+    /// meanwhile can take it (a port found free and closed again was once
+    /// taken by another test's server, and a "dead proxy" answered HTTP).
+    static func refusingPort() throws -> Int {
+        try boundSocket().port  // the descriptor stays open on purpose
+    }
+
+    private static func boundSocket() throws -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -93,8 +106,11 @@ final class LoopbackDaemon: @unchecked Sendable {
                 return getsockname(fd, pointer, &length)
             }
         }
-        guard bound == 0 else { throw TestFailure("bind 127.0.0.1:0: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound == 0 else {
+            close(fd)
+            throw TestFailure("bind 127.0.0.1:0: errno \(errno)")
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     /// Whether something accepts a TCP connection on 127.0.0.1:`port`.
