@@ -1,3 +1,4 @@
+import DLPipe
 import Foundation
 import TestSupport
 import Testing
@@ -120,6 +121,70 @@ import Testing
             #expect(newest, "seed \(seed): \(name) is not the newest version")
         }
         #expect(kills >= 15, "seed \(seed): only \(kills) of 22 runs were killed")
+    }
+
+    /// The window that left `k030.bin` and `k032.bin` of two versions once (seed
+    /// 403842): a run resumes a part file of an older version, the server's
+    /// new version answers with a 200 (If-Range no longer matches), and the run
+    /// is killed after the record took the new response's validators but before
+    /// its part file was opened again (and truncated). The old bytes then lay
+    /// under the new ETag, and the next run resumed them with an If-Range the
+    /// server matched. Held open here by a response handler that does not
+    /// return, killed once the new validators are committed.
+    @Test func aKillAfterANewVersionsRecordNeverLeavesOldBytesToResume() async throws {
+        let server = try FaultServer()
+        let job = try LuaJob()
+        let out = try TempDir.make("rerun-window")
+        let old = try server.put("w.bin", randomBytes: 600_000, seed: 7)
+        let url = server.url("/files/w.bin?stall=200000&stall_times=1")
+        try job.write("w.lua", """
+            dl.config{ budget = 60 }
+            dl.add(dl.var.url)
+            dl.on("response", function(d, r)
+              if dl.var.hold == "1" then while true do end end
+            end)
+            """)
+        let arguments = ["run", job.directory + "/w.lua", "-d", out, "--json", "--var", "url=" + url]
+        // A part file of the old version, its record holding the old ETag.
+        let first = try Subprocess(Paths.binary, arguments, environment: ["NO_COLOR": "1"])
+        // Killed on the thread that saw the line, before the stall can end.
+        let firstKilled = await offThePool { () -> Bool in
+            let seen = first.waitForLine(containing: "\"progress\"")
+            first.signal(SIGKILL)
+            return first.waitForExit() == 128 + SIGKILL && seen
+        }
+        #expect(firstKilled)
+        let oldPart = bytes(at: out + "/w.bin.part")
+        let oldPrefix = !oldPart.isEmpty && Array(old.prefix(oldPart.count)) == oldPart
+        #expect(oldPrefix, "a part file of the old version (\(oldPart.count) bytes)")
+        let state = try StateStore(path: out + "/.dlpipe/state.db")
+        let oldETag = try #require(try state.records().first?.etag)
+        // A new version of the same size: the resume's If-Range fails, a 200.
+        let new = try server.put("w.bin", randomBytes: 600_000, seed: 8)
+        let second = try Subprocess(Paths.binary, arguments + ["--var", "hold=1"], environment: ["NO_COLOR": "1"])
+        let (committed, secondKilled) = await offThePool { () -> (Bool, Bool) in
+            var committed = false
+            if second.waitForLine(containing: "\"response\"") {
+                let deadline = Date().addingTimeInterval(20)
+                while !committed, Date() < deadline {
+                    if let etag = try? state.records().first?.etag, etag != oldETag { committed = true } else {
+                        usleep(20_000)  // the state is committed every 50 ms; nothing signals it
+                    }
+                }
+            }
+            second.signal(SIGKILL)
+            return (committed, second.waitForExit() == 128 + SIGKILL)
+        }
+        #expect(committed, "the new response's record was committed while the handler ran")
+        #expect(secondKilled)
+        let left = bytes(at: out + "/w.bin.part")
+        let onlyNewBytes = Array(new.prefix(left.count)) == left  // a Bool: a failing #expect would print both arrays
+        #expect(onlyNewBytes, "no byte of the old version under the new version's record (\(left.count) bytes left)")
+        let final = try await DLPipeRun.run(arguments)
+        #expect(final.status == 0, "\(final.stderr)")
+        #expect(listing(out) == ["w.bin"])
+        let newest = sameBytes(out + "/w.bin", new)
+        #expect(newest, "w.bin is the new version, not the old one's bytes continued by the new one's")
     }
 
     /// A conditional re-run (the default) whose server sends changed files,

@@ -184,6 +184,19 @@ extension EngineLoop: TransferOwner {
     /// A body the download keeps: its name, its record, then the part file or
     /// the response hook.
     private func acceptBody(_ job: Job, _ transfer: Transfer, _ head: ResponseHead, _ body: AcceptedBody) -> BodyDecision {
+        if transfer.resumeOffset == 0, job.partFileMayExist, job.request.into == .file, let target = job.target {
+            // A whole body where a part file may lie (a 200 to a resume: the
+            // resource changed). Its old bytes go before the record takes the
+            // new response's validators: a kill between that record's commit
+            // and the part file's truncating open left old bytes under new
+            // validators, and the next run resumed them with an If-Range the
+            // server matched (a file of two versions).
+            if let error = targets.emptyPart(target) {
+                transfer.abortError = error
+                return .abort
+            }
+            job.dropPart()
+        }
         job.validator = body.validator
         let suggested = SuggestedName.make(
             contentDisposition: head.headers["content-disposition"], url: job.request.url, finalURL: job.currentURL,

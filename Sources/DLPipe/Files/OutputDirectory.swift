@@ -63,6 +63,17 @@ final class OutputDirectory: @unchecked Sendable {
         return try PartFile(descriptor: fd, path: absolute(relative), keeping: offset)
     }
 
+    /// Empties an existing part file (nothing when there is none, and none is
+    /// created); the errno on failure.
+    func emptyPart(_ relative: String) -> Int32? {
+        let fd = at(relative) { directory, path in
+            openat(directory, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_TRUNC, 0)
+        }
+        if fd < 0 { return errno == ENOENT ? nil : errno }
+        close(fd)
+        return nil
+    }
+
     /// Removes a file (nothing when there is none).
     func remove(_ relative: String) {
         _ = at(relative) { directory, path in unlinkat(directory, path, 0) }

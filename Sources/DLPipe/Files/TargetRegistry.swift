@@ -162,6 +162,12 @@ final class TargetRegistry {
         return code
     }
 
+    /// Empties the target's part file, if there is one; the error, if any.
+    func emptyPart(_ target: TargetPath) -> DownloadError? {
+        guard let code = output.emptyPart(partName(target)) else { return nil }
+        return FileErrors.io("cannot empty", output.absolute(partName(target)), errno: code)
+    }
+
     /// Opens the target's part file (O_EXCL when `exclusive`); nil when the
     /// name exists (then taken: the caller moves to another name).
     func openPart(_ target: TargetPath, keeping offset: Int64, exclusive: Bool) throws(DownloadError) -> PartFile? {
