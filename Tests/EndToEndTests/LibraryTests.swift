@@ -16,6 +16,7 @@ import Testing
         var configuration = EngineConfiguration()
         configuration.directory = out
         configuration.progressInterval = 0.05
+        configuration.timeout = 600  // stalled transfers stay stalled on a loaded machine
         return try DownloadEngine(configuration: configuration)
     }
 
