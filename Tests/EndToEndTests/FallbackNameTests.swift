@@ -18,8 +18,7 @@ import Testing
     }
 
     private func run(_ source: String) async throws -> DLPipeRun {
-        try job.write("job.lua", source)
-        return try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        try await job.run(source: source, out: out, ["--var", "base=\(server.url("/files"))"])
     }
 
     @Test func aHandledFailuresFallbackTakesTheName() async throws {

@@ -17,8 +17,7 @@ import Testing
     }
 
     private func run(_ source: String, _ extra: [String] = []) async throws -> DLPipeRun {
-        try job.write("job.lua", source)
-        return try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"] + extra)
+        try await job.run(source: source, out: out, ["--var", "base=\(server.url("/files"))"] + extra)
     }
 
     @Test func skipWithoutReturnSkips() async throws {

@@ -14,8 +14,26 @@ import Testing
     }
 
     private func run(_ source: String, _ extra: [String] = []) async throws -> DLPipeRun {
-        try job.write("job.lua", source)
-        return try await job.run("job.lua", out: out, extra)
+        try await job.run(source: source, out: out, extra)
+    }
+
+    /// A memory download with `sha256` is checked like a file: a mismatch
+    /// fails it with kind `checksum`, the right digest finishes it.
+    @Test func aMemoryBodyIsCheckedAgainstItsSHA256() async throws {
+        try server.put("d.json", bytes: Array("{\"a\": 1}".utf8))
+        let right = "f9d86028c6e0d64e225186f96acb69338b2c59764df79162107f5c4bb34d1310"  // sha256sum of the body
+        let wrong = String(repeating: "0", count: 64)
+        let url = server.url("/files/d.json")
+        let run = try await run("""
+            dl.add{ url = "\(url)", into = "memory", sha256 = "\(wrong)" }
+            dl.add{ url = "\(url)?again", into = "memory", sha256 = "\(right.uppercased())" }
+            """, ["--retries", "0"])
+        #expect(run.status == 1, "\(run.stderr)")
+        let failed = run.events("failed")
+        #expect(failed.count == 1 && failed.first?["kind"] as? String == "checksum", "\(run.stdout)")
+        #expect((failed.first?["message"] as? String)?.contains("SHA-256 of the body of \(url) is \(right), expected \(wrong)") == true)
+        #expect(run.events("finished").first?["sha256"] as? String == right)
+        #expect(listing(out).isEmpty, "nothing on disk")
     }
 
     @Test func apiPagesAreDecodedFromMemoryAndOnlyTheirFilesAreWritten() async throws {

@@ -14,8 +14,7 @@ import Testing
     }
 
     private func run(_ source: String, _ extra: [String] = []) async throws -> DLPipeRun {
-        try job.write("job.lua", source)
-        return try await job.run("job.lua", out: out, extra)
+        try await job.run(source: source, out: out, extra)
     }
 
     @Test func contentLengthOverMaxSizeFailsAtOnceWithKindSize() async throws {

@@ -38,19 +38,29 @@ extension EngineLoop {
         if let expected = job.response?.length, size != expected {
             return attemptFailed(job, DownloadError(.network, "the body ended after \(size) of \(expected) bytes"))
         }
-        var digest: String?
-        if job.request.sha256 != nil || configuration.alwaysHash {
-            let hasher = SHA256Hasher()
-            body.withUnsafeBytes { hasher.update($0) }
-            digest = hasher.finalHex()
-        }
-        if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
-            return attemptFailed(job, DownloadError(.checksum, "SHA-256 of the body of \(RedactedURL.text(job.request.url)) is \(digest), expected \(wanted)"))
+        let digest: String?
+        switch checkedDigest(of: body, job, naming: "the body of \(RedactedURL.text(job.request.url))") {
+        case .success(let value): digest = value
+        case .failure(let error): return attemptFailed(job, error)
         }
         job.dropPart()
         job.result = FinishedInfo(
             path: "", bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false, body: body)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
+    }
+
+    /// The SHA-256 of a whole body in memory when it is wanted (`sha256` asked
+    /// for, or `alwaysHash`), checked against the one asked for; `what` names
+    /// the body in the error.
+    func checkedDigest(of body: [UInt8], _ job: Job, naming what: String) -> Result<String?, DownloadError> {
+        guard job.request.sha256 != nil || configuration.alwaysHash else { return .success(nil) }
+        let hasher = SHA256Hasher()
+        body.withUnsafeBytes { hasher.update($0) }
+        let digest = hasher.finalHex()
+        if let wanted = job.request.sha256?.lowercased(), wanted != digest {
+            return .failure(DownloadError(.checksum, "SHA-256 of \(what) is \(digest), expected \(wanted)"))
+        }
+        return .success(digest)
     }
 }

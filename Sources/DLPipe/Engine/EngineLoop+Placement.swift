@@ -44,14 +44,10 @@ extension EngineLoop {
     /// by the syncfs queue with the rest of its batch.
     private func hold(_ job: Job, _ target: TargetPath, _ body: [UInt8]) {
         job.dropPart()  // nothing of it is on disk to resume from
-        var digest: String?
-        if job.request.sha256 != nil || configuration.alwaysHash {
-            let hasher = SHA256Hasher()
-            body.withUnsafeBytes { hasher.update($0) }
-            digest = hasher.finalHex()
-        }
-        if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
-            return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
+        let digest: String?
+        switch checkedDigest(of: body, job, naming: target.relative) {
+        case .success(let value): digest = value
+        case .failure(let error): return attemptFailed(job, error)
         }
         if let error = targets.ensureFolder(of: target) { return attemptFailed(job, error) }
         let held = HeldFile(directory: target.directory, name: target.name, bytes: body)

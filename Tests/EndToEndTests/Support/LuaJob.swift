@@ -19,6 +19,12 @@ struct LuaJob {
     func run(_ job: String, out: String, _ extra: [String] = []) async throws -> DLPipeRun {
         try await DLPipeRun.run(["run", directory + "/" + job, "-d", out, "--json"] + extra)
     }
+
+    /// Writes `source` as job.lua and runs it as `run` does.
+    func run(source: String, out: String, _ extra: [String] = []) async throws -> DLPipeRun {
+        try write("job.lua", source)
+        return try await run("job.lua", out: out, extra)
+    }
 }
 
 extension DLPipeRun {
