@@ -2,10 +2,9 @@ import Foundation
 import Testing
 import TestSupport
 
-/// `run --queue URL --name NAME` before the engine works with the queue: bad
-/// values are usage errors, a database that does not answer is exit 4, and
-/// one that answers is refused clearly; never a request, never a quiet run
-/// without the queue.
+/// `run --queue URL --name NAME`: bad values are usage errors and a database
+/// that does not answer is exit 4, never with a request made; one that
+/// answers runs the job as a worker of the queue.
 @Suite struct QueueOptionTests {
     let server: FaultServer
     let job: LuaJob
@@ -74,18 +73,32 @@ import TestSupport
         try expectNothingDone(run)
     }
 
-    /// A database that answers, given each of the three ways: refused with
-    /// exit 2 and a message that says so, rather than a run without the queue.
+    /// A database that answers, given each of the three ways: the job runs
+    /// as a worker of the queue (one worker alone: the whole job).
     @Test(arguments: ["option", "environment", "config"])
-    func aReachableQueueIsRefusedUntilQueueModeExists(_ way: String) async throws {
+    func aReachableQueueRunsTheJob(_ way: String) async throws {
         let url = try PostgresCluster.shared().freshDatabase("cli")
         let path = try jobFile(config: way == "config" ? "dl.config{ queue = '\(url)' }\n" : "")
         let run = try await DLPipeRun.run(
-            ["run", path, "-d", out, "--name", "mirror"] + (way == "option" ? ["--queue", url] : []),
+            ["run", path, "-d", out, "--name", "mirror", "--settle", "0"] + (way == "option" ? ["--queue", url] : []),
             environment: way == "environment" ? ["DLPIPE_QUEUE": url] : [:])
-        #expect(run.status == 2, "\(run.stderr)")
-        #expect(run.stderr.contains("queue mode (--queue) is not available yet"), "\(run.stderr)")
-        #expect(run.stderr.contains("nothing was downloaded"))
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(listing(out) == ["a.bin"])
+        #expect(try server.requests(matching: "/files/a.bin").count == 1)
+    }
+
+    @Test func leaseAndSettleNeedAQueue() async throws {
+        let run = try await DLPipeRun.run(["run", try jobFile(), "-d", out, "--lease", "10"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("--lease and --settle are settings of a shared queue"), "\(run.stderr)")
+        try expectNothingDone(run)
+    }
+
+    @Test func aLeaseUnderTwoSecondsIsAUsageError() async throws {
+        let run = try await DLPipeRun.run(
+            ["run", try jobFile(), "-d", out, "--queue", "postgresql://db.example/jobs", "--name", "m", "--lease", "1"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("--lease wants a number of seconds, at least 2"), "\(run.stderr)")
         try expectNothingDone(run)
     }
 

@@ -97,6 +97,22 @@ final class DownloadRegistry: Sendable {
         }
     }
 
+    /// Admits requests under numbers given from outside (a shared queue's row
+    /// ids), without deduplicating: the queue did that, and a download ended
+    /// here may come back under its number (a retry another worker scheduled).
+    /// Never stored: a worker holds only what it claimed, a few at a time.
+    func admitNumbered(_ claimed: [(number: Int, request: DownloadRequest)], post: ([AdmittedRequest]) -> Void) {
+        state.withLock { state in
+            var new: [AdmittedRequest] = []
+            for (number, request) in claimed where !state.stopped && !state.open.contains(number) {
+                state.lastNumber = max(state.lastNumber, number)
+                state.open.insert(number)
+                new.append(AdmittedRequest(id: DownloadID(number, engine: engine), request: request, stored: false))
+            }
+            post(new)
+        }
+    }
+
     /// The id of an admitted request with this key: in memory, or in the store.
     private func known(_ key: String, _ request: DownloadRequest, _ state: inout State) -> DownloadID? {
         if let id = state.byKey[key] { return id }

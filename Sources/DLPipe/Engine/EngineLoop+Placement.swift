@@ -142,6 +142,12 @@ extension EngineLoop {
     /// Renames a whole, checked part file to its final name and raises `finished`.
     private func placeFile(_ job: Job, size: Int64, digest: String?) {
         guard let target = job.target else { return }
+        if let claims = configuration.claims, !claims.mayPlace() {
+            // The lease may have run out: another worker may hold this
+            // download now. Its part file stays for the worker that takes it
+            // back to remove; nothing is placed.
+            return attemptFailed(job, DownloadError(.io, claims.refusal))
+        }
         var final = target
         // The file under this name is ours (the state says so): replace it.
         // Otherwise never clobber: someone else may have created the name

@@ -178,8 +178,11 @@ final class EngineLoop: @unchecked Sendable {
         self.cookies = cookies
         self.hostPacing = HostPacing(delay: configuration.hostDelay)
         self.output = OutputDirectory(root: root)
-        self.targets = TargetRegistry(output: output)
-        self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
+        self.targets = TargetRegistry(output: output, claims: configuration.claims)
+        // A shared queue's worker places every file through `placeFile`, where
+        // its lease is checked right before the rename (ClaimedFiles).
+        self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && configuration.claims == nil
+            && HeldFile.supported(in: output)
         // No more transfers at once than the descriptor limit has room for, so
         // that a low `ulimit -n` slows the run down instead of failing it.
         self.scheduler = Scheduler(
@@ -312,6 +315,10 @@ final class EngineLoop: @unchecked Sendable {
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
             if let code { exitCode = code }
+            // A shared queue's worker answers without a code when it handed
+            // this engine more claimed downloads: it is asked again at the
+            // next drain, and ends the run with the run's code.
+            if configuration.claims != nil && code == nil { askedDrainHook = false }
         case .synced:
             let batch = syncingBatch
             syncingBatch = []

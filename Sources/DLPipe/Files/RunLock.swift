@@ -24,7 +24,9 @@ package final class RunLock: @unchecked Sendable {
     }
 
     /// Takes the lock at `path` (for `--state FILE`: `FILE.lock`), or waits for it.
-    public init(path: String, wait: Bool) throws(Failure) {
+    /// `shared`: a worker of a shared queue, which holds the lock together
+    /// with the job's other workers; a run without the queue still finds it held.
+    public init(path: String, wait: Bool, shared: Bool = false) throws(Failure) {
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty, let code = StatePermissions.makeFolder(folder) {
             throw .io("cannot create \(folder): \(String(cString: strerror(code)))")
@@ -38,7 +40,7 @@ package final class RunLock: @unchecked Sendable {
         // /proc/locks is missing) holds a shared lock for an instant: a run
         // that finds the lock taken asks again a few times before it says so.
         var probesWaited = 0
-        while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+        while flock(fd, (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)) != 0 {
             if errno == EINTR { continue }
             if errno == EWOULDBLOCK && probesWaited < 5 {
                 probesWaited += 1

@@ -29,17 +29,25 @@ final class TargetRegistry {
     /// Folders known to exist (created or checked in this run), relative.
     private var knownFolders: Set<String> = []
 
-    init(output: OutputDirectory, reservations: any NameReservations = LocalReservations()) {
+    /// A shared queue's worker keeps its part files in a folder of its own
+    /// (`ClaimedFiles`); nil: beside the final file.
+    private let claims: ClaimedFiles?
+
+    init(output: OutputDirectory, reservations: any NameReservations = LocalReservations(), claims: ClaimedFiles? = nil) {
         self.root = output.root
         self.output = output
         self.names = NameIndex(output: output)
         self.reservations = reservations
+        self.claims = claims
     }
 
     // MARK: names
 
-    /// The part file's name, relative: `NAME.part` beside the final file.
-    func partName(_ target: TargetPath) -> String { target.relative + ".part" }
+    /// The part file's name, relative: `NAME.part` beside the final file, or
+    /// the worker's own one in its job's folder when it shares a queue.
+    func partName(_ target: TargetPath) -> String {
+        claims?.partName(of: target.relative) ?? target.relative + ".part"
+    }
     func partPath(_ target: TargetPath) -> String { root + "/" + partName(target) }
     func finalPath(_ target: TargetPath) -> String { root + "/" + target.relative }
 

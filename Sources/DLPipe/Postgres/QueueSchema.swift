@@ -13,8 +13,16 @@ package enum QueueSchema {
     package static var latest: Int { migrations.last?.version ?? 0 }
 
     package static let migrations: [SchemaMigration] = [
-        SchemaMigration(version: 1, what: "jobs, runs, workers, hosts, downloads, url facts, names, store", sql: version1)
+        SchemaMigration(version: 1, what: "jobs, runs, workers, hosts, downloads, url facts, names, store", sql: version1),
+        SchemaMigration(version: 2, what: "runs count skipped downloads and bytes", sql: runCounts),
     ]
+
+    /// The job-wide summary `done` gets (`s.skipped`, `s.bytes`) is summed
+    /// in the run's row as workers report, like the other counts.
+    private static let runCounts = """
+        ALTER TABLE dlpipe.runs ADD COLUMN skipped bigint NOT NULL DEFAULT 0;
+        ALTER TABLE dlpipe.runs ADD COLUMN bytes bigint NOT NULL DEFAULT 0;
+        """
 
     private static let version1 = """
         -- One row per --name: the job's identity, and its job-wide limits (the

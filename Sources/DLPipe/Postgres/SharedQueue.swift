@@ -238,8 +238,12 @@ package struct SharedQueue: Sendable {
                 ),
                 names AS (
                   DELETE FROM dlpipe.names n USING ended WHERE n.job_id = $1 AND n.download_id = ended.id
+                ),
+                -- Slots came free: workers waiting for one look now, not at their next poll.
+                notified AS (
+                  SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM ended LIMIT 1) anything
                 )
-                SELECT id FROM ended
+                SELECT id, (SELECT count(*) FROM notified) AS notified FROM ended
                 """,
                 [.int(job), .intArray(reports.map(\.id)), .intArray(reports.map(\.token)),
                  .textArray(reports.map(\.outcome.status)), .textArray(reports.map { String($0.outcome.delay) }),

@@ -17,17 +17,15 @@ public final class DownloadEngine: Sendable {
     let hub = EventHub()
     /// Which downloads are open; makes this engine's ids.
     let registry: DownloadRegistry
+    /// A shared queue's worker: adds go into the queue, and the worker hands
+    /// this engine the downloads it claims (`addClaimed`). Nil on its own.
+    let shared: (any SharedAdds)?
 
     /// Creates the output directory when missing and starts the engine's thread.
     public convenience init(configuration: EngineConfiguration = EngineConfiguration(), hooks: DownloadHooks? = nil)
         throws(DownloadError)
     {
-        if let code = FileSystem.makeDirectories(configuration.directory) {
-            throw FileErrors.io("cannot create the output directory", configuration.directory, errno: code)
-        }
-        guard let root = FileSystem.realPath(configuration.directory) else {
-            throw FileErrors.io("cannot resolve the output directory", configuration.directory)
-        }
+        let root = try Self.outputRoot(configuration.directory)
         var store: StateStore?
         if let statePath = configuration.statePath {
             do {
@@ -39,6 +37,18 @@ public final class DownloadEngine: Sendable {
         try self.init(configuration: configuration, root: root, hooks: hooks, state: store)
     }
 
+    /// The output directory `directory`, created when missing, as an absolute
+    /// canonical path (what the package init takes as `root`).
+    package static func outputRoot(_ directory: String) throws(DownloadError) -> String {
+        if let code = FileSystem.makeDirectories(directory) {
+            throw FileErrors.io("cannot create the output directory", directory, errno: code)
+        }
+        guard let root = FileSystem.realPath(directory) else {
+            throw FileErrors.io("cannot resolve the output directory", directory)
+        }
+        return root
+    }
+
     /// An engine whose state is `state` (the SQLite store the public init
     /// opens, or another backend; nil: none), in the existing directory `root`
     /// (absolute and canonical). `configuration.statePath` is not read, except
@@ -48,10 +58,15 @@ public final class DownloadEngine: Sendable {
     /// wait (`PendingRequests`), when the first is stored; nil: a scratch
     /// SQLite file beside `configuration.statePath` when there is a state,
     /// else memory. A shared queue passes its own.
+    ///
+    /// `shared` makes this engine a worker of a shared queue: `add` queues
+    /// there, and only what the worker claims runs here (`addClaimed`).
     package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?,
-                 pending: (@Sendable () throws(StateFailure) -> any PendingRequests)? = nil)
+                 pending: (@Sendable () throws(StateFailure) -> any PendingRequests)? = nil,
+                 shared: (any SharedAdds)? = nil)
         throws(DownloadError)
     {
+        self.shared = shared
         // Past its first few thousand, a long queue waits in a scratch file
         // beside the state (SQLitePendingRequests), not in memory.
         var store = pending
@@ -114,7 +129,8 @@ public final class DownloadEngine: Sendable {
     /// at once as `.stopped` (`outcome(of:)` says so) and publishes no event.
     @discardableResult
     public func add(_ request: DownloadRequest) -> DownloadID {
-        registry.admit(CollectionOfOne(request)) { _, new in
+        if shared != nil { return add(contentsOf: CollectionOfOne(request))[0] }
+        return registry.admit(CollectionOfOne(request)) { _, new in
             if let admitted = new.first { loop.post(.add(admitted)) }
         }[0]
     }
@@ -126,6 +142,14 @@ public final class DownloadEngine: Sendable {
     /// a slot before a more urgent one was even queued.
     @discardableResult
     public func add(contentsOf requests: some Sequence<DownloadRequest>) -> [DownloadID] {
+        if let shared {
+            let numbers = shared.add(requests.map { request in
+                var request = request
+                request.url = URLNormalization.normalize(request.url)
+                return request
+            })
+            return numbers.map { DownloadID($0, engine: registry.engine) }
+        }
         // A long list crosses in pieces (`DownloadRegistry.chunk`); none of
         // them starts before the last piece is queued.
         loop.post(.holdStarts)
@@ -184,11 +208,34 @@ public final class DownloadEngine: Sendable {
     /// Ends a download for good, removing its part file. False when `id` is not
     /// an open download of this engine (one that ended stays as it ended).
     @discardableResult
-    public func cancel(_ id: DownloadID) -> Bool { send(.cancel(id), to: id) }
+    public func cancel(_ id: DownloadID) -> Bool {
+        if send(.cancel(id), to: id) { return true }
+        // A shared queue's download that no worker holds yet is cancelled there.
+        guard let shared, id.engine == registry.engine else { return false }
+        return shared.cancelQueued(id.rawValue)
+    }
 
     /// This engine's id of download number `number` (`DownloadID.rawValue`),
     /// for bridges that carry ids as numbers; nil if it made no such download.
-    public func downloadID(number: Int) -> DownloadID? { registry.id(number: number) }
+    /// A shared queue's ids are its rows', the same in every worker.
+    public func downloadID(number: Int) -> DownloadID? {
+        if shared != nil { return number >= 1 ? DownloadID(number, engine: registry.engine) : nil }
+        return registry.id(number: number)
+    }
+
+    /// Whether this engine is a worker of a shared queue: its ids are the
+    /// queue's, not 1, 2, 3... in the order of adds.
+    package var isShared: Bool { shared != nil }
+
+    /// Starts downloads a shared queue's worker claimed, each under its id
+    /// in the queue (`number`). None of them is added to the queue again.
+    package func addClaimed(_ claimed: [(number: Int, request: DownloadRequest)]) {
+        loop.post(.holdStarts)
+        defer { loop.post(.releaseStarts) }
+        registry.admitNumbered(claimed) { new in
+            if !new.isEmpty { loop.post(.addAll(new)) }
+        }
+    }
 
     /// Waits for one download's outcome. Nil at once for an id of another
     /// engine, and for a download that ended earlier when `keepsOutcomes` is

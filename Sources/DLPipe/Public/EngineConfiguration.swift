@@ -109,6 +109,9 @@ public struct EngineConfiguration: Sendable {
     /// `--host-delay S`: the fewest seconds between the starts of two requests
     /// to one host (redirect hops included); 0 for none.
     public var hostDelay: Double
+    /// A worker of a shared queue (docs/scale-out.md): where its part files
+    /// go and when it may still place a file. Nil for an engine on its own.
+    package var claims: ClaimedFiles?
 
     /// A configuration with the given settings and the defaults for the rest
     /// (`userAgent` nil: `dlpipe/VERSION`).

@@ -10,11 +10,24 @@ import Foundation
 struct QueueArguments {
     var queue: String?
     var name: String?
+    /// `--lease S`: seconds without a heartbeat before other workers take this one's downloads.
+    var lease: Double?
+    /// `--settle S`: seconds the job must stay idle before its run ends.
+    var settle: Double?
 
     static let environmentVariable = "DLPIPE_QUEUE"
 
     static func take(_ args: inout Arguments) throws -> QueueArguments {
-        QueueArguments(queue: try args.value("--queue"), name: try args.value("--name"))
+        func seconds(_ option: String, atLeast least: Double) throws -> Double? {
+            guard let text = try args.value(option) else { return nil }
+            guard let value = Double(text), value.isFinite, value >= least else {
+                throw UsageError("\(option) wants a number of seconds, at least \(Int(least)), not \(text.debugDescription)", command: "run")
+            }
+            return value
+        }
+        return QueueArguments(
+            queue: try args.value("--queue"), name: try args.value("--name"),
+            lease: try seconds("--lease", atLeast: 2), settle: try seconds("--settle", atLeast: 0))
     }
 
     /// The queue and job name when the run is in queue mode, nil when it is
@@ -50,20 +63,63 @@ struct QueueArguments {
     }
 }
 
-/// What `run` does in queue mode until the engine works with the queue: it
-/// checks that the database answers (exit 4 when it does not, as it will
-/// then), and refuses to run rather than quietly running without the queue.
+/// The settings of a worker of a shared queue, from the command line.
+struct QueueSetup {
+    let address: PostgresAddress
+    let name: String
+    let lease: Double?
+    let settle: Double?
+
+    /// The worker's settings for a run with `configuration`.
+    func settings(_ configuration: EngineConfiguration) -> QueueWorker.Settings {
+        var settings = QueueWorker.Settings(
+            address: address, name: name,
+            limits: JobLimits(perHost: configuration.perHost, hostDelay: configuration.hostDelay))
+        if let lease { settings.lease = lease }
+        if let settle { settings.settle = settle }
+        settings.concurrency = configuration.concurrency
+        return settings
+    }
+}
+
+/// Starting a worker of a shared queue: the database first (exit 4 when it
+/// cannot be reached, no request made), then the engine that runs its claims.
 enum QueueMode {
-    static func refuse(_ address: PostgresAddress, name: String) async -> Int32 {
-        let session = PostgresSession(address, label: "dlpipe-queue")
-        do throws(PostgresError) {
-            _ = try await session.perform { connection throws(PostgresError) in try connection.execute("SELECT 1") }
+    struct Started {
+        let engine: DownloadEngine
+        let worker: QueueWorker
+    }
+
+    struct Failure: Error {
+        let message: String
+        let code: Int32
+    }
+
+    static func start(_ setup: QueueSetup, configuration: EngineConfiguration, hooks: DownloadHooks?) -> Result<Started, Failure> {
+        let root: String
+        do throws(DownloadError) {
+            root = try DownloadEngine.outputRoot(configuration.directory)
         } catch {
-            Terminal.error("dlpipe: cannot reach the queue: \(error.message)")
-            return ExitCode.queueUnreachable
+            return .failure(Failure(message: error.message, code: ExitCode.failed))
         }
-        Terminal.error(
-            "dlpipe: queue mode (--queue) is not available yet: \(address) answered, but this dlpipe cannot run job \(name.debugDescription) from it; nothing was downloaded (run without --queue, DLPIPE_QUEUE and dl.config queue)")
-        return ExitCode.usage
+        let worker: QueueWorker
+        do throws(PostgresError) {
+            worker = try QueueWorker(settings: setup.settings(configuration), root: root)
+        } catch {
+            if error.kind == .connection {
+                return .failure(Failure(message: "cannot reach the queue: \(error.message)", code: ExitCode.queueUnreachable))
+            }
+            return .failure(Failure(message: "the queue at \(setup.address) cannot be used: \(error.message)", code: ExitCode.failed))
+        }
+        var configuration = configuration
+        configuration.claims = worker.claimedFiles
+        do throws(DownloadError) {
+            let engine = try DownloadEngine(
+                configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: nil, shared: worker)
+            return .success(Started(engine: engine, worker: worker))
+        } catch {
+            worker.leave()
+            return .failure(Failure(message: error.message, code: ExitCode.failed))
+        }
     }
 }

@@ -23,9 +23,12 @@ enum RunCommand {
         _ = try queue.resolve(environment: environment, job: nil)
         guard try RecordReplay.prepare(&options, record: record, replay: replay) else { return ExitCode.usage }
         guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
-        if let (address, name) = try queue.resolve(environment: environment, job: session.settings) {
-            return await QueueMode.refuse(address, name: name)
+        let setup = try queue.resolve(environment: environment, job: session.settings).map { address, name in
+            QueueSetup(address: address, name: name, lease: queue.lease, settle: queue.settle)
         }
-        return await RunDriver.run(options: options, session: session, requests: [])
+        if setup == nil, queue.lease != nil || queue.settle != nil {
+            throw UsageError("--lease and --settle are settings of a shared queue; give the queue too (--queue URL)", command: "run")
+        }
+        return await RunDriver.run(options: options, session: session, requests: [], queue: setup)
     }
 }

@@ -6,16 +6,26 @@ import Foundation
 enum RunDriver {
     /// `requests` is read once, as the downloads are queued: a lazy sequence
     /// keeps 100,000 requests from existing twice (here and in the engine).
-    static func run(options: RunOptions, session: ScriptSession?, requests: some Sequence<DownloadRequest>) async -> Int32 {
-        let configuration = options.configuration(job: session?.settings)
+    static func run(
+        options: RunOptions, session: ScriptSession?, requests: some Sequence<DownloadRequest>, queue: QueueSetup? = nil
+    ) async -> Int32 {
+        var configuration = options.configuration(job: session?.settings)
+        // A shared queue's worker keeps its state in the queue's database.
+        if queue != nil { configuration.statePath = nil }
         let lock: RunLock?
         do throws(RunLock.Failure) {
             // One run at a time per output directory, or per state file when the
             // state lives elsewhere (two directories may share one). The lock
-            // sits beside the state, wherever `-o` puts the file.
-            let path = options.state.map(StateLayout.lock(ofStateFile:))
-                ?? configuration.statePath.map(StateLayout.lock(besideDatabase:))
-            if let path { lock = try RunLock(path: path, wait: options.waitLock) } else { lock = nil }
+            // sits beside the state, wherever `-o` puts the file. Workers of a
+            // shared queue hold it shared: they cooperate through the database,
+            // and a run without the queue still finds the directory busy.
+            if queue != nil {
+                lock = try RunLock(path: StateLayout(directory: configuration.directory).lock, wait: options.waitLock, shared: true)
+            } else {
+                let path = options.state.map(StateLayout.lock(ofStateFile:))
+                    ?? configuration.statePath.map(StateLayout.lock(besideDatabase:))
+                if let path { lock = try RunLock(path: path, wait: options.waitLock) } else { lock = nil }
+            }
         } catch {
             switch error {
             case .held(let pid, let path):
@@ -33,9 +43,19 @@ enum RunDriver {
             Terminal.error("dlpipe: warning: --insecure: certificates and host names are not checked; anyone on the path can read and change what is downloaded")
         }
         let engine: DownloadEngine
+        var worker: QueueWorker?
         do {
             let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })
-            engine = try DownloadEngine(configuration: configuration, hooks: hooks)
+            if let queue {
+                switch QueueMode.start(queue, configuration: configuration, hooks: hooks) {
+                case .success(let started): (engine, worker) = (started.engine, started.worker)
+                case .failure(let failure):
+                    Terminal.error("dlpipe: \(failure.message)")
+                    return failure.code
+                }
+            } else {
+                engine = try DownloadEngine(configuration: configuration, hooks: hooks)
+            }
         } catch {
             Terminal.error("dlpipe: \(error.message)")
             return ExitCode.failed
@@ -62,12 +82,20 @@ enum RunDriver {
                 exit(ExitCode.failed)
             }
         }
+        worker?.start(engine: engine) { message in
+            // The database stayed away, or this worker's lease passed to others:
+            // nothing more is placed; part files stay for whoever takes over.
+            Terminal.error("dlpipe: " + message)
+            reporter.flushBeforeExit()
+            exit(ExitCode.queueUnreachable)
+        }
         session?.start(with: engine)
         // In one step, so that none starts before all are queued: one by one,
         // the first URLs would take the slots before the round-robin over
         // hosts (and the priorities) could see the rest.
         engine.add(contentsOf: requests)
         let (summary, hookCode) = await engine.waitUntilDrained()
+        worker?.leave()
         // A stop does not wait for the Lua thread (a handler may still run): a
         // removed download's record then stays, and its missing file is fetched again.
         if !stopper.stopping { session?.finish() }

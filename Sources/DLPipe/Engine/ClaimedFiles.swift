@@ -1,0 +1,42 @@
+/// The files of a worker that shares a job through a queue (issue 11,
+/// docs/scale-out.md): its part files are its own, and it places a file only
+/// while its lease surely holds.
+///
+/// Part files live in `folder` (relative to the output directory, one per
+/// job), named by the worker and a digest of the final name: short whatever
+/// the final name's length, so the 255-byte name limit never bites, and two
+/// workers never write into one file. A worker that takes a download over
+/// starts its own part file; it never resumes from another worker's.
+package struct ClaimedFiles: Sendable {
+    /// The job's folder of part files, relative to the output directory.
+    package let folder: String
+    /// This worker's id in the queue: its part files start with `w<id>-`.
+    package let worker: Int64
+    /// Whether the worker's lease still holds with a margin, by its own
+    /// monotonic clock since the database acknowledged its last heartbeat.
+    package let mayPlace: @Sendable () -> Bool
+    /// Why a file was not placed when `mayPlace` said no.
+    package let refusal: String
+
+    package init(folder: String, worker: Int64, refusal: String, mayPlace: @escaping @Sendable () -> Bool) {
+        self.folder = folder
+        self.worker = worker
+        self.refusal = refusal
+        self.mayPlace = mayPlace
+    }
+
+    /// The part file of the final name `relative`.
+    func partName(of relative: String) -> String {
+        let digest = FileDigest.sha256Hex(of: Array(relative.utf8)).prefix(20)
+        return "\(folder)/\(Self.prefix(worker))\(digest).part"
+    }
+
+    /// What every part file of `worker` starts with.
+    package static func prefix(_ worker: Int64) -> String { "w\(worker)-" }
+
+    /// The worker whose part file `name` is (a file name in the folder).
+    package static func worker(ofPart name: String) -> Int64? {
+        guard name.hasPrefix("w"), name.hasSuffix(".part"), let dash = name.firstIndex(of: "-") else { return nil }
+        return Int64(name[name.index(after: name.startIndex)..<dash])
+    }
+}

@@ -1,0 +1,13 @@
+/// Where the downloads that a shared queue's worker adds go: into the queue
+/// every worker claims from (issue 11), not into the local engine. The
+/// engine's `add` calls this; the worker hands back what it claims through
+/// `DownloadEngine.addClaimed`.
+package protocol SharedAdds: Sendable {
+    /// Queues `requests` (URLs normalised) and returns their ids in the
+    /// queue, in order: a request the queue holds already for this run gets
+    /// its id back. Blocks its thread for the database's answer.
+    func add(_ requests: [DownloadRequest]) -> [Int]
+    /// Cancels download `number` when it waits in the queue and no worker
+    /// holds it; false otherwise (another worker's download is not touched).
+    func cancelQueued(_ number: Int) -> Bool
+}

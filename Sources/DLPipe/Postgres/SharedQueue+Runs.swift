@@ -1,0 +1,253 @@
+/// The statements of a run of a shared job (docs/scale-out.md, "Runs"): a
+/// run starts when a worker starts while none is open, and ends when nothing
+/// was ready or running for the settle time; `done` runs once per run, in the
+/// worker that takes it, with the counts every worker added to the run's row.
+extension SharedQueue {
+    /// The open run of the job, made when there is none; the worker joins it.
+    package func joinRun(worker: Int64, on connection: PostgresConnection) throws(PostgresError) -> Int64 {
+        // Two workers starting together may both find no open run: the unique
+        // index lets one insert win, and the other finds that run next time.
+        for _ in 0..<5 {
+            let rows = try connection.execute(
+                """
+                WITH existing AS (SELECT id FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NULL),
+                created AS (
+                  INSERT INTO dlpipe.runs (job_id) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM existing)
+                  ON CONFLICT DO NOTHING RETURNING id
+                ),
+                run AS (SELECT id FROM existing UNION ALL SELECT id FROM created),
+                joined AS (UPDATE dlpipe.workers SET run_id = (SELECT id FROM run) WHERE id = $2 AND EXISTS (SELECT 1 FROM run))
+                SELECT id FROM run
+                """, [.int(job), .int(worker)]
+            ).rows
+            if let row = rows.first { return try row.int("id") }
+        }
+        throw PostgresError(.unexpected, "no run of the job could be opened or found")
+    }
+
+    /// Queues `requests` for run `run` and returns their ids in order. A key
+    /// the job knows already is one row: queued again (ready) when it ended in
+    /// an earlier run, left as it is when this run has it (the first add of a
+    /// run queues it, later ones get its id). The run is busy again; one
+    /// NOTIFY goes out when anything was queued.
+    package func enqueue(_ requests: [QueuedRequest], run: Int64, on connection: PostgresConnection) throws(PostgresError) -> [Int64] {
+        guard !requests.isEmpty else { return [] }
+        // A key another worker inserted while this statement ran is neither
+        // queued by it nor in its snapshot: the next try sees it.
+        var tries = 0
+        while true {
+            do {
+                return try enqueueOnce(requests, run: run, on: connection)
+            } catch where error.kind == .unexpected && tries < 3 {
+                tries += 1
+            }
+        }
+    }
+
+    private func enqueueOnce(_ requests: [QueuedRequest], run: Int64, on connection: PostgresConnection) throws(PostgresError) -> [Int64] {
+        let rows = try connection.execute(
+            """
+            WITH input AS (
+              SELECT * FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+                WITH ORDINALITY AS t(key, url, host, priority, request, secret, position)
+            ),
+            new_hosts AS (
+              INSERT INTO dlpipe.hosts (job_id, host)
+              SELECT DISTINCT $1::bigint, host FROM input ORDER BY 2
+              ON CONFLICT DO NOTHING
+            ),
+            queued AS (
+              INSERT INTO dlpipe.downloads AS d (job_id, key, url, host, priority, request, secret, run_id)
+              SELECT DISTINCT ON (key) $1, key, url, host, priority, request::jsonb, secret::jsonb, $8
+              FROM input ORDER BY key, position
+              ON CONFLICT (job_id, key) DO UPDATE SET
+                status = 'ready', run_id = excluded.run_id, run_at = now(), attempts = 0, last_error = NULL,
+                ended_at = NULL, url = excluded.url, host = excluded.host, priority = excluded.priority,
+                request = excluded.request, secret = excluded.secret
+              WHERE d.run_id IS DISTINCT FROM excluded.run_id AND d.status NOT IN ('ready', 'running')
+              RETURNING d.id, d.key
+            ),
+            busy AS (
+              UPDATE dlpipe.runs SET idle_since = NULL
+              WHERE id = $8 AND EXISTS (SELECT 1 FROM queued)
+            ),
+            notified AS (
+              SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM queued LIMIT 1) anything
+            ),
+            ids AS (
+              SELECT id, key FROM queued
+              UNION ALL
+              SELECT d.id, d.key FROM dlpipe.downloads d
+              WHERE d.job_id = $1 AND d.key IN (SELECT key FROM input) AND d.key NOT IN (SELECT key FROM queued)
+            )
+            SELECT ids.id, i.position, (SELECT count(*) FROM notified) AS notified
+            FROM input i JOIN ids ON ids.key = i.key ORDER BY i.position
+            """,
+            [.int(job), .bytesArray(requests.map(\.key)), .textArray(requests.map(\.url)),
+             .textArray(requests.map(\.host)), .intArray(requests.map { Int64($0.priority) }),
+             .textArray(requests.map(\.request)), .textArray(requests.map(\.secret)), .int(run)]
+        ).rows
+        var ids: [Int64] = []
+        ids.reserveCapacity(rows.count)
+        for row in rows { ids.append(try row.int("id")) }
+        guard ids.count == requests.count else {
+            throw PostgresError(.unexpected, "the queue answered \(ids.count) ids for \(requests.count) requests")
+        }
+        return ids
+    }
+
+    /// Adds what a batch of reports ended to the run's counts.
+    package func count(_ ends: RunCounts, run: Int64, on connection: PostgresConnection) throws(PostgresError) {
+        guard ends != RunCounts() else { return }
+        try connection.execute(
+            """
+            UPDATE dlpipe.runs SET finished = finished + $2, unchanged = unchanged + $3, failed = failed + $4,
+              handled = handled + $5, skipped = skipped + $6, bytes = bytes + $7
+            WHERE id = $1
+            """,
+            [.int(run), .int(ends.finished), .int(ends.unchanged), .int(ends.failed), .int(ends.handled),
+             .int(ends.skipped), .int(ends.bytes)])
+    }
+
+    /// Whether the job has work (ready, scheduled or running anywhere), how
+    /// the run stands, and whether it has been idle for `settle` seconds
+    /// (database clock). Marks the run idle from now when it has no work, busy when it has.
+    package func look(run: Int64, settle: Double, on connection: PostgresConnection) throws(PostgresError) -> RunLook {
+        let row = try connection.execute(
+            """
+            WITH work AS (
+              SELECT EXISTS (SELECT 1 FROM dlpipe.downloads WHERE job_id = $1 AND status IN ('ready', 'running')) AS busy
+            ),
+            marked AS (
+              UPDATE dlpipe.runs r
+              SET idle_since = CASE WHEN work.busy THEN NULL ELSE coalesce(r.idle_since, now()) END
+              FROM work WHERE r.id = $2 AND r.ended_at IS NULL
+              RETURNING r.idle_since
+            )
+            SELECT work.busy, r.ended_at IS NOT NULL AS ended, r.exit_code,
+              coalesce((SELECT idle_since FROM marked), r.idle_since) <= now() - make_interval(secs => $3) AS settled
+            FROM work, dlpipe.runs r WHERE r.id = $2
+            """, [.int(job), .int(run), .double(settle)]
+        ).rows[0]
+        return RunLook(
+            busy: try row.bool("busy"), ended: try row.bool("ended"),
+            exitCode: try row.optionalInt("exit_code").map(Int.init),
+            settled: (try? row.bool("settled")) ?? false)
+    }
+
+    /// Takes the run's `done` for `worker` when the run settled idle and no
+    /// live worker took it; the job-wide counts when it was taken.
+    package func takeDone(run: Int64, worker: Int64, settle: Double, on connection: PostgresConnection) throws(PostgresError) -> RunSummary? {
+        guard let row = try connection.execute(
+            """
+            UPDATE dlpipe.runs r SET done_worker = $3, done_at = now()
+            WHERE r.id = $2 AND r.ended_at IS NULL AND r.idle_since <= now() - make_interval(secs => $4)
+              AND (r.done_worker IS NULL OR r.done_worker = $3 OR NOT EXISTS (
+                SELECT 1 FROM dlpipe.workers w WHERE w.id = r.done_worker AND w.stopped_at IS NULL))
+              AND NOT EXISTS (SELECT 1 FROM dlpipe.downloads WHERE job_id = $1 AND status IN ('ready', 'running'))
+            RETURNING finished, unchanged, failed, handled, skipped, bytes,
+              extract(epoch FROM now() - started_at)::float8 AS seconds
+            """, [.int(job), .int(run), .int(worker), .double(settle)]
+        ).rows.first else { return nil }
+        var summary = RunSummary()
+        summary.finished = Int(try row.int("finished"))
+        summary.unchanged = Int(try row.int("unchanged"))
+        summary.failed = Int(try row.int("failed"))
+        summary.handled = Int(try row.int("handled"))
+        summary.skipped = Int(try row.int("skipped"))
+        summary.bytes = try row.int("bytes")
+        summary.seconds = try row.double("seconds")
+        return summary
+    }
+
+    /// `done` added work: the run goes on, and `done` is free for its next idle.
+    package func releaseDone(run: Int64, on connection: PostgresConnection) throws(PostgresError) {
+        try connection.execute("UPDATE dlpipe.runs SET done_worker = NULL, done_at = NULL WHERE id = $1", [.int(run)])
+    }
+
+    /// Ends the run with the job-wide exit code every worker exits with, and
+    /// prunes the job's old runs and long-stopped workers (nothing grows per run).
+    package func endRun(_ run: Int64, exitCode: Int, on connection: PostgresConnection) throws(PostgresError) {
+        try connection.execute(
+            """
+            WITH ended AS (
+              UPDATE dlpipe.runs SET ended_at = now(), exit_code = $3 WHERE id = $2 AND ended_at IS NULL RETURNING id
+            ),
+            old_runs AS (
+              DELETE FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NOT NULL AND id NOT IN (
+                SELECT id FROM dlpipe.runs WHERE job_id = $1 ORDER BY started_at DESC LIMIT 100)
+            ),
+            old_workers AS (
+              DELETE FROM dlpipe.workers WHERE job_id = $1 AND stopped_at < now() - interval '7 days'
+            )
+            SELECT count(*) FROM ended
+            """, [.int(job), .int(run), .int(Int64(exitCode))])
+    }
+
+    /// Cancels a download that waits in the queue (no worker holds it).
+    package func cancelQueued(_ id: Int64, on connection: PostgresConnection) throws(PostgresError) -> Bool {
+        !(try connection.execute(
+            """
+            UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now()
+            WHERE job_id = $1 AND id = $2 AND status = 'ready' RETURNING id
+            """, [.int(job), .int(id)]
+        ).rows.isEmpty)
+    }
+
+    /// Puts back to ready the downloads that `worker` holds under tokens it
+    /// does not know: a claim whose answer was lost with the connection.
+    @discardableResult
+    package func releaseUnknownClaims(worker: Int64, known: [Int64], on connection: PostgresConnection) throws(PostgresError) -> Int {
+        try connection.execute(
+            """
+            WITH back AS (
+              UPDATE dlpipe.downloads d SET status = 'ready', worker_id = NULL, claim_token = NULL
+              WHERE d.job_id = $1 AND d.worker_id = $2 AND d.status = 'running' AND NOT (d.claim_token = ANY($3::bigint[]))
+              RETURNING d.slot_host
+            ),
+            slots AS (
+              UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
+              FROM (SELECT slot_host, count(*)::int AS n FROM back GROUP BY slot_host) c
+              WHERE h.job_id = $1 AND h.host = c.slot_host
+            )
+            SELECT count(*) AS n FROM back
+            """, [.int(job), .int(worker), .intArray(known)]
+        ).rows[0].int("n").asInt
+    }
+
+    /// The job's workers that are not stopped (their part files are theirs).
+    package func liveWorkers(on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
+        var live = Set<Int64>()
+        for row in try connection.execute(
+            "SELECT id FROM dlpipe.workers WHERE job_id = $1 AND stopped_at IS NULL", [.int(job)]
+        ).rows {
+            live.insert(try row.int("id"))
+        }
+        return live
+    }
+}
+
+/// How a run stands, as one worker sees it.
+package struct RunLook: Sendable, Equatable {
+    /// Something is ready (now or later) or running, in any worker.
+    package var busy: Bool
+    package var ended: Bool
+    package var exitCode: Int?
+    /// Idle for the whole settle time.
+    package var settled: Bool
+}
+
+/// What a batch of reports adds to the run's counts.
+package struct RunCounts: Sendable, Equatable {
+    package var finished: Int64 = 0
+    package var unchanged: Int64 = 0
+    package var failed: Int64 = 0
+    package var handled: Int64 = 0
+    package var skipped: Int64 = 0
+    package var bytes: Int64 = 0
+    package init() {}
+}
+
+extension Int64 {
+    fileprivate var asInt: Int { Int(self) }
+}

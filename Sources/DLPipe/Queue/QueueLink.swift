@@ -1,0 +1,74 @@
+import Foundation
+
+/// One connection to the queue's database that outlives a server restart or
+/// a dropped network: a statement that meets a broken connection runs again
+/// on a new one, with backoff (0.1 s doubling to 2 s), for at most `patience`
+/// seconds; then the last error stands. Every statement given to `run` must
+/// therefore be safe to run twice (the queue's statements are: adds find
+/// their rows, reports are guarded by tokens, claims whose answer was lost
+/// are put back by `SharedQueue.releaseUnknownClaims`).
+///
+/// Used by one thread at a time (libpq connections are not thread-safe).
+final class QueueLink: @unchecked Sendable {
+    // @unchecked: one thread at a time, as said above (a Mutex guards the one shared link).
+    let address: PostgresAddress
+    private let label: String
+    private var connection: PostgresConnection?
+    /// Set when a statement met a broken connection; the owner reads and clears it.
+    var reconnected = false
+
+    init(_ address: PostgresAddress, label: String) {
+        self.address = address
+        self.label = label
+    }
+
+    func run<T>(patience: Double, _ work: (PostgresConnection) throws(PostgresError) -> T) throws(PostgresError) -> T {
+        let start = QueueClock.now()
+        var delay = 0.1
+        while true {
+            do {
+                let open: PostgresConnection
+                if let connection, connection.isOpen {
+                    open = connection
+                } else {
+                    connection = nil
+                    open = try PostgresConnection(address, applicationName: "dlpipe \(label)")
+                    connection = open
+                }
+                return try work(open)
+            } catch where (error.isConnectionLoss || error.isTransient) && QueueClock.now() - start + delay <= patience {
+                // A deadlock or serialization failure aborted the statement
+                // and changed nothing: the same statement runs again.
+                if error.isConnectionLoss {
+                    connection = nil
+                    reconnected = true
+                }
+                usleep(UInt32(delay * 1_000_000))
+                delay = min(2, delay * 2)
+            }
+        }
+    }
+
+    func close() { connection = nil }
+}
+
+extension PostgresError {
+    /// The connection is gone (no server, a restart, a dropped network), as
+    /// opposed to a statement the server refused: running it again on a new
+    /// connection may work.
+    var isConnectionLoss: Bool {
+        if kind == .connection { return true }
+        guard let sqlState else { return false }
+        // Class 08: connection exception; 57P01-03: the server is shutting down or starting.
+        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+    }
+}
+
+/// A monotonic clock in seconds: leases are measured on it, never on the wall clock.
+enum QueueClock {
+    static func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// The lease: heartbeats every third of it, taking back the claims of workers
+/// whose lease ran out, removing their part files; and the LISTEN connection
+/// that wakes the claim loop when work is queued.
+extension QueueWorker {
+    func heartbeatLoop() {
+        let lease = max(2, settings.lease)
+        let every = lease / 3
+        while !state.withLock({ $0.stopping }) {
+            let sent = QueueClock.now()
+            do {
+                let (acknowledged, takenBack) = try heartbeatLink.run(patience: every) { connection throws(PostgresError) in
+                    let acknowledged = try queue.heartbeat(worker: worker, on: connection)
+                    let takenBack = acknowledged == nil ? 0 : try queue.takeBack(on: connection)
+                    return (acknowledged, takenBack)
+                }
+                guard let acknowledged else {
+                    state.withLock { $0.leaseLost = true }
+                    fatal("this worker lost its lease: no heartbeat reached the queue for \(Int(lease)) s, so other workers took its downloads; it places nothing more and stops (its part files are removed by the others)")
+                    return
+                }
+                state.withLock { state in
+                    state.lastAcknowledged = sent
+                    // Measured from when the heartbeat was sent: the database's
+                    // lease began no earlier than that.
+                    state.placeUntil = sent + acknowledged - Self.margin(acknowledged)
+                }
+                if takenBack > 0 {
+                    removeDeadWorkersParts()
+                    signal()
+                }
+            } catch {
+                let since = state.withLock { QueueClock.now() - $0.lastAcknowledged }
+                if since > settings.outage {
+                    fatal("cannot reach the shared queue for \(Int(since)) s (it waits \(Int(settings.outage)) s): \(error.message); part files are kept")
+                    return
+                }
+            }
+            let left = every - (QueueClock.now() - sent)
+            if left > 0 { usleep(UInt32(left * 1_000_000)) }
+        }
+    }
+
+    func listenLoop() {
+        while !state.withLock({ $0.stopping }) {
+            do {
+                try listenLink.run(patience: 1) { connection throws(PostgresError) in
+                    if listenLink.reconnected || !listening {
+                        try connection.listen(QueueSchema.workChannel)
+                        listenLink.reconnected = false
+                        listening = true
+                    }
+                    let job = String(queue.job)
+                    while !state.withLock({ $0.stopping }) {
+                        let received = try connection.notifications(waitingUpTo: 1)
+                        if received.contains(where: { $0.payload == job }) { signal() }
+                    }
+                }
+            } catch {
+                // The database is away: the claim loop's polling and the
+                // heartbeat decide what happens; listen again later.
+                listening = false
+                usleep(1_000_000)
+            }
+        }
+        listenLink.close()
+    }
+
+    /// Removes the part files of this job's workers that are not live any
+    /// more (their claims went back to ready; they never resume elsewhere).
+    func removeDeadWorkersParts() {
+        guard let live = try? partsLink.withLock({ link throws(PostgresError) in
+            try link.run(patience: 5) { connection throws(PostgresError) in try queue.liveWorkers(on: connection) }
+        }) else { return }
+        let folder = root + "/" + partFolder
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        for name in names {
+            guard let owner = ClaimedFiles.worker(ofPart: name), !live.contains(owner) else { continue }
+            unlink(folder + "/" + name)
+        }
+    }
+}

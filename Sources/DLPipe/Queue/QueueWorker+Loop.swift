@@ -1,0 +1,188 @@
+import Foundation
+
+/// The claim loop: report what ended, claim while there is room, and when the
+/// local engine drained with nothing to claim, see whether the job's run is over.
+extension QueueWorker {
+    /// Seconds between two looks at the queue when nothing wakes the loop: the
+    /// fallback of LISTEN, and the clock of retries and host delays.
+    static let pollInterval = 1.0
+
+    /// A download's terminal event (on the engine thread: quick, no database).
+    func noteEnd(_ event: DownloadEvent) {
+        guard event.isTerminal, let info = event.download else { return }
+        let id = Int64(info.id.rawValue)
+        var outcome: ClaimOutcome
+        var error: String?
+        var unchanged = false
+        var bytes: Int64 = 0
+        switch event {
+        case .finished(_, let result):
+            outcome = .finished
+            unchanged = result.unchanged
+            bytes = result.unchanged ? 0 : result.bytes
+        case .failed(_, let failure): outcome = .failed; error = failure.description
+        case .handled(_, let failure): outcome = .handled; error = failure.description
+        case .skipped(_, let reason): outcome = .skipped; error = reason
+        case .cancelled: outcome = .cancelled
+        default:
+            // Stopped: the claim stays this worker's until `leave` puts it back.
+            return
+        }
+        let known = state.withLock { state -> Bool in
+            guard let token = state.held.removeValue(forKey: id) else { return false }
+            state.ends.append(ClaimEnd(id: id, token: token, outcome: outcome, error: error, unchanged: unchanged, bytes: bytes))
+            return true
+        }
+        if known { signal() }
+    }
+
+    func claimLoop() {
+        while true {
+            let (stopping, ends, drainWaiting, held, reconnected) = state.withLock { state in
+                state.wake = false
+                return (state.stopping, state.ends.take(), state.drainReply != nil, state.held.count, loopLink.reconnected)
+            }
+            if stopping { return }
+            do {
+                try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                    if reconnected {
+                        // A claim whose answer the break swallowed is held by
+                        // nobody that knows it: back to ready.
+                        loopLink.reconnected = false
+                        let known = state.withLock { Array($0.held.values) }
+                        try queue.releaseUnknownClaims(worker: worker, known: known, on: connection)
+                    }
+                    try report(ends, on: connection)
+                }
+                var claimed = 0
+                if held < settings.concurrency {
+                    claimed = try claim(settings.concurrency - held)
+                }
+                if claimed > 0 {
+                    // The engine was told of them before its drained call is answered.
+                    answerDrain(nil)
+                } else if drainWaiting && held == 0 {
+                    if try lookAtRun() { return }
+                }
+            } catch {
+                fatal("cannot reach the shared queue for \(Int(settings.outage)) s: \(error.message)")
+                return
+            }
+            let woke = state.withLock { $0.wake }
+            if !woke { _ = wakeSignal.wait(timeout: .now() + Self.pollInterval) }
+        }
+    }
+
+    /// Reports ends under their tokens and adds the accepted ones to the run's
+    /// counts. A late end (the claim was taken back meanwhile) changes nothing.
+    func report(_ ends: [ClaimEnd], on connection: PostgresConnection) throws(PostgresError) {
+        guard !ends.isEmpty else { return }
+        let taken = try queue.report(
+            ends.map { ClaimReport(id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error) }, on: connection)
+        var counts = RunCounts()
+        for end in ends where taken.contains(end.id) {
+            switch end.outcome {
+            case .finished:
+                if end.unchanged { counts.unchanged += 1 } else { counts.finished += 1 }
+                counts.bytes += end.bytes
+            case .failed: counts.failed += 1
+            case .handled: counts.handled += 1
+            case .skipped: counts.skipped += 1
+            case .cancelled, .retry: break
+            }
+        }
+        try queue.count(counts, run: run, on: connection)
+    }
+
+    /// Claims up to `room` downloads and starts them in the engine; how many.
+    private func claim(_ room: Int) throws(PostgresError) -> Int {
+        guard let engine = engineBox.withLock({ $0 }) else { return 0 }
+        let claims = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try queue.claim(worker: worker, limit: room, on: connection)
+        }
+        guard !claims.isEmpty else { return 0 }
+        var started: [(number: Int, request: DownloadRequest)] = []
+        var unreadable: [ClaimEnd] = []
+        state.withLock { state in
+            for claim in claims {
+                guard let request = QueuedRequestCodec.decode(claim, engine: 0) else {
+                    unreadable.append(ClaimEnd(
+                        id: claim.id, token: claim.token, outcome: .failed,
+                        error: "io: the queued request cannot be read", unchanged: false, bytes: 0))
+                    continue
+                }
+                state.held[claim.id] = claim.token
+                started.append((Int(claim.id), request))
+            }
+            state.ends.append(contentsOf: unreadable)
+        }
+        // The parent's id is the queue's, as every id a worker's engine uses.
+        engine.addClaimed(started.map { item in
+            var request = item.request
+            request.parent = request.parent.flatMap { engine.downloadID(number: $0.rawValue) }
+            return (item.number, request)
+        })
+        return started.count
+    }
+
+    /// The local engine drained and nothing was claimed: is the run over?
+    /// True when this worker answered the engine with the run's exit code.
+    private func lookAtRun() throws(PostgresError) -> Bool {
+        let look = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try queue.look(run: run, settle: settings.settle, on: connection)
+        }
+        if look.ended {
+            answerDrain(look.exitCode ?? 0)
+            return true
+        }
+        guard !look.busy, look.settled else { return false }
+        guard let summary = try loopLink.run(patience: settings.outage, { connection throws(PostgresError) in
+            try queue.takeDone(run: run, worker: worker, settle: settings.settle, on: connection)
+        }) else { return false }
+        // This worker runs the job's `done`, with the counts of every worker.
+        var code: Int?
+        if let doneHook {
+            let answered = DispatchSemaphore(value: 0)
+            let box = CodeBox()
+            doneHook(summary) { reply in
+                box.set(reply)
+                answered.signal()
+            }
+            answered.wait()
+            code = box.get()
+        }
+        let after = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try queue.look(run: run, settle: 0, on: connection)
+        }
+        if after.busy {
+            // `done` added downloads: the run goes on, and `done` comes again at its next idle.
+            try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                try queue.releaseDone(run: run, on: connection)
+            }
+            return false
+        }
+        let exitCode = code ?? (summary.failed > 0 ? 1 : 0)
+        try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try queue.endRun(run, exitCode: exitCode, on: connection)
+        }
+        removeDeadWorkersParts()
+        answerDrain(exitCode)
+        return true
+    }
+
+    private func answerDrain(_ code: Int?) {
+        let reply = state.withLock { state -> (@Sendable (Int?) -> Void)? in
+            defer { state.drainReply = nil }
+            return state.drainReply
+        }
+        reply?(code)
+    }
+}
+
+/// A `done` reply handed from the Lua thread to the claim loop.
+private final class CodeBox: @unchecked Sendable {
+    // @unchecked: written before the semaphore's signal, read after its wait.
+    private var code: Int?
+    func set(_ value: Int?) { code = value }
+    func get() -> Int? { code }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import Synchronization
+
+/// One worker of a job shared through PostgreSQL (issue 11, docs/scale-out.md).
+///
+/// It registers in the job, joins (or opens) the job's run, and then feeds a
+/// local `DownloadEngine`: what the job adds goes into the shared queue
+/// (`SharedAdds`), and what this worker claims, never more than its
+/// concurrency, runs in the local engine under the row's id. Each download's
+/// end is reported under its claim token. When the local engine drains and
+/// the whole job has nothing ready or running for the settle time, one worker
+/// runs `done` with the job-wide counts and ends the run; every worker then
+/// returns the run's exit code.
+///
+/// Threads: the claim loop owns one connection, the heartbeat and the
+/// listener one each, and adds (from the Lua thread or the caller of
+/// `DownloadEngine.add`) one behind a lock. The engine thread never touches
+/// the database; it only appends to `state` and signals.
+package final class QueueWorker: SharedAdds, @unchecked Sendable {
+    // @unchecked: the links are each used by one thread (see above); `state`
+    // and `engineBox` are locked; the rest is set in init.
+    package struct Settings: Sendable {
+        package var address: PostgresAddress
+        package var name: String
+        package var limits: JobLimits
+        /// Seconds without an acknowledged heartbeat after which other workers
+        /// take this one's claims (at least 2).
+        package var lease: Double = 30
+        /// Seconds the job must have had nothing ready or running before its
+        /// run ends (workers started a few seconds apart join one run).
+        package var settle: Double = 5
+        /// Downloads this worker holds at once.
+        package var concurrency: Int = 8
+        package var hostname: String = ProcessInfo.processInfo.hostName
+
+        package init(address: PostgresAddress, name: String, limits: JobLimits) {
+            self.address = address
+            self.name = name
+            self.limits = limits
+        }
+
+        /// How long a worker waits for an unreachable database before it gives up (exit 4).
+        package var outage: Double { max(60, 2 * lease) }
+    }
+
+    package let settings: Settings
+    let queue: SharedQueue
+    package let worker: Int64
+    package let run: Int64
+    /// The job's folder of part files, relative to the output directory.
+    package let partFolder: String
+    let root: String
+
+    let loopLink: QueueLink
+    let addLink: Mutex<QueueLink>
+    let heartbeatLink: QueueLink
+    let listenLink: QueueLink
+    /// Whether `listenLink` listens (listener thread only).
+    var listening = false
+    /// For `removeDeadWorkersParts`, which several threads call.
+    let partsLink: Mutex<QueueLink>
+
+    struct State {
+        /// Claims this worker holds, by row id: their tokens.
+        var held: [Int64: Int64] = [:]
+        /// Ends not reported yet.
+        var ends: [ClaimEnd] = []
+        /// The engine's drained call, waiting for the worker's answer.
+        var drainReply: (@Sendable (Int?) -> Void)?
+        var wake = false
+        var stopping = false
+        /// Monotonic time until which a file may be placed (lease, less a margin).
+        var placeUntil: Double = 0
+        var lastAcknowledged: Double = 0
+        var leaseLost = false
+    }
+    let state = Mutex(State())
+    let wakeSignal = DispatchSemaphore(value: 0)
+    let engineBox = Mutex<DownloadEngine?>(nil)
+    /// The job's own `done` (the Lua handler), run once per run by the worker that takes it.
+    var doneHook: (@Sendable (RunSummary, _ reply: @escaping @Sendable (Int?) -> Void) -> Void)?
+    /// Called once when the worker cannot go on (the database stayed away, the lease was lost).
+    var onFatal: @Sendable (String) -> Void = { _ in }
+
+    /// Connects, migrates the schema, registers in the job and joins its run.
+    /// A database that cannot be reached throws a `.connection` error at once.
+    package init(settings: Settings, root: String) throws(PostgresError) {
+        self.settings = settings
+        self.root = root
+        loopLink = QueueLink(settings.address, label: "worker")
+        addLink = Mutex(QueueLink(settings.address, label: "adds"))
+        heartbeatLink = QueueLink(settings.address, label: "heartbeat")
+        listenLink = QueueLink(settings.address, label: "listen")
+        partsLink = Mutex(QueueLink(settings.address, label: "parts"))
+        let lease = max(2, settings.lease)
+        let (queue, worker, run) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
+            _ = try SchemaMigrator().migrate(connection)
+            let queue = try SharedQueue.open(job: settings.name, limits: settings.limits, on: connection)
+            let worker = try queue.register(
+                hostname: settings.hostname, pid: getpid(), lease: lease, on: connection)
+            let run = try queue.joinRun(worker: worker, on: connection)
+            return (queue, worker, run)
+        }
+        self.queue = queue
+        self.worker = worker
+        self.run = run
+        self.partFolder = ".dlpipe/queue/\(queue.job)"
+        let now = QueueClock.now()
+        state.withLock {
+            $0.lastAcknowledged = now
+            $0.placeUntil = now + lease - Self.margin(lease)
+        }
+    }
+
+    /// The part of a lease kept as a margin: a file is placed only while at
+    /// least this much of the lease is left.
+    static func margin(_ lease: Double) -> Double { max(0.5, lease / 4) }
+
+    /// What the engine needs to run as this worker: its part files and the fence.
+    package var claimedFiles: ClaimedFiles {
+        let lease = max(2, settings.lease)
+        return ClaimedFiles(
+            folder: partFolder, worker: worker,
+            refusal: "not placed: this worker's lease (\(Int(lease)) s) may have run out, so another worker may hold the download now",
+            mayPlace: { [self] in
+                state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
+            })
+    }
+
+    /// The hooks the engine gets: the job's, with `drained` answered by the worker.
+    package func hooks(wrapping hooks: DownloadHooks?) -> DownloadHooks {
+        var wrapped = hooks ?? DownloadHooks()
+        doneHook = hooks?.drained
+        wrapped.drained = { [self] _, reply in
+            state.withLock { $0.drainReply = reply }
+            signal()
+        }
+        return wrapped
+    }
+
+    /// Starts the worker's threads for `engine` (built with `hooks(wrapping:)`
+    /// and `claimedFiles`, and this worker as its `SharedAdds`).
+    package func start(engine: DownloadEngine, onFatal: @escaping @Sendable (String) -> Void) {
+        self.onFatal = onFatal
+        engineBox.withLock { $0 = engine }
+        engine.observe { [self] event in noteEnd(event) }
+        try? FileManager.default.createDirectory(
+            atPath: root + "/" + partFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        removeDeadWorkersParts()
+        Thread.detachNewThread { [self] in claimLoop() }
+        Thread.detachNewThread { [self] in heartbeatLoop() }
+        Thread.detachNewThread { [self] in listenLoop() }
+    }
+
+    /// Leaves the job: reports what ended, puts what this worker still holds
+    /// back to ready for the others, and marks the worker stopped.
+    package func leave() {
+        state.withLock { $0.stopping = true }
+        signal()
+        let ends = state.withLock { $0.ends.take() }
+        _ = try? loopLink.run(patience: 5) { connection throws(PostgresError) in
+            try report(ends, on: connection)
+            try queue.takeBack(worker: worker, on: connection)
+        }
+    }
+
+    func signal() {
+        let wasAwake = state.withLock { state -> Bool in
+            defer { state.wake = true }
+            return state.wake
+        }
+        if !wasAwake { wakeSignal.signal() }
+    }
+
+    // MARK: SharedAdds
+
+    package func add(_ requests: [DownloadRequest]) -> [Int] {
+        let rows = requests.map(QueuedRequestCodec.encode)
+        var ids: [Int] = []
+        ids.reserveCapacity(rows.count)
+        do {
+            try addLink.withLock { link throws(PostgresError) in
+                // In pieces: one statement per thousand requests keeps each one short.
+                var start = 0
+                while start < rows.count {
+                    let piece = Array(rows[start..<min(rows.count, start + 1000)])
+                    let added = try link.run(patience: settings.outage) { connection throws(PostgresError) in
+                        try queue.enqueue(piece, run: run, on: connection)
+                    }
+                    ids.append(contentsOf: added.map { Int($0) })
+                    start += piece.count
+                }
+            }
+        } catch {
+            fatal("cannot queue downloads in the shared queue: \(error.message)")
+            return requests.map { _ in 0 }
+        }
+        signal()
+        return ids
+    }
+
+    package func cancelQueued(_ number: Int) -> Bool {
+        (try? addLink.withLock { link throws(PostgresError) in
+            try link.run(patience: settings.outage) { connection throws(PostgresError) in
+                try queue.cancelQueued(Int64(number), on: connection)
+            }
+        }) ?? false
+    }
+
+    func fatal(_ message: String) {
+        let first = state.withLock { state -> Bool in
+            defer { state.stopping = true }
+            return !state.stopping
+        }
+        if first { onFatal(message) }
+    }
+}
+
+/// A claimed download's end, waiting to be reported.
+struct ClaimEnd {
+    let id: Int64
+    let token: Int64
+    let outcome: ClaimOutcome
+    let error: String?
+    let unchanged: Bool
+    let bytes: Int64
+}
+
+extension Array {
+    /// The elements, leaving the array empty.
+    mutating func take() -> [Element] {
+        defer { self = [] }
+        return self
+    }
+}
