@@ -1,3 +1,4 @@
+@testable import DLPipe
 import Foundation
 import Testing
 import TestSupport
@@ -95,5 +96,95 @@ import TestSupport
         // The work was shared: each worker's summary counts its own files.
         let perWorker = runs.map { run in run.stderr.split(separator: "\n").filter { $0.hasPrefix("finished ") }.count }
         #expect(perWorker.reduce(0, +) == 210, "\(perWorker)")
+    }
+
+    /// Starts a worker whose output the test reads at the end.
+    private func spawnWorker(_ jobFile: String, _ extra: [String] = []) throws -> Subprocess {
+        try Subprocess(
+            Paths.binary,
+            ["run", jobFile, "-d", out, "--queue", queue, "--name", "mirror", "--settle", "1", "-j", "4", "--per-host", "2"]
+                + resolving + extra, environment: ["NO_COLOR": "1"], timeout: 120)
+    }
+
+    @Test func killedWorkersLoseNothingAndDoubleNothing() async throws {
+        // 90 files of 30 KB at 100 KB/s: a third of a second each, so kills
+        // land in the middle of transfers; a lease of 2 s for quick take-overs.
+        let files = try files(90, size: 30_000)
+        let jobFile = try job.write("job.lua", files.map { "dl.add('\($0.url)')\n" }.joined())
+        let extra = ["--lease", "2"]
+        let spawn = { @Sendable in try? spawnWorker(jobFile, extra) }
+        let (killed, survivors) = await offThePool { () -> ([Int32], [(status: Int32, stdout: String, stderr: String)]) in
+            var workers = (0..<3).compactMap { _ in spawn() }
+            var killedStatus: [Int32] = []
+            var random = SplitMix64(seed: UInt64(UInt32(truncatingIfNeeded: time(nil))))
+            for round in 0..<3 where !workers.isEmpty {
+                // A random moment of the run: between 0.3 and 1.3 s after the last kill.
+                usleep(300_000 + UInt32(random.next() % 1_000_000))
+                let victim = workers.remove(at: round % workers.count)
+                victim.signal(SIGKILL)
+                killedStatus.append(victim.waitForExit())
+                if let replacement = spawn() { workers.append(replacement) }
+            }
+            return (killedStatus, workers.map { $0.finish() })
+        }
+        #expect(survivors.count == 3, "a worker could not be started")
+        #expect(killed.allSatisfy { $0 == 128 + SIGKILL }, "\(killed)")
+        for run in survivors { #expect(run.status == 0, "\(run.stderr)") }
+        expectWholeAndAlone(files)
+        // How long the dead workers' claims waited before another worker took
+        // them: reported, not asserted (it depends on the lease and the load).
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        let rows = try connection.execute(
+            """
+            SELECT extract(epoch FROM stopped_at - heartbeat_at)::float8 AS waited FROM dlpipe.workers
+            WHERE stop_reason = 'lease expired' ORDER BY id
+            """).rows
+        let waits = try rows.map { try $0.double("waited") }
+        #expect(waits.count == 3, "three killed workers declared dead: \(waits)")
+        print("kill -9 take-over, seconds from the last heartbeat to the claims going back: \(waits.map { ($0 * 10).rounded() / 10 })")
+    }
+
+    /// Whether the queue declared worker `pid` dead (its lease ran out).
+    private func declaredDead(pid: pid_t) throws -> Bool {
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        return !(try connection.execute(
+            "SELECT 1 FROM dlpipe.workers WHERE pid = $1 AND stopped_at IS NOT NULL", [.int(Int64(pid))]
+        ).rows.isEmpty)
+    }
+
+    @Test func aWorkerFrozenPastItsLeasePlacesNothingWhenItWakes() async throws {
+        // Two workers, a lease of 2 s; one is frozen (SIGSTOP) in the middle of
+        // its transfers until the queue declares it dead and the other took
+        // its downloads, then woken (SIGCONT).
+        let files = try files(60, size: 30_000)
+        let jobFile = try job.write("job.lua", files.map { "dl.add('\($0.url)')\n" }.joined())
+        let extra = ["--lease", "2"]
+        let frozen = try spawnWorker(jobFile, extra)
+        let other = try spawnWorker(jobFile, extra)
+        let (sawFinished, declared) = await offThePool { () -> (Bool, Bool) in
+            // Frozen once it finished a few files: its next ones are in flight.
+            var finished = 0
+            while finished < 3, let line = frozen.readStderrLine() {
+                if line.hasPrefix("finished ") { finished += 1 }
+            }
+            frozen.signal(SIGSTOP)
+            // Until the other worker declares it dead (at most 30 s).
+            let deadline = Date().addingTimeInterval(30)
+            var declared = false
+            while !declared && Date() < deadline {
+                declared = (try? declaredDead(pid: frozen.pid)) ?? false
+                if !declared { usleep(100_000) }
+            }
+            frozen.signal(SIGCONT)
+            return (finished == 3, declared)
+        }
+        #expect(sawFinished)
+        #expect(declared, "the frozen worker was never declared dead")
+        let (woken, survivor) = await offThePool { (frozen.finish(), other.finish()) }
+        #expect(survivor.status == 0, "\(survivor.stderr)")
+        #expect(woken.status == 4, "\(woken.stderr)")
+        #expect(woken.stderr.contains("this worker lost its lease"), "\(woken.stderr)")
+        expectWholeAndAlone(files)
+        #expect(Set(nginx.requests(matching: "/slow" + dir).map(\.uri)).count == 60)
     }
 }
