@@ -91,10 +91,14 @@ enum HelpText {
           --replay DIR            run with no network: DIR's responses answer, into a
                                   new temporary output directory and state (-d: another)
 
-        SHARED QUEUE (docs/scale-out.md; not available yet: refused with exit 2):
+        SHARED QUEUE (docs/scale-out.md): every process started so is one worker of the job
           --queue URL             PostgreSQL holds the job's queue and state, shared by
                                   every worker started so (default: $DLPIPE_QUEUE)
           --name NAME             the job's name in the queue (required with a queue)
+          --lease S               seconds without a heartbeat before the other workers
+                                  take this one's downloads (default 30, at least 2)
+          --settle S              seconds the whole job must be idle before its run
+                                  ends and done runs, once, in one worker (default 5)
 
         EXIT CODES:
           0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error
