@@ -99,10 +99,10 @@ import TestSupport
     }
 
     /// Starts a worker whose output the test reads at the end.
-    private func spawnWorker(_ jobFile: String, _ extra: [String] = []) throws -> Subprocess {
+    private func spawnWorker(_ jobFile: String, _ extra: [String] = [], queue: String? = nil) throws -> Subprocess {
         try Subprocess(
             Paths.binary,
-            ["run", jobFile, "-d", out, "--queue", queue, "--name", "mirror", "--settle", "1", "-j", "4", "--per-host", "2"]
+            ["run", jobFile, "-d", out, "--queue", queue ?? self.queue, "--name", "mirror", "--settle", "1", "-j", "4", "--per-host", "2"]
                 + resolving + extra, environment: ["NO_COLOR": "1"], timeout: 120)
     }
 
@@ -186,5 +186,36 @@ import TestSupport
         #expect(woken.stderr.contains("this worker lost its lease"), "\(woken.stderr)")
         expectWholeAndAlone(files)
         #expect(Set(nginx.requests(matching: "/slow" + dir).map(\.uri)).count == 60)
+    }
+
+    @Test func aDatabaseRestartInTheMiddleOfARunLosesNothing() async throws {
+        // A cluster of this test's own: a restart cuts every connection.
+        let cluster = try PostgresCluster.ownCluster()
+        defer { cluster.stop() }
+        let url = try cluster.freshDatabase("restart")
+        let files = try files(60, size: 40_000)
+        let jobFile = try job.write("job.lua", files.map { "dl.add('\($0.url)')\n" }.joined())
+        let first = try spawnWorker(jobFile, queue: url)
+        let second = try spawnWorker(jobFile, queue: url)
+        let restarted = await offThePool { () -> String? in
+            // Restarted once the run is under way: transfers are in flight.
+            var finished = 0
+            while finished < 5, let line = first.readStderrLine() {
+                if line.hasPrefix("finished ") { finished += 1 }
+            }
+            do {
+                try cluster.restart()
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(restarted == nil, "pg_ctl restart: \(restarted ?? "")")
+        let runs = await offThePool { [first.finish(), second.finish()] }
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        expectWholeAndAlone(files)
+        // Nothing was fetched twice: a claim whose answer the restart lost went
+        // back to ready before anyone started it.
+        #expect(nginx.requests(matching: "/slow" + dir).count == 60)
     }
 }

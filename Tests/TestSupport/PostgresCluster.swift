@@ -24,19 +24,30 @@ public final class PostgresCluster: Sendable {
     public let folder: String
     /// The superuser that initdb made; the tests connect as it.
     public static let user = "dlpipe"
-    /// The postmaster's PID (from postmaster.pid).
-    public let pid: pid_t
+    /// The postmaster's PID (from postmaster.pid); a restart changes it.
+    public var pid: pid_t { current.withLock { $0 } }
+    private let current: Mutex<pid_t>
     private let binaries: String
     private let admin: Mutex<PostgresConnection>
+    private let runAs: [String]
+    /// Whether this is the shared cluster (stopped at exit) or a test's own (stopped by `stop`).
+    private let isShared: Bool
 
     /// The shared cluster, started on first use.
     public static func shared() throws -> PostgresCluster { try started.get() }
-    private static let started = Result { try PostgresCluster() }
+    private static let started = Result { try PostgresCluster(shared: true) }
 
-    private init() throws {
+    /// A cluster of one test's own, for what would disturb the others (a
+    /// restart): the test stops it with `stop()`; a watchdog shell stops it
+    /// if the test process dies first.
+    public static func ownCluster() throws -> PostgresCluster { try PostgresCluster(shared: false) }
+
+    private init(shared: Bool) throws {
+        isShared = shared
         binaries = try PostgresCluster.findBinaries()
         folder = try TempDir.make("pg")
         let runAs = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []
+        self.runAs = runAs
         if getuid() == 0 {
             // The server's user must own its folder; the test process (root) still reads it.
             guard let account = getpwnam("postgres") else {
@@ -78,8 +89,12 @@ public final class PostgresCluster: Sendable {
         guard let pidLine, let pid = pid_t(pidLine) else {
             throw ToolRun.Failed(description: "pg_ctl started no server: \((try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? "")")
         }
-        self.pid = pid
-        PostgresCluster.stopAtExit(pid: pid, folder: folder)
+        current = Mutex(pid)
+        if shared {
+            PostgresCluster.stopAtExit(pid: pid, folder: folder)
+        } else {
+            PostgresCluster.watch(pid: pid, folder: folder, keep: true)
+        }
         admin = Mutex(try PostgresConnection(PostgresAddress(PostgresCluster.url(folder: folder, database: "postgres"))))
     }
 
@@ -123,16 +138,46 @@ public final class PostgresCluster: Sendable {
         }
     }
 
-    private static func stopAtExit(pid: pid_t, folder: String) {
-        let keep = ProcessInfo.processInfo.environment["DLPIPE_KEEP_TEMP"] == "1"
-        // A crashed test process runs no exit handler: this shell ends the
-        // server once the test process is gone, then removes its folder.
+    /// Restarts the server (`pg_ctl restart -m fast`: every connection is
+    /// cut, as by a database restart in production) and waits until it
+    /// takes connections again. Only for a test's own cluster.
+    public func restart() throws {
+        precondition(!isShared, "restarting the shared cluster would break every other suite's connections")
+        let data = folder + "/data"
+        try PostgresCluster.tool(runAs, binaries + "/pg_ctl", ["-D", data, "-l", folder + "/server.log", "-m", "fast", "-w", "-t", "60", "restart"])
+        let pidLine = (try? String(contentsOfFile: data + "/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first
+        guard let pidLine, let pid = pid_t(pidLine) else { throw ToolRun.Failed(description: "pg_ctl restart left no server") }
+        current.withLock { $0 = pid }
+        PostgresCluster.watch(pid: pid, folder: folder, keep: true)
+        let address = try PostgresAddress(url(database: "postgres"))
+        try admin.withLock { $0 = try PostgresConnection(address) }
+    }
+
+    /// Stops a test's own cluster by its PID (an immediate shutdown) and removes its folder.
+    public func stop() {
+        precondition(!isShared, "the shared cluster stops at exit")
+        let pid = self.pid
+        kill(pid, SIGQUIT)
+        for _ in 0..<200 where kill(pid, 0) == 0 { usleep(25_000) }
+        if ProcessInfo.processInfo.environment["DLPIPE_KEEP_TEMP"] != "1" {
+            _ = try? ToolRun.run("/bin/rm", ["-rf", folder])
+        }
+    }
+
+    /// A crashed test process runs no exit handler: this shell ends the
+    /// server once the test process is gone, then removes its folder unless `keep`.
+    private static func watch(pid: pid_t, folder: String, keep: Bool) {
         try? ToolRun.start("/bin/sh", [
             "-c",
             "while kill -0 \(getpid()) 2>/dev/null && kill -0 \(pid) 2>/dev/null; do sleep 1; done; "
-                + "kill -QUIT \(pid) 2>/dev/null; "
+                + "kill -0 \(getpid()) 2>/dev/null || kill -QUIT \(pid) 2>/dev/null; "
                 + (keep ? "" : "while kill -0 \(pid) 2>/dev/null; do sleep 0.2; done; rm -rf '\(folder)'"),
         ])
+    }
+
+    private static func stopAtExit(pid: pid_t, folder: String) {
+        let keep = ProcessInfo.processInfo.environment["DLPIPE_KEEP_TEMP"] == "1"
+        watch(pid: pid, folder: folder, keep: keep)
         // Registered after TempDir's own handler (the folder was made first),
         // so it runs before the folder is removed: handlers run in reverse.
         stopAtExit.withLock { $0 = (pid, keep ? nil : folder) }

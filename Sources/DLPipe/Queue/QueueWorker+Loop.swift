@@ -45,14 +45,16 @@ extension QueueWorker {
             if stopping { return }
             do {
                 try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                    try report(ends, on: connection)
                     if reconnected {
                         // A claim whose answer the break swallowed is held by
-                        // nobody that knows it: back to ready.
+                        // nobody that knows it: back to ready. Known are the
+                        // claims still running here and those whose end was
+                        // just reported (or is still waiting to be).
                         loopLink.reconnected = false
-                        let known = state.withLock { Array($0.held.values) }
+                        let known = state.withLock { $0.held.values + $0.ends.map(\.token) } + ends.map(\.token)
                         try queue.releaseUnknownClaims(worker: worker, known: known, on: connection)
                     }
-                    try report(ends, on: connection)
                 }
                 var claimed = 0
                 if held < settings.concurrency {

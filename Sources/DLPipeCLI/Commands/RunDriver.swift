@@ -71,7 +71,8 @@ enum RunDriver {
             reporter.handle(event)
         }
         options.stdout?.start(engine: engine)
-        let stopper = StopSignals.install(engine: engine, reporter: reporter)
+        let queueWorker = worker
+        let stopper = StopSignals.install(engine: engine, reporter: reporter, afterStop: { queueWorker?.leave() })
         // A handler stuck where nothing can stop it: its download already failed; every later
         // event would wait for it, so the run ends early and cleanly (part files kept), exit 1.
         session?.whenStuck { message in
@@ -82,7 +83,7 @@ enum RunDriver {
                 exit(ExitCode.failed)
             }
         }
-        worker?.start(engine: engine) { message in
+        queueWorker?.start(engine: engine) { message in
             // The database stayed away, or this worker's lease passed to others:
             // nothing more is placed; part files stay for whoever takes over.
             Terminal.error("dlpipe: " + message)
@@ -95,7 +96,7 @@ enum RunDriver {
         // hosts (and the priorities) could see the rest.
         engine.add(contentsOf: requests)
         let (summary, hookCode) = await engine.waitUntilDrained()
-        worker?.leave()
+        queueWorker?.leave()
         // A stop does not wait for the Lua thread (a handler may still run): a
         // removed download's record then stays, and its missing file is fetched again.
         if !stopper.stopping { session?.finish() }

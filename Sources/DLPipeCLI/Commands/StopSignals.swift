@@ -13,12 +13,18 @@ final class StopSignals: Sendable {
     /// Whether a stop has begun (the run's result no longer matters).
     var stopping: Bool { dl_stop_signals_received() > 0 }
 
-    static func install(engine: DownloadEngine, reporter: any Reporter) -> StopSignals {
+    /// `afterStop` runs once the engine stopped, before the exit (a shared
+    /// queue's worker gives its downloads back to the others there).
+    static func install(
+        engine: DownloadEngine, reporter: any Reporter, afterStop: @escaping @Sendable () -> Void = {}
+    ) -> StopSignals {
         let descriptor = dl_stop_signals_install()
         if descriptor < 0 {
             Terminal.error("dlpipe: cannot catch SIGINT and SIGTERM: \(String(cString: strerror(errno)))")
         } else {
-            let thread = Thread { waitForTheFirstSignal(descriptor, engine: engine, reporter: reporter) }
+            let thread = Thread {
+                waitForTheFirstSignal(descriptor, engine: engine, reporter: reporter, afterStop: afterStop)
+            }
             thread.name = "dlpipe-stop"
             thread.start()
         }
@@ -27,12 +33,15 @@ final class StopSignals: Sendable {
 
     /// Blocks until the first signal, then stops the engine and exits 130. The
     /// second signal does not come here: the C handler exits at once.
-    private static func waitForTheFirstSignal(_ descriptor: Int32, engine: DownloadEngine, reporter: any Reporter) {
+    private static func waitForTheFirstSignal(
+        _ descriptor: Int32, engine: DownloadEngine, reporter: any Reporter, afterStop: @escaping @Sendable () -> Void
+    ) {
         var byte: UInt8 = 0
         while read(descriptor, &byte, 1) < 0 && errno == EINTR {}
         Terminal.error("dlpipe: stopping (part files are kept; press Ctrl-C again to quit at once)")
         Task {
             await engine.stop()
+            afterStop()
             Terminal.error("dlpipe: stopped")
             reporter.flushBeforeExit()
             exit(130)
