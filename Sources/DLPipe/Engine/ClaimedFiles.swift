@@ -15,13 +15,9 @@ package struct ClaimedFiles: Sendable {
     /// Whether the worker's lease still holds with a margin, by its own
     /// monotonic clock since the database acknowledged its last heartbeat.
     package let mayPlace: @Sendable () -> Bool
-    /// Why a file was not placed when `mayPlace` said no.
-    package let refusal: String
-
-    package init(folder: String, worker: Int64, refusal: String, mayPlace: @escaping @Sendable () -> Bool) {
+    package init(folder: String, worker: Int64, mayPlace: @escaping @Sendable () -> Bool) {
         self.folder = folder
         self.worker = worker
-        self.refusal = refusal
         self.mayPlace = mayPlace
     }
 

@@ -144,9 +144,12 @@ extension EngineLoop {
         guard let target = job.target else { return }
         if let claims = configuration.claims, !claims.mayPlace() {
             // The lease may have run out: another worker may hold this
-            // download now. Its part file stays for the worker that takes it
-            // back to remove; nothing is placed.
-            return attemptFailed(job, DownloadError(.io, claims.refusal))
+            // download now. Nothing is placed; the whole part file waits for
+            // the next acknowledged heartbeat (or for the worker to give up:
+            // it exits 4, and whoever takes the download over removes it).
+            if fencedPlacements.isEmpty { fenceCheckDue = EngineLoop.now() + 0.5 }
+            fencedPlacements.append(Placement(job: job, size: size, digest: digest, held: nil))
+            return
         }
         var final = target
         // The file under this name is ours (the state says so): replace it.
@@ -165,6 +168,17 @@ extension EngineLoop {
             final = targets.move(from: final, to: target)
         }
         placed(job, as: final, size: size, digest: digest)
+    }
+
+    /// Tries again the files the lease fence held back (paused or cancelled
+    /// meanwhile: their part files' fate is theirs).
+    func placeFencedAgain() {
+        let waiting = fencedPlacements
+        fencedPlacements = []
+        fenceCheckDue = EngineLoop.now() + 0.5
+        for placement in waiting where placement.job.state.phase == .awaitingDurability {
+            placeFile(placement.job, size: placement.size, digest: placement.digest)
+        }
     }
 
     /// The file is under its final name: the download succeeded.

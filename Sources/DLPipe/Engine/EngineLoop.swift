@@ -97,6 +97,11 @@ final class EngineLoop: @unchecked Sendable {
     var scheduler: Scheduler
     var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     var idleHandles: [CurlEasy] = []
+    /// Whole files a shared queue's worker may not place yet (its lease is
+    /// not surely held: `ClaimedFiles`), tried again every half second; they
+    /// keep their part files meanwhile.
+    var fencedPlacements: [Placement] = []
+    var fenceCheckDue = 0.0
     /// Retry timers: (due time, id, the job's retry generation when set).
     var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
     /// Requests waiting for their host's turn: (due time, id, the job's
@@ -416,6 +421,7 @@ final class EngineLoop: @unchecked Sendable {
             _ = hostTurns.pop()
             hostTurnCame(id, generation: generation)
         }
+        if !fencedPlacements.isEmpty && fenceCheckDue <= now { placeFencedAgain() }
     }
 
     private func startQueued() {
@@ -445,6 +451,7 @@ final class EngineLoop: @unchecked Sendable {
         if let (due, _, _) = timers.first { wait = min(wait, due - now) }
         if let due = hookDeadlines.nextDue { wait = min(wait, due - now) }
         if let (due, _, _) = hostTurns.first { wait = min(wait, due - now) }
+        if !fencedPlacements.isEmpty { wait = min(wait, fenceCheckDue - now) }
         if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
         if let release = pacer?.secondsUntilRelease() { wait = min(wait, release) }
         if !awaitingDurability.isEmpty && !syncInFlight { wait = min(wait, durabilityBatchStarted + 0.02 - now) }

@@ -118,10 +118,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
 
     /// What the engine needs to run as this worker: its part files and the fence.
     package var claimedFiles: ClaimedFiles {
-        let lease = max(2, settings.lease)
-        return ClaimedFiles(
+        ClaimedFiles(
             folder: partFolder, worker: worker,
-            refusal: "not placed: this worker's lease (\(Int(lease)) s) may have run out, so another worker may hold the download now",
             mayPlace: { [self] in
                 state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
             })
