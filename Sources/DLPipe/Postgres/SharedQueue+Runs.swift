@@ -96,19 +96,6 @@ extension SharedQueue {
         return ids
     }
 
-    /// Adds what a batch of reports ended to the run's counts.
-    package func count(_ ends: RunCounts, run: Int64, on connection: PostgresConnection) throws(PostgresError) {
-        guard ends != RunCounts() else { return }
-        try connection.execute(
-            """
-            UPDATE dlpipe.runs SET finished = finished + $2, unchanged = unchanged + $3, failed = failed + $4,
-              handled = handled + $5, skipped = skipped + $6, bytes = bytes + $7
-            WHERE id = $1
-            """,
-            [.int(run), .int(ends.finished), .int(ends.unchanged), .int(ends.failed), .int(ends.handled),
-             .int(ends.skipped), .int(ends.bytes)])
-    }
-
     /// Whether the job has work (ready, scheduled or running anywhere), how
     /// the run stands, and whether it has been idle for `settle` seconds
     /// (database clock). Marks the run idle from now when it has no work, busy when it has.
@@ -235,17 +222,6 @@ package struct RunLook: Sendable, Equatable {
     package var exitCode: Int?
     /// Idle for the whole settle time.
     package var settled: Bool
-}
-
-/// What a batch of reports adds to the run's counts.
-package struct RunCounts: Sendable, Equatable {
-    package var finished: Int64 = 0
-    package var unchanged: Int64 = 0
-    package var failed: Int64 = 0
-    package var handled: Int64 = 0
-    package var skipped: Int64 = 0
-    package var bytes: Int64 = 0
-    package init() {}
 }
 
 extension Int64 {

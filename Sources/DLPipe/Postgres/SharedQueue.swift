@@ -213,14 +213,17 @@ package struct SharedQueue: Sendable {
     /// give their host's slot back and let their names go. Returns the ids
     /// whose reports were taken: a late report from a worker declared dead
     /// is not among them, and changed nothing.
-    package func report(_ reports: [ClaimReport], on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
+    ///
+    /// With `run`, the reports taken are added to that run's counts in the
+    /// same statement (finished, unchanged, failed, handled, skipped, bytes).
+    package func report(_ reports: [ClaimReport], run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
         guard !reports.isEmpty else { return [] }
         let rows = try retryingDeadlocks { () throws(PostgresError) in
             try connection.execute(
                 """
                 WITH input AS (
-                  SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::text[])
-                    AS t(id, token, status, delay, error)
+                  SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::text[], $8::bool[], $9::bigint[])
+                    AS t(id, token, status, delay, error, unchanged, bytes)
                 ),
                 ended AS (
                   UPDATE dlpipe.downloads d
@@ -239,6 +242,22 @@ package struct SharedQueue: Sendable {
                 names AS (
                   DELETE FROM dlpipe.names n USING ended WHERE n.job_id = $1 AND n.download_id = ended.id
                 ),
+                counted AS (
+                  UPDATE dlpipe.runs r SET
+                    finished = r.finished + c.finished, unchanged = r.unchanged + c.unchanged,
+                    failed = r.failed + c.failed, handled = r.handled + c.handled,
+                    skipped = r.skipped + c.skipped, bytes = r.bytes + c.bytes
+                  FROM (
+                    SELECT count(*) FILTER (WHERE i.status = 'finished' AND NOT i.unchanged) AS finished,
+                      count(*) FILTER (WHERE i.status = 'finished' AND i.unchanged) AS unchanged,
+                      count(*) FILTER (WHERE i.status = 'failed') AS failed,
+                      count(*) FILTER (WHERE i.status = 'handled') AS handled,
+                      count(*) FILTER (WHERE i.status = 'skipped') AS skipped,
+                      coalesce(sum(i.bytes) FILTER (WHERE i.status = 'finished'), 0) AS bytes
+                    FROM ended e JOIN input i ON i.id = e.id
+                  ) c
+                  WHERE r.id = $7::bigint
+                ),
                 -- Slots came free: workers waiting for one look now, not at their next poll.
                 notified AS (
                   SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM ended LIMIT 1) anything
@@ -247,7 +266,8 @@ package struct SharedQueue: Sendable {
                 """,
                 [.int(job), .intArray(reports.map(\.id)), .intArray(reports.map(\.token)),
                  .textArray(reports.map(\.outcome.status)), .textArray(reports.map { String($0.outcome.delay) }),
-                 .textArray(reports.map(\.error))]
+                 .textArray(reports.map(\.error)), run.map { .int($0) } ?? .null,
+                 .textArray(reports.map { $0.unchanged ? "t" : "f" }), .intArray(reports.map(\.bytes))]
             ).rows
         }
         var taken = Set<Int64>()

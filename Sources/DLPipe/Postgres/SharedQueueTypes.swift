@@ -71,12 +71,18 @@ package struct ClaimReport: Sendable, Equatable {
     package let token: Int64
     package let outcome: ClaimOutcome
     package let error: String?
+    /// A finished download whose file was kept (a 304): counted as unchanged.
+    package let unchanged: Bool
+    /// Bytes a finished download wrote (the run's `bytes`).
+    package let bytes: Int64
 
-    package init(id: Int64, token: Int64, outcome: ClaimOutcome, error: String? = nil) {
+    package init(id: Int64, token: Int64, outcome: ClaimOutcome, error: String? = nil, unchanged: Bool = false, bytes: Int64 = 0) {
         self.id = id
         self.token = token
         self.outcome = outcome
         self.error = error
+        self.unchanged = unchanged
+        self.bytes = bytes
     }
 }
 

@@ -76,24 +76,14 @@ extension QueueWorker {
     }
 
     /// Reports ends under their tokens and adds the accepted ones to the run's
-    /// counts. A late end (the claim was taken back meanwhile) changes nothing.
+    /// counts, in one statement. A late end (the claim was taken back
+    /// meanwhile) changes nothing.
     func report(_ ends: [ClaimEnd], on connection: PostgresConnection) throws(PostgresError) {
         guard !ends.isEmpty else { return }
-        let taken = try queue.report(
-            ends.map { ClaimReport(id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error) }, on: connection)
-        var counts = RunCounts()
-        for end in ends where taken.contains(end.id) {
-            switch end.outcome {
-            case .finished:
-                if end.unchanged { counts.unchanged += 1 } else { counts.finished += 1 }
-                counts.bytes += end.bytes
-            case .failed: counts.failed += 1
-            case .handled: counts.handled += 1
-            case .skipped: counts.skipped += 1
-            case .cancelled, .retry: break
-            }
-        }
-        try queue.count(counts, run: run, on: connection)
+        _ = try queue.report(
+            ends.map {
+                ClaimReport(id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error, unchanged: $0.unchanged, bytes: $0.bytes)
+            }, run: run, on: connection)
     }
 
     /// Claims up to `room` downloads and starts them in the engine; how many.
