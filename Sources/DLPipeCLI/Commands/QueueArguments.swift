@@ -23,30 +23,45 @@ struct QueueArguments {
     /// before the job file is loaded (the command line and environment are
     /// checked before any script runs).
     func resolve(environment: [String: String], job: JobSettings?) throws -> (address: PostgresAddress, name: String)? {
-        let fromEnvironment = environment[Self.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
-        let (text, source): (String?, String) =
-            if let queue { (queue, "--queue") }
-            else if let fromEnvironment { (fromEnvironment, Self.environmentVariable) }
-            else { (job?.queue, "dl.config queue") }
+        let (text, source): (String?, String) = given(environment: environment) ?? (job?.queue, "dl.config queue")
         guard let text else {
             if name != nil, job != nil {
                 throw UsageError("--name names a job in a shared queue; give the queue too (--queue URL)", command: "run")
             }
             return nil
         }
-        let address: PostgresAddress
-        do throws(PostgresError) {
-            address = try PostgresAddress(text)
-        } catch {
-            throw UsageError("\(source): \(error.message)", command: "run")
-        }
+        let address = try Self.address(text, source: source, command: "run")
         guard let name else {
             throw UsageError("a shared queue (\(source)) needs --name NAME: the job's identity in the queue", command: "run")
         }
-        guard !name.isEmpty, name.count <= 200, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw UsageError("--name wants 1 to 200 printable characters, not \(name.debugDescription)", command: "run")
-        }
+        try Self.check(name: name, command: "run")
         return (address, name)
+    }
+
+    /// The address given by `--queue`, else by `DLPIPE_QUEUE` (set and not
+    /// empty), with where it came from for messages. `status --queue` takes
+    /// its address from here too.
+    func given(environment: [String: String]) -> (text: String, source: String)? {
+        if let queue { return (queue, "--queue") }
+        if let value = environment[Self.environmentVariable], !value.isEmpty { return (value, Self.environmentVariable) }
+        return nil
+    }
+
+    /// `text` as a PostgreSQL address; a usage error of `command` that names
+    /// `source` (the password shown as ***) when it is not one.
+    static func address(_ text: String, source: String, command: String) throws -> PostgresAddress {
+        do throws(PostgresError) {
+            return try PostgresAddress(text)
+        } catch {
+            throw UsageError("\(source): \(error.message)", command: command)
+        }
+    }
+
+    /// A usage error of `command` unless `name` can be a job's name.
+    static func check(name: String, command: String) throws {
+        guard !name.isEmpty, name.count <= 200, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw UsageError("--name wants 1 to 200 printable characters, not \(name.debugDescription)", command: command)
+        }
     }
 }
 
