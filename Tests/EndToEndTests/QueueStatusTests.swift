@@ -178,6 +178,21 @@ import TestSupport
         #expect(try connect().execute("SELECT count(*) AS n FROM pg_namespace WHERE nspname = 'dlpipe'").rows[0].int("n") == 0)
     }
 
+    /// A database at schema version 1 is shown as it is and left at 1; once
+    /// this dlpipe knows a later version, the text says a worker migrates it.
+    @Test func anOlderSchemaIsReadAndNotMigrated() async throws {
+        let connection = try connect()
+        try SchemaMigrator(Array(QueueSchema.migrations.prefix(1))).migrate(connection)
+        _ = try SharedQueue.open(job: "old", limits: JobLimits(perHost: 1), on: connection)
+        let text = try await DLPipeRun.run(["status", "--queue", url, "--name", "old"])
+        #expect(text.status == 0, "\(text.stderr)")
+        let note = "schema: version 1 (a worker of this dlpipe migrates it to \(QueueSchema.latest) when it starts)"
+        #expect(text.stdout.contains(note) == (QueueSchema.latest > 1), "\(text.stdout)")
+        let json = try await DLPipeRun.run(["status", "--queue", url, "--name", "old", "--json"])
+        #expect(try object(json.stdout)["schema_version"] as? Int == 1, "\(json.stdout)")
+        #expect(try connection.execute("SELECT version FROM dlpipe.schema_version").rows[0].int("version") == 1)
+    }
+
     @Test func anUnreachableDatabaseIsOneLineAndExitFour() async throws {
         let missing = try TempDir.make("no-pg")
         let address = "postgresql://watcher:hunter2@/jobs?host=\(missing)"
