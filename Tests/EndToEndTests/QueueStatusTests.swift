@@ -125,6 +125,34 @@ import TestSupport
         #expect((runs.last?["ended_ago"] as? Double).map { $0 >= 6600 && $0 < 6660 } == true, "\(runs)")
     }
 
+    /// 25 failures and 25 busy hosts: the 20 most recent failures and the 20
+    /// busiest hosts are listed, the totals say how many there are.
+    @Test func longListsAreCutAtTwentyWithTheirTotals() async throws {
+        let connection = try connect()
+        try SchemaMigrator().migrate(connection)
+        let queue = try SharedQueue.open(job: "wide", limits: JobLimits(perHost: 1), on: connection)
+        let hosts = (0..<25).map { "h\($0).test" }
+        _ = try queue.add(requests(50, hosts: hosts), on: connection)
+        let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
+        let first = try queue.claim(worker: worker, limit: 50, on: connection)
+        #expect(first.count == 25)  // one a host
+        let reports = first.map { ClaimReport(id: $0.id, token: $0.token, outcome: .failed, error: "HTTP 500") }
+        #expect(try queue.report(reports, on: connection).count == 25)
+        #expect(try queue.claim(worker: worker, limit: 50, on: connection).count == 25)
+
+        let text = try await DLPipeRun.run(["status", "--queue", url, "--name", "wide"])
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("in flight: 25 on 25 hosts, the 20 busiest:"), "\(text.stdout)")
+        #expect(lines.filter { $0.hasPrefix("  h") && $0.hasSuffix(": 1 (0 waiting)") }.count == 20, "\(text.stdout)")
+        #expect(lines.contains("failed: 25, the 20 most recent:"), "\(text.stdout)")
+        #expect(lines.filter { $0.contains(": HTTP 500 (attempts: 1, ") }.count == 20, "\(text.stdout)")
+
+        let json = try object(try await DLPipeRun.run(["status", "--queue", url, "--name", "wide", "--json"]).stdout)
+        #expect(json["failed"] as? Int == 25 && (json["failures"] as? [Any])?.count == 20)
+        #expect(json["hosts_in_flight"] as? Int == 25 && json["in_flight"] as? Int == 25 && (json["hosts"] as? [Any])?.count == 20)
+    }
+
     @Test func withoutANameEachJobIsOneLine() async throws {
         try fill()
         let text = try await DLPipeRun.run(["status", "--queue", secretURL])
