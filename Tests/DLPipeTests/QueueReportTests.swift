@@ -33,13 +33,19 @@ import TestSupport
 
     private struct Unexpected: Error, CustomStringConvertible { let description: String }
 
+    /// Seconds a loaded machine may take between setting a time and reading
+    /// its age (the statements run back to back; the suite shares two cores
+    /// with other builds). Live workers get a lease of an hour for the same
+    /// reason: a 30 s lease ran out under load in a full run.
+    private let slack = 300.0
+
     @Test func aFilledJobIsReportedAsItStands() throws {
         let connection = try connect()
         try SchemaMigrator().migrate(connection)
         let queue = try SharedQueue.open(job: "mirror", limits: JobLimits(perHost: 3, hostDelay: 0, maxDownloads: 500), on: connection)
         _ = try queue.add(requests(10, hosts: ["a.test", "b.test"]), on: connection)
         _ = try queue.add(requests(1, hosts: ["c.test"], prefix: "later", delay: 3600), on: connection)
-        let alive = try queue.register(hostname: "web1", pid: 101, lease: 30, on: connection)
+        let alive = try queue.register(hostname: "web1", pid: 101, lease: 3600, on: connection)
         let frozen = try queue.register(hostname: "web2", pid: 202, lease: 2, on: connection)
         let first = try queue.claim(worker: alive, limit: 3, on: connection)
         let second = try queue.claim(worker: frozen, limit: 2, on: connection)
@@ -76,11 +82,11 @@ import TestSupport
         #expect(report.workers.map(\.id) == [alive, frozen])
         let (live, dead) = (report.workers[0], report.workers[1])
         #expect(live.hostname == "web1" && live.pid == 101 && !live.leaseExpired && live.running == 0)
-        #expect(live.leaseLeft > 20 && live.leaseLeft <= 30, "\(live)")
-        #expect(live.heartbeatAgo >= 0 && live.heartbeatAgo < 10, "\(live)")
+        #expect(live.leaseLeft > 3600 - slack && live.leaseLeft <= 3600, "\(live)")
+        #expect(live.heartbeatAgo >= 0 && live.heartbeatAgo < slack, "\(live)")
         #expect(dead.hostname == "web2" && dead.pid == 202 && dead.leaseExpired && dead.running == 2)
-        #expect(dead.leaseLeft <= -5 && dead.leaseLeft > -15, "\(dead)")
-        #expect(dead.heartbeatAgo >= 7 && dead.heartbeatAgo < 17, "\(dead)")
+        #expect(dead.leaseLeft <= -5 && dead.leaseLeft > -5 - slack, "\(dead)")
+        #expect(dead.heartbeatAgo >= 7 && dead.heartbeatAgo < 7 + slack, "\(dead)")
 
         // In flight: the frozen worker's two claims, on the hosts they hold.
         #expect(report.inFlight == 2)
@@ -96,16 +102,16 @@ import TestSupport
 
         #expect(report.failures.map(\.url) == [first[1].url, first[0].url])
         #expect(report.failures.map(\.lastError) == ["timeout\nafter 30 s", "HTTP 404 Not Found"])
-        #expect(report.failures.allSatisfy { $0.attempts == 1 && ($0.endedAgo ?? -1) >= 0 && ($0.endedAgo ?? 99) < 10 })
+        #expect(report.failures.allSatisfy { $0.attempts == 1 && ($0.endedAgo ?? -1) >= 0 && ($0.endedAgo ?? slack) < slack })
 
         #expect(report.runs.count == 2)
         let (open, ended) = (report.runs[0], report.runs[1])
         #expect(open.endedAgo == nil && open.exitCode == nil && open.finished == 1 && open.doneWorker == nil)
-        #expect(open.startedAgo >= 10 && open.startedAgo < 20, "\(open)")
+        #expect(open.startedAgo >= 10 && open.startedAgo < 10 + slack, "\(open)")
         #expect(ended.exitCode == 1 && ended.finished == 7 && ended.unchanged == 2 && ended.failed == 1 && ended.handled == 1)
         #expect(ended.doneWorker == alive)
-        #expect(ended.startedAgo >= 3600 && ended.startedAgo < 3610, "\(ended)")
-        #expect(ended.endedAgo.map { $0 >= 3000 && $0 < 3010 } == true, "\(ended)")
+        #expect(ended.startedAgo >= 3600 && ended.startedAgo < 3600 + slack, "\(ended)")
+        #expect(ended.endedAgo.map { $0 >= 3000 && $0 < 3000 + slack } == true, "\(ended)")
 
         // Reading took nothing back: the dead worker still holds its claims.
         #expect(try connection.execute("SELECT stopped_at IS NULL AS live FROM dlpipe.workers WHERE id = $1", [.int(frozen)]).rows[0].bool("live"))
@@ -120,7 +126,7 @@ import TestSupport
         try SchemaMigrator().migrate(connection)
         let queue = try SharedQueue.open(job: "many", limits: JobLimits(perHost: 100), on: connection)
         _ = try queue.add(requests(25, hosts: ["a.test"]), on: connection)
-        let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
+        let worker = try queue.register(hostname: "w", pid: 1, lease: 3600, on: connection)
         let claims = try queue.claim(worker: worker, limit: 25, on: connection)
         #expect(claims.count == 25)
         // In five batches, oldest first: each batch ends at a later now().
@@ -145,9 +151,9 @@ import TestSupport
         let busy = try SharedQueue.open(job: "busy", limits: JobLimits(perHost: 2), on: connection)
         _ = try SharedQueue.open(job: "amber", limits: JobLimits(perHost: 2), on: connection)
         _ = try busy.add(requests(4, hosts: ["a.test"]), on: connection)
-        let worker = try busy.register(hostname: "w", pid: 1, lease: 30, on: connection)
+        let worker = try busy.register(hostname: "w", pid: 1, lease: 3600, on: connection)
         let dead = try busy.register(hostname: "w", pid: 2, lease: 2, on: connection)
-        let stopped = try busy.register(hostname: "w", pid: 3, lease: 30, on: connection)
+        let stopped = try busy.register(hostname: "w", pid: 3, lease: 3600, on: connection)
         try busy.takeBack(worker: stopped, on: connection)  // it left: not counted
         try connection.execute("UPDATE dlpipe.workers SET lease_until = now() - interval '1 second' WHERE id = $1", [.int(dead)])
         #expect(try busy.claim(worker: worker, limit: 1, on: connection).count == 1)
