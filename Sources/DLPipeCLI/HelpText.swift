@@ -108,7 +108,8 @@ enum HelpText {
         OVERVIEW: show what the state of an output directory holds: downloads by
         status, the failed ones with their last error, the partial ones with their
         bytes on disk, files placed earlier and no longer tracked, and the last
-        runs (ended, running, or killed)
+        runs (ended, running, or killed); with --queue, what a job of a shared
+        queue is doing
 
         USAGE: dlpipe status [DIR] [--json] [--state FILE]
                dlpipe status --queue URL [--name NAME] [--json]
@@ -139,7 +140,7 @@ enum HelpText {
           schema_version, jobs [job, the counts, workers_alive, workers_expired].
           Ages and lease_left are seconds.
 
-        EXIT CODES:
+        EXIT CODES (with --queue):
           0 shown; 1 no dlpipe queue in the database, no job of that name (the
           message lists the names), or a schema it cannot read; 2 usage error;
           4 the database cannot be reached
