@@ -9,7 +9,8 @@ enum HelpText {
           run JOB.lua [options]   run a job: a Lua script that adds URLs and handles events
           get URL... [options]    download URLs (-i FILE for a list, - for stdin)
           check JOB.lua           load and validate a job and its hooks; no network
-          status [DIR]            what the state of an output directory holds (--json)
+          status [DIR]            what the state of an output directory holds (--json);
+                                  status --queue URL [--name NAME]: a shared queue's jobs
           lua-defs                print the dl API for editors (LuaLS): dlpipe lua-defs > dl.d.lua
 
         OPTIONS:
@@ -111,14 +112,42 @@ enum HelpText {
         OVERVIEW: show what the state of an output directory holds: downloads by
         status, the failed ones with their last error, the partial ones with their
         bytes on disk, files placed earlier and no longer tracked, and the last
-        runs (ended, running, or killed)
+        runs (ended, running, or killed); with --queue, what a job of a shared
+        queue is doing
 
         USAGE: dlpipe status [DIR] [--json] [--state FILE]
+               dlpipe status --queue URL [--name NAME] [--json]
 
         OPTIONS:
           --json                  one JSON object for machines
           --state FILE            read this state file instead of DIR/.dlpipe/state.db
+          --queue URL             a shared queue in PostgreSQL instead of a directory
+                                  (also DLPIPE_QUEUE, when no DIR is given)
+          --name NAME             the queue's job to show; without it, every job of
+                                  the queue on one line with its counts and workers
           -h, --help              show this help
+
+        WITH --queue (docs/scale-out.md, "Watching a job"):
+          the job's downloads by status (ready, scheduled: waiting for a retry's
+          time, running, paused, finished, skipped, failed, handled, cancelled),
+          its workers (alive, or lease expired: dead, claims not yet taken back)
+          with their last heartbeat, transfers in flight per host, the 20 most
+          recent failures with their last error and how many failed, the last 5
+          runs. Times are ages measured by the database. Nothing is written.
+          --json keys: queue, schema_version, job, per_host, host_delay,
+          max_downloads, the counts by status, workers_alive, workers_expired,
+          workers [id, hostname, pid, state, started_ago, heartbeat_ago,
+          lease_left, running], in_flight, hosts_in_flight, hosts [host,
+          in_flight, waiting], failures [url, last_error, attempts, ended_ago],
+          runs [id, status, started_ago, ended_ago, idle_ago, exit_code, finished,
+          unchanged, failed, handled, done_worker]; without --name: queue,
+          schema_version, jobs [job, the counts, workers_alive, workers_expired].
+          Ages and lease_left are seconds.
+
+        EXIT CODES (with --queue):
+          0 shown; 1 no dlpipe queue in the database, no job of that name (the
+          message lists the names), or a schema it cannot read; 2 usage error;
+          4 the database cannot be reached
 
         """
 

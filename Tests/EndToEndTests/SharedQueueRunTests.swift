@@ -107,9 +107,10 @@ import TestSupport
     }
 
     @Test func killedWorkersLoseNothingAndDoubleNothing() async throws {
-        // 90 files of 30 KB at 100 KB/s: a third of a second each, so kills
-        // land in the middle of transfers; a lease of 2 s for quick take-overs.
-        let files = try files(90, size: 30_000)
+        // 120 files of 40 KB at 100 KB/s: 0.4 s each, so kills land in the
+        // middle of transfers, and the run (about 8 s on 6 host slots) outlasts
+        // the kills; a lease of 2 s for quick take-overs.
+        let files = try files(120, size: 40_000)
         let jobFile = try job.write("job.lua", files.map { "dl.add('\($0.url)')\n" }.joined())
         let extra = ["--lease", "2"]
         let spawn = { @Sendable in try? spawnWorker(jobFile, extra) }
@@ -118,8 +119,8 @@ import TestSupport
             var killedStatus: [Int32] = []
             var random = SplitMix64(seed: UInt64(UInt32(truncatingIfNeeded: time(nil))))
             for round in 0..<3 where !workers.isEmpty {
-                // A random moment of the run: between 0.3 and 1.3 s after the last kill.
-                usleep(300_000 + UInt32(random.next() % 1_000_000))
+                // A random moment of the run: between 0.3 and 1.0 s after the last kill.
+                usleep(300_000 + UInt32(random.next() % 700_000))
                 let victim = workers.remove(at: round % workers.count)
                 victim.signal(SIGKILL)
                 killedStatus.append(victim.waitForExit())

@@ -62,12 +62,19 @@ package struct SchemaMigrator: Sendable {
     private func version(_ connection: PostgresConnection) throws(PostgresError) -> Int {
         let rows = try connection.execute("SELECT version FROM dlpipe.schema_version").rows
         let version = try rows.first.map { row throws(PostgresError) in Int(try row.int("version")) } ?? 0
+        try check(version: version)
+        return version
+    }
+
+    /// Refuses a schema version newer than this build knows; an older one is
+    /// fine (`migrate` brings it up). Also the judgement of readers that must
+    /// not migrate (`QueueReport`).
+    package func check(version: Int) throws(PostgresError) {
         guard version <= latest else {
             throw PostgresError(
                 .incompatible,
                 "the queue's schema is at version \(version), newer than this dlpipe knows (\(latest)): a newer dlpipe migrated it; upgrade dlpipe on this machine")
         }
-        return version
     }
 
     private func lock(_ connection: PostgresConnection) throws(PostgresError) {

@@ -17,7 +17,11 @@ struct QueueArguments {
 
     static let environmentVariable = "DLPIPE_QUEUE"
 
-    static func take(_ args: inout Arguments) throws -> QueueArguments {
+    /// `--queue` and `--name`, and with `worker` (`run`) the worker's
+    /// `--lease` and `--settle`; `status` leaves those to be refused as unknown.
+    static func take(_ args: inout Arguments, worker: Bool = false) throws -> QueueArguments {
+        var taken = QueueArguments(queue: try args.value("--queue"), name: try args.value("--name"))
+        guard worker else { return taken }
         func seconds(_ option: String, atLeast least: Double) throws -> Double? {
             guard let text = try args.value(option) else { return nil }
             guard let value = Double(text), value.isFinite, value >= least else {
@@ -25,9 +29,9 @@ struct QueueArguments {
             }
             return value
         }
-        return QueueArguments(
-            queue: try args.value("--queue"), name: try args.value("--name"),
-            lease: try seconds("--lease", atLeast: 2), settle: try seconds("--settle", atLeast: 0))
+        taken.lease = try seconds("--lease", atLeast: 2)
+        taken.settle = try seconds("--settle", atLeast: 0)
+        return taken
     }
 
     /// The queue and job name when the run is in queue mode, nil when it is
@@ -36,30 +40,45 @@ struct QueueArguments {
     /// before the job file is loaded (the command line and environment are
     /// checked before any script runs).
     func resolve(environment: [String: String], job: JobSettings?) throws -> (address: PostgresAddress, name: String)? {
-        let fromEnvironment = environment[Self.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
-        let (text, source): (String?, String) =
-            if let queue { (queue, "--queue") }
-            else if let fromEnvironment { (fromEnvironment, Self.environmentVariable) }
-            else { (job?.queue, "dl.config queue") }
+        let (text, source): (String?, String) = given(environment: environment) ?? (job?.queue, "dl.config queue")
         guard let text else {
             if name != nil, job != nil {
                 throw UsageError("--name names a job in a shared queue; give the queue too (--queue URL)", command: "run")
             }
             return nil
         }
-        let address: PostgresAddress
-        do throws(PostgresError) {
-            address = try PostgresAddress(text)
-        } catch {
-            throw UsageError("\(source): \(error.message)", command: "run")
-        }
+        let address = try Self.address(text, source: source, command: "run")
         guard let name else {
             throw UsageError("a shared queue (\(source)) needs --name NAME: the job's identity in the queue", command: "run")
         }
-        guard !name.isEmpty, name.count <= 200, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw UsageError("--name wants 1 to 200 printable characters, not \(name.debugDescription)", command: "run")
-        }
+        try Self.check(name: name, command: "run")
         return (address, name)
+    }
+
+    /// The address given by `--queue`, else by `DLPIPE_QUEUE` (set and not
+    /// empty), with where it came from for messages. `status --queue` takes
+    /// its address from here too.
+    func given(environment: [String: String]) -> (text: String, source: String)? {
+        if let queue { return (queue, "--queue") }
+        if let value = environment[Self.environmentVariable], !value.isEmpty { return (value, Self.environmentVariable) }
+        return nil
+    }
+
+    /// `text` as a PostgreSQL address; a usage error of `command` that names
+    /// `source` (the password shown as ***) when it is not one.
+    static func address(_ text: String, source: String, command: String) throws -> PostgresAddress {
+        do throws(PostgresError) {
+            return try PostgresAddress(text)
+        } catch {
+            throw UsageError("\(source): \(error.message)", command: command)
+        }
+    }
+
+    /// A usage error of `command` unless `name` can be a job's name.
+    static func check(name: String, command: String) throws {
+        guard !name.isEmpty, name.count <= 200, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw UsageError("--name wants 1 to 200 printable characters, not \(name.debugDescription)", command: command)
+        }
     }
 }
 

@@ -13,7 +13,7 @@ enum RunCommand {
         let record = try args.value("--record")
         let replay = try args.value("--replay")
         var options = try RunOptions.parse(&args)
-        let queue = try QueueArguments.take(&args)
+        let queue = try QueueArguments.take(&args, worker: true)
         let positionals = try args.positionals()
         guard positionals.count == 1 else {
             throw UsageError(positionals.isEmpty ? "no job file given" : "one job file at a time, got \(positionals.count)", command: "run")

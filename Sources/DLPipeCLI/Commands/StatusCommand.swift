@@ -1,7 +1,8 @@
 import DLPipe
 import Foundation
 
-/// `dlpipe status [DIR]`: what the state of an output directory holds.
+/// `dlpipe status [DIR]`: what the state of an output directory holds
+/// (`--queue URL`: a shared queue's, in QueueStatusCommand).
 enum StatusCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         var args = Arguments(raw, command: "status")
@@ -10,9 +11,15 @@ enum StatusCommand {
             return ExitCode.ok
         }
         let json = args.flag("--json")
+        let queue = try QueueArguments.take(&args)
         let statePath = try StateOption.take(&args)
         let positionals = try args.positionals()
         guard positionals.count <= 1 else { throw UsageError("status takes one directory", command: "status") }
+        if let address = try QueueStatusCommand.address(
+            queue, directory: positionals.first, statePath: statePath, environment: ProcessInfo.processInfo.environment)
+        {
+            return await QueueStatusCommand.run(address, name: queue.name, json: json)
+        }
         let directory = positionals.first ?? "."
         // A mistyped folder must not read as "nothing has run here" (exit 0): cron
         // scripts that check status would take it for an empty, healthy state.
