@@ -221,4 +221,67 @@ import TestSupport
         // back to ready before anyone started it.
         #expect(nginx.requests(matching: "/slow" + dir).count == 60)
     }
+
+    /// Which worker finished which file: the names each worker's lines name.
+    private func finishedNames(_ run: (status: Int32, stdout: String, stderr: String)) -> Set<String> {
+        Set(run.stderr.split(separator: "\n").filter { $0.hasPrefix("finished ") || $0.hasPrefix("unchanged ") }.compactMap { line in
+            line.split(separator: " ").dropFirst().first.map { String($0.split(separator: "/").last ?? "") }
+        })
+    }
+
+    @Test func chainedAddsGoToAnyWorkerAndAReRunByOthersIsConditional() async throws {
+        // Three index pages, each listing ten files; the job adds the pages,
+        // and its `finished` handler adds what a page lists.
+        var children: [String: [String]] = [:]
+        var all: [(name: String, url: String, bytes: [UInt8])] = []
+        for page in 0..<3 {
+            let listed = try (0..<10).map { index in
+                let name = "p\(page)-\(index).bin"
+                let bytes = try nginx.put("/slow" + dir + "/" + name, randomBytes: 20_000 + index, seed: UInt64(page * 100 + index + 1))
+                let url = nginx.url("/slow" + dir + "/" + name, host: hosts[index % hosts.count], tls: false)
+                all.append((name, url, bytes))
+                return url
+            }
+            let name = "index\(page).txt"
+            let bytes = try nginx.put(dir + "/" + name, bytes: Array(listed.joined(separator: "\n").utf8))
+            all.append((name, nginx.url(dir + "/" + name, host: hosts[page], tls: false), bytes))
+            children[name] = listed.map { String($0.split(separator: "/").last!) }
+        }
+        let pages = all.filter { $0.name.hasSuffix(".txt") }
+        let jobFile = try job.write("job.lua", pages.map { "dl.add('\($0.url)')\n" }.joined() + """
+            dl.on("finished", function(d, f)
+              if f.path:match("%.txt$") then
+                for url in dl.read(f.path):gmatch("[^\\n]+") do dl.add(url) end
+              end
+            end)
+            """)
+        let first = await offThePool { () -> [(status: Int32, stdout: String, stderr: String)] in
+            let workers = (0..<2).compactMap { _ in try? spawnWorker(jobFile) }
+            return workers.map { $0.finish() }
+        }
+        try #require(first.count == 2)
+        for run in first { #expect(run.status == 0, "\(run.stderr)") }
+        expectWholeAndAlone(all)
+        #expect(nginx.requests(matching: "/slow" + dir).count == 30, "each listed file fetched once")
+        // Some file went to the worker that did not fetch the page listing it.
+        let fetched = first.map(finishedNames)
+        let crossed = children.contains { page, names in
+            let pageWorker = fetched.firstIndex { $0.contains(page) }
+            return names.contains { name in fetched.firstIndex { $0.contains(name) } != pageWorker }
+        }
+        #expect(crossed, "every listed file was fetched by its page's worker: \(fetched)")
+        // A re-run by two other worker processes: everything asked
+        // conditionally (304), every file kept as it is.
+        let before = nginx.requests(matching: dir).count
+        let second = await offThePool { () -> [(status: Int32, stdout: String, stderr: String)] in
+            let workers = (0..<2).compactMap { _ in try? spawnWorker(jobFile) }
+            return workers.map { $0.finish() }
+        }
+        try #require(second.count == 2)
+        for run in second { #expect(run.status == 0, "\(run.stderr)") }
+        let rerun = Array(nginx.requests(matching: dir).dropFirst(before))
+        #expect(rerun.count == 33, "the re-run asked for every file once: \(rerun.count)")
+        #expect(rerun.allSatisfy { $0.status == 304 }, "not conditional: \(rerun.filter { $0.status != 304 }.map(\.uri))")
+        expectWholeAndAlone(all)
+    }
 }

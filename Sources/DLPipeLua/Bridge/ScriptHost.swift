@@ -100,6 +100,8 @@ final class ScriptHost: @unchecked Sendable {
     /// Whose `dl.store` this is: the job's name (`JobStore`).
     var storeNamespace = JobStore.getNamespace
     private var store: JobStore?
+    /// The state `dl.store` uses instead of the SQLite one (a shared queue's).
+    var storeState: (@Sendable () throws(StateFailure) -> any DownloadState)?
     let log: @Sendable (String) -> Void
     private let warn: @Sendable (ScriptLine) -> Void
     /// Digests that handlers computed (`f.sha256`), by path, until the
@@ -419,9 +421,24 @@ final class ScriptHost: @unchecked Sendable {
         if statePath == nil && stateDirectory == nil && storeBoundTo == nil { storeBoundTo = configDir ?? "." }
     }
 
+    /// `dl.store` in `make`'s state from now on; a store opened before is let go.
+    func useStore(_ make: @escaping @Sendable () throws(StateFailure) -> any DownloadState) {
+        storeState = make
+        store = nil
+    }
+
     /// The store's own connection (the engine has another; SQLite's WAL lets both work).
     func openStore(configDir: String?) -> Result<JobStore, ScriptError> {
         if let store { return .success(store) }
+        if let storeState {
+            do throws(StateFailure) {
+                let opened = JobStore(namespace: storeNamespace, state: try storeState())
+                store = opened
+                return .success(opened)
+            } catch {
+                return .failure(ScriptError(error.message))
+            }
+        }
         bindStore(configDir: configDir)
         let path = statePath ?? StateLayout(directory: stateDirectory ?? configDir ?? ".").database
         if readOnlyStore && !FileManager.default.fileExists(atPath: path) {

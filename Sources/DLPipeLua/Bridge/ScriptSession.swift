@@ -28,6 +28,10 @@ public struct ScriptOptions: Sendable {
     public var outputDirectory: String?
     /// `dlpipe check`: `dl.store.set` changes nothing on disk.
     public var readOnlyStore = false
+    /// Where `dl.store` (and the record of files scripts write) lives when it
+    /// is not the SQLite state: a shared queue's database. Made at first use,
+    /// on the Lua thread (a connection of its own).
+    package var storeState: (@Sendable () throws(StateFailure) -> any DownloadState)?
 
     public init() {}
 
@@ -120,6 +124,7 @@ public final class ScriptSession: @unchecked Sendable {
                 host.statePath = options.statePath
                 host.stateDirectory = options.outputDirectory
                 host.readOnlyStore = options.readOnlyStore
+                host.storeState = options.storeState
                 host.storeNamespace = options.jobPath.map(JobStore.namespace(ofJob:)) ?? JobStore.getNamespace
                 if let job = options.jobPath {
                     try host.load(path: job, displayName: job, isJob: true)
@@ -183,6 +188,15 @@ public final class ScriptSession: @unchecked Sendable {
 }
 
 extension ScriptSession {
+    /// `dl.store` lives in `make`'s state from now on (a queue named by the
+    /// job's `dl.config{ queue }`, known only after the job loaded).
+    package func useStore(_ make: @escaping @Sendable () throws(StateFailure) -> any DownloadState) {
+        _ = thread.sync { [host] in
+            host.useStore(make)
+            return true
+        }
+    }
+
     /// After the run drained (every record of the engine committed): the state
     /// forgets the downloads whose files scripts removed, so that the next run
     /// fetches them again.
