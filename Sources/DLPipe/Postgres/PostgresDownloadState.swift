@@ -34,8 +34,12 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     /// The job row whose records these are.
     package let job: Int64
     /// Whether the job had records when this state was opened. An engine
-    /// reads it once, when it is made: a worker started on a new job asks no
-    /// lookups in that run, even for keys other workers record meanwhile.
+    /// reads it once, when it is made, and one that makes one download per
+    /// key (`deduplicatesWholeRun`) then asks no lookups in that run, not
+    /// even for keys other workers record meanwhile: a claim taken over from
+    /// a worker that died after placing its file would not find that file's
+    /// record. A queue worker's engine should therefore ask always (let keys
+    /// repeat, as a claim that comes back for a retry must anyway).
     package let hadRecords: Bool
 
     /// Opens the state of job row `job` at `address`, with a connection of
@@ -112,6 +116,12 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     /// files in one statement: all of them or none. The rows go in key
     /// order, so that two workers writing overlapping batches lock them in
     /// one order and never deadlock.
+    ///
+    /// One statement a batch, not one a record: 10,000 records in batches of
+    /// 100 take 0.7 to 0.9 s on the tests' cluster (unix socket, fsync off,
+    /// a loaded 2-core machine), 11,000 to 15,000 records a second; reading
+    /// them back one by one (`record(key:)`, one round trip each) takes 1.5
+    /// to 2.6 s (PostgresDownloadStateTests.tenThousandRecordsInBatchesOfAHundred).
     package func write(_ records: [DownloadRecord], released: [ReleasedFile]) throws(StateFailure) {
         guard !records.isEmpty || !released.isEmpty else { return }
         let parameters = batchParameters(records, released)
