@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -306,6 +307,49 @@ import TestSupport
         #expect(try state.value("k") == nil)
         try state.setValue("k", "1")
         #expect(try self.state(state.job).value("k") == "1")
+    }
+
+    /// The connection breaks while a write is in the middle of its statement
+    /// (held up by a row lock another session holds): the write runs again
+    /// on a new connection, waits for the lock like the first, and returns
+    /// once its batch is written, whole.
+    @Test func aWriteBrokenInTheMiddleIsRunAgain() throws {
+        let state = try state(try job("middle"))
+        let request = DownloadRequest(url: "http://h/held")
+        try state.write([record(request, target: "held", status: .partial)], released: [])
+        let backend = try #require(state.serverPID)
+        let holder = try connect()
+        try holder.run("BEGIN")
+        _ = try holder.execute("SELECT 1 FROM dlpipe.url_facts WHERE job_id = $1 FOR UPDATE", [.int(state.job)])
+
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Void, StateFailure>?>(nil)
+        let finished = record(request, target: "held")
+        DispatchQueue.global().async {
+            let result = Result { () throws(StateFailure) in
+                try state.write([finished], released: [ReleasedFile(path: "old-held", url: request.url, size: 2)])
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        // Until the write waits for the lock, on the database's own word.
+        let admin = try admin()
+        let deadline = Date().addingTimeInterval(15)
+        var waiting = false
+        while !waiting && Date() < deadline {
+            waiting = try admin.execute(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [.int(Int64(backend))]
+            ).rows[0].int("n") == 1
+            if !waiting { usleep(20_000) }
+        }
+        #expect(waiting, "the write never waited for the lock")
+        _ = try admin.execute("SELECT pg_terminate_backend($1)", [.int(Int64(backend))])
+        try holder.run("COMMIT")
+        #expect(done.wait(timeout: .now() + 15) == .success, "the write did not return")
+        #expect(throws: Never.self) { try outcome.withLock { $0 }?.get() }
+        #expect(state.serverPID != backend, "it ran again on a new connection")
+        #expect(try state.record(key: request.deduplicationKey)?.status == .finished)
+        #expect(try state.isDownloadFile("old-held"))
     }
 
     /// The database refuses connections for a second (as during a restart):
