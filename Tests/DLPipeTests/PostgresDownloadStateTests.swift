@@ -286,6 +286,16 @@ import TestSupport
         try state.write([odd], released: [])
         let read = try #require(try state.record(key: request.deduplicationKey))
         #expect(read.etag == "\"a\u{FFFD}b\"" && read.lastError == "bad\u{FFFD}header")
+        // A dl.store key is the script's to choose: one with a NUL is refused
+        // with a message that says why, and the state goes on.
+        #expect {
+            try state.setValue("\u{1F}job\u{1F}a\u{0}b", "1")
+        } throws: { error in
+            (error as? StateFailure)?.message.contains("holds a NUL character") == true
+        }
+        #expect(try count("SELECT count(*) AS n FROM dlpipe.store") == 0)
+        try state.setValue("\u{1F}job\u{1F}ab", "1")
+        #expect(try state.value("\u{1F}job\u{1F}ab") == "1")
     }
 
     /// The state's backend is terminated between two writes (what a server

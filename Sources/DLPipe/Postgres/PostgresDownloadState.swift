@@ -141,7 +141,7 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
         for file in released { files[file.path] = file }
         let paths = files.keys.sorted()
         return [
-            .int(job), .bytesArray(keys), .textArray(rows.map { credentials.url($0.url) }),
+            .int(job), .bytesArray(keys), .textArray(rows.map { Self.storable(credentials.url($0.url)) }),
             .textArray(rows.map(\.target)), .textArray(rows.map(\.status.rawValue)), .intArray(rows.map(\.bytes)),
             optional(rows.map(\.total)), .textArray(rows.map { Self.storable($0.etag) }),
             .textArray(rows.map { Self.storable($0.lastModified) }), .textArray(rows.map { Self.storable($0.sha256) }),
