@@ -454,6 +454,19 @@ import TestSupport
         #expect(try old.execute("SELECT version FROM dlpipe.schema_version").rows[0].int("version") == Int64(QueueSchema.latest))
     }
 
+    /// The state's lookups and writes are prepared once per connection; a
+    /// connection whose server forgot them (DEALLOCATE ALL, DISCARD ALL: a
+    /// pooler's reset) prepares them again instead of failing.
+    @Test func aPreparedStatementTheServerForgotIsPreparedAgain() throws {
+        let connection = try connect()
+        let sql = "SELECT $1::int + 1 AS n"
+        #expect(try connection.executePrepared("plus_one", sql, [.int(1)]).rows[0].int("n") == 2)
+        #expect(try connection.executePrepared("plus_one", sql, [.int(2)]).rows[0].int("n") == 3)
+        try connection.run("DEALLOCATE ALL")
+        #expect(try connection.executePrepared("plus_one", sql, [.int(3)]).rows[0].int("n") == 4)
+        #expect(try connection.execute("SELECT count(*) AS n FROM pg_prepared_statements").rows[0].int("n") == 1)
+    }
+
     // MARK: speed
 
     /// 10,000 records written in batches of 100 (one statement each), then
