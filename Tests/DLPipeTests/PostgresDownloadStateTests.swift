@@ -241,6 +241,11 @@ import TestSupport
             """).rows[0].text("text")
         #expect(!everything.contains("hunter2") && !everything.contains("alice"), "\(everything)")
         #expect(everything.contains("***~"))
+        // The stored key, as a queue may key its own rows with it.
+        let stored = state.storedKey(alice.deduplicationKey)
+        #expect(try count(
+            "SELECT count(*) AS n FROM dlpipe.url_facts WHERE job_id = $1 AND key = $2", [.int(shared), .bytes(stored)]) == 1)
+        #expect(!String(decoding: stored, as: UTF8.self).contains("hunter2"))
 
         // Another job keys its digests with its own secret.
         let other = try self.state(try job("creds-other"))

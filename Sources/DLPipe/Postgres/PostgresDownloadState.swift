@@ -345,8 +345,9 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     /// its keyed digest. The URL is the key's part with a scheme, which is
     /// not always its first (a POST's key starts with the method and the
     /// body's digest, a memory download's with "memory"), so each part is
-    /// redacted on its own.
-    private func storedKey(_ key: String) -> [UInt8] {
+    /// redacted on its own. A queue that keys its rows by request can use
+    /// it too, so that the credentials stay in `downloads.secret` alone.
+    package func storedKey(_ key: String) -> [UInt8] {
         guard key.contains("@") else { return Array(key.utf8) }
         let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
         return Array(parts.map { $0.contains("://") ? credentials.key(String($0)) : String($0) }.joined(separator: "\u{0}").utf8)
