@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TestSupport
 
@@ -328,7 +327,7 @@ import TestSupport
     /// (held up by a row lock another session holds): the write runs again
     /// on a new connection, waits for the lock like the first, and returns
     /// once its batch is written, whole.
-    @Test func aWriteBrokenInTheMiddleIsRunAgain() throws {
+    @Test func aWriteBrokenInTheMiddleIsRunAgain() async throws {
         let state = try state(try job("middle"))
         let request = DownloadRequest(url: "http://h/held")
         try state.write([record(request, target: "held", status: .partial)], released: [])
@@ -337,15 +336,9 @@ import TestSupport
         try holder.run("BEGIN")
         _ = try holder.execute("SELECT 1 FROM dlpipe.url_facts WHERE job_id = $1 FOR UPDATE", [.int(state.job)])
 
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<Void, StateFailure>?>(nil)
         let finished = record(request, target: "held")
-        DispatchQueue.global().async {
-            let result = Result { () throws(StateFailure) in
-                try state.write([finished], released: [ReleasedFile(path: "old-held", url: request.url, size: 2)])
-            }
-            outcome.withLock { $0 = result }
-            done.signal()
+        async let written: Void = offThePool(seconds: 20, "the held write") {
+            try state.write([finished], released: [ReleasedFile(path: "old-held", url: request.url, size: 2)])
         }
         // Until the write waits for the lock, on the database's own word.
         let admin = try admin()
@@ -355,13 +348,12 @@ import TestSupport
             waiting = try admin.execute(
                 "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [.int(Int64(backend))]
             ).rows[0].int("n") == 1
-            if !waiting { usleep(20_000) }
+            if !waiting { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(waiting, "the write never waited for the lock")
         _ = try admin.execute("SELECT pg_terminate_backend($1)", [.int(Int64(backend))])
         try holder.run("COMMIT")
-        #expect(done.wait(timeout: .now() + 15) == .success, "the write did not return")
-        #expect(throws: Never.self) { try outcome.withLock { $0 }?.get() }
+        try await written
         #expect(state.serverPID != backend, "it ran again on a new connection")
         #expect(try state.record(key: request.deduplicationKey)?.status == .finished)
         #expect(try state.isDownloadFile("old-held"))
@@ -370,7 +362,7 @@ import TestSupport
     /// The database refuses connections for a second (as during a restart):
     /// a write made meanwhile waits, connects again once it can, and is
     /// written; it returns only then.
-    @Test func aWriteWaitsOutAShortOutage() throws {
+    @Test func aWriteWaitsOutAShortOutage() async throws {
         let state = try state(try job("outage"), patience: 15)
         let admin = try admin()
         let database = try admin.quotedIdentifier(try databaseName())
@@ -384,7 +376,8 @@ import TestSupport
         }
         let started = Date()
         let request = DownloadRequest(url: "http://h/during")
-        try state.write([record(request, target: "during")], released: [])
+        let during = record(request, target: "during")
+        try await offThePool(seconds: 20, "the write during the outage") { try state.write([during], released: []) }
         let waited = Date().timeIntervalSince(started)
         reopened.wait()
         #expect(waited >= 0.9, "the write could only go through once the database took connections again (\(waited) s)")
@@ -394,7 +387,7 @@ import TestSupport
     /// A database away for longer than the state's patience: the call fails
     /// with a message that says so and for how long it tried; nothing of the
     /// batch is written, and the same batch goes through once it is back.
-    @Test func aDatabaseAwayPastThePatienceIsAFailure() throws {
+    @Test func aDatabaseAwayPastThePatienceIsAFailure() async throws {
         let state = try state(try job("away"), patience: 1)
         let admin = try admin()
         let database = try admin.quotedIdentifier(try databaseName())
@@ -403,11 +396,14 @@ import TestSupport
         _ = try admin.execute("SELECT pg_terminate_backend($1)", [.int(Int64(try #require(state.serverPID)))])
         let request = DownloadRequest(url: "http://h/lost")
         let started = Date()
-        var message = ""
-        do {
-            try state.write([record(request, target: "lost")], released: [])
-        } catch {
-            message = error.message
+        let lost = record(request, target: "lost")
+        let message = try await offThePool(seconds: 20, "the write that gives up") { () -> String in
+            do throws(StateFailure) {
+                try state.write([lost], released: [])
+                return ""
+            } catch {
+                return error.message
+            }
         }
         let took = Date().timeIntervalSince(started)
         #expect(message.hasPrefix("cannot write the state: the queue's database at postgresql://"), "\(message)")
@@ -477,22 +473,24 @@ import TestSupport
     /// 10,000 records written in batches of 100 (one statement each), then
     /// read back one by one (one round trip each), as an engine writes and a
     /// re-run reads them. The figures go to the log; docs keep them.
-    @Test func tenThousandRecordsInBatchesOfAHundred() throws {
+    @Test func tenThousandRecordsInBatchesOfAHundred() async throws {
         let state = try state(try job("speed"))
         let records = (0..<10_000).map { index in
             var saved = record(DownloadRequest(url: "http://h\(index % 7).test/files/\(index).bin"), target: "files/\(index).bin")
             saved.placed = PlacedFile(path: "files/\(index).bin", size: 5, inode: UInt64(index), modified: Int64(index))
             return saved
         }
-        let writeStart = Date()
-        for start in stride(from: 0, to: records.count, by: 100) {
-            try state.write(Array(records[start..<start + 100]), released: [])
+        let (writing, reading, found) = try await offThePool(seconds: 120, "10,000 writes and reads") {
+            let writeStart = Date()
+            for start in stride(from: 0, to: records.count, by: 100) {
+                try state.write(Array(records[start..<start + 100]), released: [])
+            }
+            let writing = Date().timeIntervalSince(writeStart)
+            let readStart = Date()
+            var found = 0
+            for saved in records where try state.record(key: saved.key)?.placed == saved.placed { found += 1 }
+            return (writing, Date().timeIntervalSince(readStart), found)
         }
-        let writing = Date().timeIntervalSince(writeStart)
-        let readStart = Date()
-        var found = 0
-        for saved in records where try state.record(key: saved.key)?.placed == saved.placed { found += 1 }
-        let reading = Date().timeIntervalSince(readStart)
         print(String(format: "PostgresDownloadState: 10,000 records written in batches of 100 in %.2f s (%.0f/s), read one by one in %.2f s (%.0f/s)",
                      writing, 10_000 / writing, reading, 10_000 / reading))
         #expect(found == 10_000)
