@@ -152,6 +152,10 @@ extension EngineLoop {
             return
         }
         var final = target
+        // The file's time before its name: a file under its final name always
+        // has the server's time (a process killed right after the rename left
+        // one with the time of writing, which a re-run could not adopt).
+        if configuration.remoteTime { setRemoteTime(job, targets.partPath(target)) }
         // The file under this name is ours (the state says so): replace it.
         // Otherwise never clobber: someone else may have created the name
         // meanwhile, and then the next free one is taken.
@@ -162,6 +166,14 @@ extension EngineLoop {
             }
             guard code == EEXIST, !job.ownsTarget else {
                 return attemptFailed(job, FileErrors.io("cannot rename into place", targets.finalPath(final), errno: code))
+            }
+            if let claims = configuration.claims, !claims.mayPlace() {
+                // A shared queue's worker whose lease is no longer sure met the
+                // name taken: most likely the worker that took the download
+                // over placed it. Its own copy goes; nothing is numbered.
+                targets.removePart(target)
+                return attemptFailed(job, DownloadError(
+                    .io, "\(final.relative) was placed by another worker while this one's lease was not sure; this copy is dropped"))
             }
             // Another program created the name: read the folder again, take the next free one.
             targets.diskDisagreed(about: final)
@@ -182,9 +194,9 @@ extension EngineLoop {
     }
 
     /// The file is under its final name: the download succeeded.
-    private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?) {
+    private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?, timeSet: Bool = true) {
         job.target = final
-        if configuration.remoteTime { setRemoteTime(job, targets.finalPath(final)) }
+        if configuration.remoteTime && !timeSet { setRemoteTime(job, targets.finalPath(final)) }
         job.dropPart()
         job.result = FinishedInfo(
             path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
@@ -214,7 +226,7 @@ extension EngineLoop {
             var final = target
             final.name = name
             targets.linked(target, as: final)
-            placed(job, as: final, size: placement.size, digest: placement.digest)
+            placed(job, as: final, size: placement.size, digest: placement.digest, timeSet: false)
         case .failed(let what, let code):
             attemptFailed(job, FileErrors.io(what, targets.finalPath(target), errno: code))
         case .notRecorded(let message):

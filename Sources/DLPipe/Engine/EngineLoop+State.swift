@@ -13,7 +13,11 @@ extension EngineLoop {
         guard let store, job.request.into == .file else { return false }
         let lookup: DownloadRecord?
         do {
-            lookup = try store.record(key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun)
+            // A shared queue's worker always asks: another worker may have
+            // recorded the key meanwhile (a download taken over from a worker
+            // that died after placing its file), and a retry comes back.
+            lookup = try store.record(
+                key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun || configuration.claims != nil)
         } catch {
             // Without its record the download cannot know which file is its
             // own: it fails rather than guess (and maybe replace one).

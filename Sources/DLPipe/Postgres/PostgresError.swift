@@ -43,6 +43,15 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
         sqlState == "40P01" || sqlState == "40001"
     }
 
+    /// Whether the same statement may succeed on a new connection: the
+    /// connection broke (a server restart, a dropped network, a backend
+    /// terminated by an administrator: SQLSTATE 08xxx and 57Pxx, or libpq
+    /// giving up without one) or could not be made. A statement the server
+    /// refused (a constraint, bad SQL) is not one: it would fail again.
+    package var isConnectionLoss: Bool {
+        kind == .connection
+    }
+
     /// "connection to server ... failed: No such file or directory\n\tIs the
     /// server running locally ...?\n" as one line, its parts joined by "; ".
     static func oneLine(_ text: String) -> String {

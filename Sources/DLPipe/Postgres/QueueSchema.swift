@@ -14,7 +14,8 @@ package enum QueueSchema {
 
     package static let migrations: [SchemaMigration] = [
         SchemaMigration(version: 1, what: "jobs, runs, workers, hosts, downloads, url facts, names, store", sql: version1),
-        SchemaMigration(version: 2, what: "runs count skipped downloads and bytes", sql: runCounts),
+        SchemaMigration(version: 2, what: "placed times, released and script-written files, credential keys", sql: version2),
+        SchemaMigration(version: 3, what: "runs count skipped downloads and bytes", sql: runCounts),
     ]
 
     /// The job-wide summary `done` gets (`s.skipped`, `s.bytes`) is summed
@@ -164,6 +165,51 @@ package enum QueueSchema {
           value text NOT NULL,
           PRIMARY KEY (job_id, key)
         );
+        """
+}
+
+extension QueueSchema {
+    /// What `PostgresDownloadState` needs beyond version 1 to hold all that
+    /// the SQLite state holds, job by job.
+    fileprivate static let version2 = """
+        -- The placed file's modification time (nanoseconds), so that a re-run
+        -- tells a file the user changed from the one dlpipe left (the SQLite
+        -- state's schema 7). url_facts.updated_at (version 1) is the time of
+        -- the write on the database's clock.
+        ALTER TABLE dlpipe.url_facts ADD COLUMN placed_mtime_ns bigint;
+
+        -- dl.remove and the adoption of a file already under a name ask
+        -- whether a path is a download's file; without these a job of a
+        -- million URLs would read all its rows for each question.
+        CREATE INDEX url_facts_by_target ON dlpipe.url_facts (job_id, target) WHERE target IS NOT NULL;
+        CREATE INDEX url_facts_by_placed ON dlpipe.url_facts (job_id, placed_target) WHERE placed_target IS NOT NULL;
+
+        -- Files a download placed and left behind when it placed a newer
+        -- version under another name: still on disk, still a download's file
+        -- (a script may not overwrite it), no longer any download's record.
+        CREATE TABLE dlpipe.released (
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          path text NOT NULL,
+          url text NOT NULL,
+          size bigint NOT NULL,
+          PRIMARY KEY (job_id, path)
+        );
+
+        -- Files that scripts wrote (dl.write, dl.append), relative to the
+        -- shared directory, and the script's name (the dl.store namespace)
+        -- that wrote each: a script may replace its own files, not others'.
+        CREATE TABLE dlpipe.written (
+          job_id bigint NOT NULL REFERENCES dlpipe.jobs ON DELETE CASCADE,
+          path text NOT NULL,
+          writer text NOT NULL,
+          PRIMARY KEY (job_id, path)
+        );
+
+        -- 32 random bytes per job that key the digests standing in for a
+        -- URL's user:password in url_facts.key (as the SQLite state's
+        -- credential_key): the credentials themselves are kept only in
+        -- downloads.secret. Set by the first state opened on the job.
+        ALTER TABLE dlpipe.jobs ADD COLUMN credential_key bytea;
         """
 }
 

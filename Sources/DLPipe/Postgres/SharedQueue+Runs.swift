@@ -3,6 +3,18 @@
 /// was ready or running for the settle time; `done` runs once per run, in the
 /// worker that takes it, with the counts every worker added to the run's row.
 extension SharedQueue {
+    /// The id of the job called `name`, made when there is none (its limits
+    /// stay as they are): what `dl.store` needs before a worker starts.
+    package static func jobID(named name: String, on connection: PostgresConnection) throws(PostgresError) -> Int64 {
+        _ = try SchemaMigrator().migrate(connection)
+        return try connection.execute(
+            """
+            INSERT INTO dlpipe.jobs (name) VALUES ($1)
+            ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING id
+            """, [.text(name)]
+        ).rows[0].int("id")
+    }
+
     /// The open run of the job, made when there is none; the worker joins it.
     package func joinRun(worker: Int64, on connection: PostgresConnection) throws(PostgresError) -> Int64 {
         // Two workers starting together may both find no open run: the unique

@@ -52,18 +52,6 @@ final class QueueLink: @unchecked Sendable {
     func close() { connection = nil }
 }
 
-extension PostgresError {
-    /// The connection is gone (no server, a restart, a dropped network), as
-    /// opposed to a statement the server refused: running it again on a new
-    /// connection may work.
-    var isConnectionLoss: Bool {
-        if kind == .connection { return true }
-        guard let sqlState else { return false }
-        // Class 08: connection exception; 57P01-03: the server is shutting down or starting.
-        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
-    }
-}
-
 /// A monotonic clock in seconds: leases are measured on it, never on the wall clock.
 enum QueueClock {
     static func now() -> Double {

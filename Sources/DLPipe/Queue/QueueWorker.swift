@@ -47,6 +47,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let queue: SharedQueue
     package let worker: Int64
     package let run: Int64
+    /// The job's row id.
+    package var job: Int64 { queue.job }
     /// The job's folder of part files, relative to the output directory.
     package let partFolder: String
     let root: String

@@ -114,6 +114,29 @@ enum QueueMode {
         let code: Int32
     }
 
+    /// Whether the queue's database answers; the one-line error (exit 4) when not.
+    static func reachable(_ address: PostgresAddress) -> Failure? {
+        do throws(PostgresError) {
+            _ = try PostgresConnection(address, applicationName: "dlpipe check")
+            return nil
+        } catch {
+            return Failure(message: "cannot reach the queue: \(error.message)", code: ExitCode.queueUnreachable)
+        }
+    }
+
+    /// `dl.store` of job `name` in the queue's database, made at its first use.
+    static func store(_ address: PostgresAddress, name: String) -> @Sendable () throws(StateFailure) -> any DownloadState {
+        { () throws(StateFailure) -> any DownloadState in
+            let job: Int64
+            do throws(PostgresError) {
+                job = try SharedQueue.jobID(named: name, on: PostgresConnection(address, applicationName: "dlpipe store"))
+            } catch {
+                throw StateFailure(message: "the shared queue's store: \(error.message)")
+            }
+            return try PostgresDownloadState(address: address, job: job)
+        }
+    }
+
     static func start(_ setup: QueueSetup, configuration: EngineConfiguration, hooks: DownloadHooks?) -> Result<Started, Failure> {
         let root: String
         do throws(DownloadError) {
@@ -132,9 +155,17 @@ enum QueueMode {
         }
         var configuration = configuration
         configuration.claims = worker.claimedFiles
+        let state: PostgresDownloadState
+        do throws(StateFailure) {
+            // The per-URL state of the whole job: a re-run from any worker asks conditionally.
+            state = try PostgresDownloadState(address: setup.address, job: worker.job, patience: worker.settings.outage)
+        } catch {
+            worker.leave()
+            return .failure(Failure(message: error.message, code: ExitCode.queueUnreachable))
+        }
         do throws(DownloadError) {
             let engine = try DownloadEngine(
-                configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: nil, shared: worker)
+                configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state, shared: worker)
             return .success(Started(engine: engine, worker: worker))
         } catch {
             worker.leave()

@@ -20,11 +20,24 @@ enum RunCommand {
         }
         options.scripts.jobPath = positionals[0]
         let environment = ProcessInfo.processInfo.environment
-        _ = try queue.resolve(environment: environment, job: nil)
+        let early = try queue.resolve(environment: environment, job: nil)
         guard try RecordReplay.prepare(&options, record: record, replay: replay) else { return ExitCode.usage }
+        if let (address, name) = early {
+            // The job's top level may read dl.store: from the queue's database,
+            // which must answer before any script runs.
+            if let failure = QueueMode.reachable(address) {
+                Terminal.error("dlpipe: \(failure.message)")
+                return failure.code
+            }
+            options.scripts.storeState = QueueMode.store(address, name: name)
+        }
         guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
         let setup = try queue.resolve(environment: environment, job: session.settings).map { address, name in
             QueueSetup(address: address, name: name, lease: queue.lease, settle: queue.settle)
+        }
+        if let setup, early == nil {
+            // Named by dl.config{ queue }: dl.store lives there from now on.
+            session.useStore(QueueMode.store(setup.address, name: setup.name))
         }
         if setup == nil, queue.lease != nil || queue.settle != nil {
             throw UsageError("--lease and --settle are settings of a shared queue; give the queue too (--queue URL)", command: "run")
