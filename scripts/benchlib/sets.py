@@ -109,6 +109,11 @@ def handlers(bench, server, data, job):
     contenders = [tools.dlpipe_job(bench.binary, hooked, "dlpipe run, 3 handlers", base),
                   tools.dlpipe_job(bench.binary, plain, "dlpipe run, no handlers", base),
                   ("dlpipe get -i", get)]
+    if bench.args.compare:
+        # An A/B run: the compared build's handler job and its get -i, in the same rounds.
+        compared = bench.args.compare
+        contenders += [tools.dlpipe_job(compared, hooked, "dlpipe run, 3 handlers (compared)", base),
+                       tools.dlpipe(compared, "dlpipe get -i (compared)")]
     title = "Set 4: set 1 through a Lua job with trivial response/progress/finished handlers, vs the same list"
     return bench.measure_set(title, job, contenders, data.expected(), data.total_bytes, bench.size["rounds"],
                              baseline="dlpipe get -i")

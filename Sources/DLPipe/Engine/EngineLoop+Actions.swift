@@ -203,18 +203,31 @@ extension EngineLoop {
             // A new name is never one this job wrote before.
             job.ownsTarget = false
             // The record names the part file before it exists (write ordering).
-            saveState(job, .partial)
-            try commitStateBeforePart(of: job)
+            // A fresh download has nothing on disk yet: its record is saved
+            // with the new name when a part file is due, or when it is held.
+            if !job.responseUnrecorded {
+                saveState(job, .partial)
+                try commitStateBeforePart(of: job)
+            }
         } catch {
             return feed(job, .responseVerdict(.fail(error)))
         }
         feed(job, .responseVerdict(verdict))
     }
 
-    /// Opens the part file and lets a transfer held for the response hook go on.
+    /// Lets a transfer held for the response hook go on. With a state, it
+    /// takes the path of a response no hook held (`openCommittedParts`): its
+    /// bytes stay in memory until after curl's next turn, so a body that ends
+    /// there is held whole (no record, no part file, no commit of its own), and
+    /// the others' records are committed together, once per turn, before their
+    /// part files are opened.
     func continueTransfer(_ job: Job) {
         guard let transfer = job.transfer else { return }
         if job.request.into == .memory { return continueIntoMemory(job, transfer) }
+        if store != nil {
+            awaitingCommit.append(transfer)
+            return
+        }
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
             return attemptFailed(job, transfer.abortError!)
         }
@@ -233,6 +246,8 @@ extension EngineLoop {
             job.receivedThisRun += transfer.received
             return bodyComplete(job, transfer)
         }
+        // The record names the part file before it exists.
+        if job.responseUnrecorded { saveState(job, .partial) }
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
             return attemptFailed(job, transfer.abortError!)
         }

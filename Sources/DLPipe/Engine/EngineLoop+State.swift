@@ -157,6 +157,7 @@ extension EngineLoop {
         // A memory download has no file and keeps no record (it is fetched
         // again on every run).
         guard let store, job.request.into == .file else { return }
+        job.responseUnrecorded = false
         let headers = job.response?.headers ?? [:]
         store.save(DownloadRecord(
             // A name held for an adoption is not the download's until the 304 proves it.

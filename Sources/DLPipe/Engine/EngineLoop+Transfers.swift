@@ -230,9 +230,18 @@ extension EngineLoop: TransferOwner {
         let actions = job.state.handle(.responseArrived(askHook: interests.contains(.response)))
         emit(.response(job.info(root: root), response))
         if actions.contains(.askResponseHook) {
-            // The verdict arrives in a later turn, after this turn's commit. Until
-            // then a live transfer keeps its first bytes in memory.
-            saveState(job, .partial)
+            // The verdict arrives in a later turn. Until then a live transfer
+            // keeps its first bytes in memory, and nothing is on disk. A fresh
+            // download (one that may end as a held body) saves no record now:
+            // most small bodies are whole before the verdict and need one record
+            // when held, not two. The record is saved when a part file is due
+            // (`continueTransfer`, `completeTransfer`). One whose part file
+            // or file may be on disk records the new response at once.
+            if transfer.resumeOffset == 0 && !job.ownsTarget && !job.partFileMayExist {
+                job.responseUnrecorded = true
+            } else {
+                saveState(job, .partial)
+            }
             perform(actions, job)
             return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
         }

@@ -89,6 +89,10 @@ final class Job {
     var reportedBytes: Int64 = -1
     var reportedAt: Double = 0
     var rate: Double = 0
+    /// The response hook was asked without a record of this response saved
+    /// (a fresh download whose body may still be held): the record is saved
+    /// when a part file is due, if one ever is (`saveState` clears this).
+    var responseUnrecorded = false
 
     init(id: DownloadID, request: DownloadRequest, host: String) {
         self.id = id

@@ -456,7 +456,11 @@ final class ScriptHost: @unchecked Sendable {
     private func add(_ args: [LuaValue]) throws(LuaCallError) -> [LuaValue] {
         func text(_ i: Int) -> String? { i < args.count ? args[i].text : nil }
         guard let url = text(0) else { throw LuaCallError("url must be a string") }
-        guard let scheme = url.split(separator: ":").first?.lowercased(), scheme == "http" || scheme == "https" else {
+        // The first ":"-separated part that is not empty (as `split` gives it),
+        // found without splitting the whole URL: `split` was a third of the
+        // Swift side of a top-level dl.add.
+        let scheme = url.drop { $0 == ":" }.prefix { $0 != ":" }.lowercased()
+        guard scheme == "http" || scheme == "https" else {
             return [.nil_, LuaValue("only http and https URLs can be added, not \(url.debugDescription)")]
         }
         var headers: [String: String] = [:]

@@ -12,6 +12,10 @@ import DLPipe
 /// If that file cannot be made or written, requests stay in memory.
 /// Used on the Lua thread only.
 final class TopLevelAdds {
+    /// Requests 1...n, in id order, while none was stored: an array, since a
+    /// table keyed by id spent most of an add growing and rehashing.
+    private var leading: [DownloadRequest] = []
+    /// Requests kept in memory after the first stored one.
     private var inMemory: [Int: DownloadRequest] = [:]
     private var keys: [String: Int] = [:]
     private var store: (any PendingRequests)?
@@ -48,9 +52,14 @@ final class TopLevelAdds {
                 // Kept in memory below: nothing is lost.
             }
         }
-        inMemory[count] = request
+        if leading.count == count - 1 { leading.append(request) } else { inMemory[count] = request }
         keys[key] = count
         return count
+    }
+
+    /// A request kept in memory, by id.
+    private func kept(_ number: Int) -> DownloadRequest? {
+        number >= 1 && number <= leading.count ? leading[number - 1] : inMemory[number]
     }
 
     private func openStore() -> (any PendingRequests)? {
@@ -91,7 +100,7 @@ final class TopLevelAdds {
         guard first <= count else { return [] }
         let last = min(count, first + Self.pageSize - 1)
         var fromStore: [Int: DownloadRequest] = [:]
-        if stored > 0, (first...last).contains(where: { inMemory[$0] == nil }) {
+        if stored > 0, (first...last).contains(where: { kept($0) == nil }) {
             do throws(StateFailure) {
                 for (number, request) in try store!.requests(from: first, limit: last - first + 1) where number <= last {
                     fromStore[number] = request
@@ -102,7 +111,7 @@ final class TopLevelAdds {
         }
         var page: [DownloadRequest] = []
         for number in first...last {
-            guard let request = inMemory[number] ?? fromStore[number] else {
+            guard let request = kept(number) ?? fromStore[number] else {
                 throw ScriptError("the downloads the job added could not be read back: download \(number) is missing")
             }
             page.append(request)
