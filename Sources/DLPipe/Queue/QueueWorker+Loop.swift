@@ -36,30 +36,54 @@ extension QueueWorker {
         if known { signal() }
     }
 
+    /// Downloads a worker holds at most: its concurrency, and as many again
+    /// waiting in its engine, so that a claim takes a batch (one commit for
+    /// many downloads) and a free slot starts the next download without a
+    /// round trip. The database's per-host limit counts them all.
+    var holdLimit: Int { settings.concurrency * 2 }
+
     func claimLoop() {
         while true {
-            let (stopping, ends, drainWaiting, held, reconnected) = state.withLock { state in
+            var (stopping, ends, drainWaiting, held) = state.withLock { state in
                 state.wake = false
-                return (state.stopping, state.ends.take(), state.drainReply != nil, state.held.count, loopLink.reconnected)
+                return (state.stopping, state.ends.take(), state.drainReply != nil, state.held.count)
             }
             if stopping { return }
+            if !ends.isEmpty && held > 0 {
+                // Ends come in bursts: a moment's wait lets one report (one
+                // commit) carry the ends of the transfers finishing together.
+                usleep(1000)
+                state.withLock { state in
+                    ends += state.ends.take()
+                    held = state.held.count
+                }
+            }
             do {
-                try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
-                    try report(ends, on: connection)
-                    if reconnected {
-                        // A claim whose answer the break swallowed is held by
-                        // nobody that knows it: back to ready. Known are the
-                        // claims still running here and those whose end was
-                        // just reported (or is still waiting to be).
-                        loopLink.reconnected = false
-                        let known = state.withLock { $0.held.values + $0.ends.map(\.token) } + ends.map(\.token)
-                        try queue.releaseUnknownClaims(worker: worker, known: known, on: connection)
+                // A claim only when a batch fits (or nothing is held): the
+                // engine has the rest of its batch queued meanwhile.
+                let room = held <= settings.concurrency ? holdLimit - held : 0
+                let claims = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                    let reconnected = loopLink.reconnected
+                    loopLink.reconnected = false
+                    if ends.isEmpty && !reconnected {
+                        return room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : []
+                    }
+                    // The report and the next claim commit together: one
+                    // flush of the database's log for both.
+                    return try connection.transaction { () throws(PostgresError) -> [ClaimedDownload] in
+                        try report(ends, on: connection)
+                        if reconnected {
+                            // A claim whose answer the break swallowed is held by
+                            // nobody that knows it: back to ready. Known are the
+                            // claims still running here and those whose end was
+                            // just reported (or is still waiting to be).
+                            let known = state.withLock { $0.held.values + $0.ends.map(\.token) } + ends.map(\.token)
+                            try queue.releaseUnknownClaims(worker: worker, known: known, on: connection)
+                        }
+                        return room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : []
                     }
                 }
-                var claimed = 0
-                if held < settings.concurrency {
-                    claimed = try claim(settings.concurrency - held)
-                }
+                let claimed = start(claims)
                 if claimed > 0 {
                     // The engine was told of them before its drained call is answered.
                     answerDrain(nil)
@@ -86,12 +110,9 @@ extension QueueWorker {
             }, run: run, on: connection)
     }
 
-    /// Claims up to `room` downloads and starts them in the engine; how many.
-    private func claim(_ room: Int) throws(PostgresError) -> Int {
+    /// Starts claimed downloads in the engine; how many.
+    private func start(_ claims: [ClaimedDownload]) -> Int {
         guard let engine = engineBox.withLock({ $0 }) else { return 0 }
-        let claims = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
-            try queue.claim(worker: worker, limit: room, on: connection)
-        }
         guard !claims.isEmpty else { return 0 }
         var started: [(number: Int, request: DownloadRequest)] = []
         var unreadable: [ClaimEnd] = []
