@@ -9,24 +9,42 @@ import TestSupport
 /// plus what sharing adds (two workers on one job, two jobs apart, a broken
 /// connection, a database away for a while).
 @Suite struct PostgresDownloadStateTests {
-    let url: String
     let address: PostgresAddress
 
+    /// One database for the suite, made and migrated once: the state is
+    /// job-scoped, so each test takes jobs of its own. (A database per test,
+    /// each made under the cluster's admin lock by a test's init on the test
+    /// pool, held both threads of the pool for seconds in full runs.) Tests
+    /// that take the whole database away make their own (`ownDatabase`).
+    private static let database = Result { () throws -> String in
+        let url = try PostgresCluster.shared().freshDatabase("state")
+        try SchemaMigrator().migrate(PostgresConnection(PostgresAddress(url)))
+        return url
+    }
+
     init() throws {
-        url = try PostgresCluster.shared().freshDatabase("state")
-        address = try PostgresAddress(url)
-        try SchemaMigrator().migrate(connect())
+        address = try PostgresAddress(Self.database.get())
     }
 
     private func connect() throws -> PostgresConnection { try PostgresConnection(address) }
 
-    /// A job row, as a worker's `SharedQueue.open` makes it.
-    private func job(_ name: String) throws -> Int64 {
-        try SharedQueue.open(job: name, limits: JobLimits(perHost: 2), on: connect()).job
+    /// A job row, as a worker's `SharedQueue.open` makes it; the name made
+    /// unique, so that a repeated test never meets an earlier run's rows.
+    private func job(_ name: String, at address: PostgresAddress? = nil) throws -> Int64 {
+        let unique = name + "-" + UUID().uuidString.prefix(8)
+        return try SharedQueue.open(job: unique, limits: JobLimits(perHost: 2), on: PostgresConnection(address ?? self.address)).job
     }
 
-    private func state(_ job: Int64, patience: Double = 10) throws -> PostgresDownloadState {
-        try PostgresDownloadState(address: address, job: job, patience: patience)
+    private func state(_ job: Int64, patience: Double = 10, at address: PostgresAddress? = nil) throws -> PostgresDownloadState {
+        try PostgresDownloadState(address: address ?? self.address, job: job, patience: patience)
+    }
+
+    /// A database of the test's own, migrated, and its name.
+    private func ownDatabase(_ label: String) throws -> (address: PostgresAddress, name: String) {
+        let address = try PostgresAddress(try PostgresCluster.shared().freshDatabase(label))
+        let connection = try PostgresConnection(address)
+        try SchemaMigrator().migrate(connection)
+        return (address, try connection.execute("SELECT current_database() AS name").rows[0].text("name"))
     }
 
     private func record(_ request: DownloadRequest, target: String?, status: DownloadRecord.Status = .finished) -> DownloadRecord {
@@ -44,10 +62,6 @@ import TestSupport
     /// administrator (or a failing network) does to the test's database.
     private func admin() throws -> PostgresConnection {
         try PostgresConnection(PostgresAddress(PostgresCluster.shared().url(database: "postgres")))
-    }
-
-    private func databaseName() throws -> String {
-        try connect().execute("SELECT current_database() AS name").rows[0].text("name")
     }
 
     // MARK: records
@@ -158,7 +172,7 @@ import TestSupport
         let state = try state(try job("runs"))
         #expect(try state.startRun() == 0)
         try state.endRun(0, summary: RunSummary())
-        #expect(try count("SELECT count(*) AS n FROM dlpipe.runs") == 0)
+        #expect(try count("SELECT count(*) AS n FROM dlpipe.runs WHERE job_id = $1", [.int(state.job)]) == 0)
     }
 
     // MARK: files
@@ -184,7 +198,8 @@ import TestSupport
         }
         #expect(try !state.isDownloadFile("index.json"))
         #expect(try other.downloadFiles().isEmpty)
-        #expect(try connect().execute("SELECT url FROM dlpipe.released").rows.map { try $0.text("url") } == ["http://***@h/old.bin"])
+        #expect(try connect().execute("SELECT url FROM dlpipe.released WHERE job_id = $1", [.int(shared)]).rows.map { try $0.text("url") }
+            == ["http://***@h/old.bin"])
 
         #expect(try state.writer(of: "index.json") == nil)
         try state.setWriter(of: "index.json", to: "feed")
@@ -235,9 +250,9 @@ import TestSupport
         // Nothing of the credentials in any row of the state's tables.
         let everything = try connect().execute("""
             SELECT string_agg(t::text, ' ') AS text FROM (
-              SELECT encode(key, 'escape') || url || coalesce(target, '') AS t FROM dlpipe.url_facts
-              UNION ALL SELECT path || url FROM dlpipe.released) rows
-            """).rows[0].text("text")
+              SELECT encode(key, 'escape') || url || coalesce(target, '') AS t FROM dlpipe.url_facts WHERE job_id = $1
+              UNION ALL SELECT path || url FROM dlpipe.released WHERE job_id = $1) rows
+            """, [.int(shared)]).rows[0].text("text")
         #expect(!everything.contains("hunter2") && !everything.contains("alice"), "\(everything)")
         #expect(everything.contains("***~"))
         // The stored key, as a queue may key its own rows with it.
@@ -247,10 +262,11 @@ import TestSupport
         #expect(!String(decoding: stored, as: UTF8.self).contains("hunter2"))
 
         // Another job keys its digests with its own secret.
-        let other = try self.state(try job("creds-other"))
-        try other.write([record(alice, target: "x.bin")], released: [])
+        let otherJob = try job("creds-other")
+        try self.state(otherJob).write([record(alice, target: "x.bin")], released: [])
         let keys = try connect().execute(
-            "SELECT encode(key, 'escape') AS k FROM dlpipe.url_facts WHERE url = 'http://***@h/x.bin' ORDER BY job_id"
+            "SELECT encode(key, 'escape') AS k FROM dlpipe.url_facts WHERE url = 'http://***@h/x.bin' AND job_id IN ($1, $2) ORDER BY job_id",
+            [.int(shared), .int(otherJob)]
         ).rows.map { try $0.text("k") }
         #expect(keys.count == 2 && keys[0] != keys[1], "\(keys)")
     }
@@ -271,11 +287,11 @@ import TestSupport
             let message = (error as? StateFailure)?.message ?? ""
             return message.hasPrefix("cannot write the state in the queue's database at ") && message.contains("out of range")
         }
-        #expect(try count("SELECT count(*) AS n FROM dlpipe.url_facts") == 0)
-        #expect(try count("SELECT count(*) AS n FROM dlpipe.released") == 0)
+        #expect(try count("SELECT count(*) AS n FROM dlpipe.url_facts WHERE job_id = $1", [.int(state.job)]) == 0)
+        #expect(try count("SELECT count(*) AS n FROM dlpipe.released WHERE job_id = $1", [.int(state.job)]) == 0)
         // The same batch without the bad record goes through whole.
         try state.write(good, released: [ReleasedFile(path: "old", url: "http://h/old", size: 1)])
-        #expect(try count("SELECT count(*) AS n FROM dlpipe.url_facts") == 3)
+        #expect(try count("SELECT count(*) AS n FROM dlpipe.url_facts WHERE job_id = $1", [.int(state.job)]) == 3)
         #expect(try state.isDownloadFile("old"))
     }
 
@@ -297,7 +313,7 @@ import TestSupport
         } throws: { error in
             (error as? StateFailure)?.message.contains("holds a NUL character") == true
         }
-        #expect(try count("SELECT count(*) AS n FROM dlpipe.store") == 0)
+        #expect(try count("SELECT count(*) AS n FROM dlpipe.store WHERE job_id = $1", [.int(state.job)]) == 0)
         try state.setValue("\u{1F}job\u{1F}ab", "1")
         #expect(try state.value("\u{1F}job\u{1F}ab") == "1")
     }
@@ -337,7 +353,7 @@ import TestSupport
         _ = try holder.execute("SELECT 1 FROM dlpipe.url_facts WHERE job_id = $1 FOR UPDATE", [.int(state.job)])
 
         let finished = record(request, target: "held")
-        async let written: Void = offThePool(seconds: 20, "the held write") {
+        let written = BlockingWork {
             try state.write([finished], released: [ReleasedFile(path: "old-held", url: request.url, size: 2)])
         }
         // Until the write waits for the lock, on the database's own word.
@@ -353,7 +369,7 @@ import TestSupport
         #expect(waiting, "the write never waited for the lock")
         _ = try admin.execute("SELECT pg_terminate_backend($1)", [.int(Int64(backend))])
         try holder.run("COMMIT")
-        try await written
+        try await written.value(seconds: 20, "the held write")
         #expect(state.serverPID != backend, "it ran again on a new connection")
         #expect(try state.record(key: request.deduplicationKey)?.status == .finished)
         #expect(try state.isDownloadFile("old-held"))
@@ -363,49 +379,55 @@ import TestSupport
     /// a write made meanwhile waits, connects again once it can, and is
     /// written; it returns only then.
     @Test func aWriteWaitsOutAShortOutage() async throws {
-        let state = try state(try job("outage"), patience: 15)
+        let own = try ownDatabase("outage")
+        let state = try state(try job("outage", at: own.address), patience: 15, at: own.address)
         let admin = try admin()
-        let database = try admin.quotedIdentifier(try databaseName())
+        let database = try admin.quotedIdentifier(own.name)
         try admin.run("ALTER DATABASE \(database) ALLOW_CONNECTIONS false")
         _ = try admin.execute("SELECT pg_terminate_backend($1)", [.int(Int64(try #require(state.serverPID)))])
-        let reopened = DispatchSemaphore(value: 0)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
-            try? PostgresConnection(PostgresAddress(try PostgresCluster.shared().url(database: "postgres")))
-                .run("ALTER DATABASE \(database) ALLOW_CONNECTIONS true")
-            reopened.signal()
-        }
-        let started = Date()
         let request = DownloadRequest(url: "http://h/during")
         let during = record(request, target: "during")
-        try await offThePool(seconds: 20, "the write during the outage") { try state.write([during], released: []) }
-        let waited = Date().timeIntervalSince(started)
-        reopened.wait()
-        #expect(waited >= 0.9, "the write could only go through once the database took connections again (\(waited) s)")
-        #expect(try self.state(state.job).record(key: request.deduplicationKey)?.target == "during")
+        // The write starts now and can only end once connections are allowed again, a second later.
+        let write = BlockingWork { () throws -> (Date, Date) in
+            let started = Date()
+            try state.write([during], released: [])
+            return (started, Date())
+        }
+        let reopen = BlockingWork { () throws -> Date in
+            Thread.sleep(forTimeInterval: 1)
+            try PostgresConnection(PostgresAddress(PostgresCluster.shared().url(database: "postgres")))
+                .run("ALTER DATABASE \(database) ALLOW_CONNECTIONS true")
+            return Date()
+        }
+        let reopened = try await reopen.value(seconds: 20, "allowing connections again")
+        let (started, ended) = try await write.value(seconds: 20, "the write during the outage")
+        #expect(started < reopened && ended >= reopened, "the write went through only once the database took connections again")
+        #expect(try self.state(state.job, at: own.address).record(key: request.deduplicationKey)?.target == "during")
     }
 
     /// A database away for longer than the state's patience: the call fails
     /// with a message that says so and for how long it tried; nothing of the
     /// batch is written, and the same batch goes through once it is back.
     @Test func aDatabaseAwayPastThePatienceIsAFailure() async throws {
-        let state = try state(try job("away"), patience: 1)
+        let own = try ownDatabase("away")
+        let state = try state(try job("away", at: own.address), patience: 1, at: own.address)
         let admin = try admin()
-        let database = try admin.quotedIdentifier(try databaseName())
+        let database = try admin.quotedIdentifier(own.name)
         try admin.run("ALTER DATABASE \(database) ALLOW_CONNECTIONS false")
         defer { try? admin.run("ALTER DATABASE \(database) ALLOW_CONNECTIONS true") }
         _ = try admin.execute("SELECT pg_terminate_backend($1)", [.int(Int64(try #require(state.serverPID)))])
         let request = DownloadRequest(url: "http://h/lost")
-        let started = Date()
         let lost = record(request, target: "lost")
-        let message = try await offThePool(seconds: 20, "the write that gives up") { () -> String in
+        // Timed on the writing thread: how long the state tried, not how long the test waited.
+        let (message, took) = try await offThePool(seconds: 20, "the write that gives up") { () -> (String, Double) in
+            let started = Date()
             do throws(StateFailure) {
                 try state.write([lost], released: [])
-                return ""
+                return ("", Date().timeIntervalSince(started))
             } catch {
-                return error.message
+                return (error.message, Date().timeIntervalSince(started))
             }
         }
-        let took = Date().timeIntervalSince(started)
         #expect(message.hasPrefix("cannot write the state: the queue's database at postgresql://"), "\(message)")
         #expect(message.contains("is unreachable: tried for 1.") && message.contains("not currently accepting connections"), "\(message)")
         #expect(took >= 1 && took < 8, "\(took) s")
