@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The state of a job of the shared queue (`--queue`), in PostgreSQL: what
 /// `StateStore` keeps in `DIR/.dlpipe/state.db` for one machine, kept here for
@@ -28,6 +29,8 @@ import Foundation
 package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     // @unchecked: `connection` is touched only under `lock`; the rest never changes.
     private let lock = NSLock()
+    /// Records read ahead for claimed downloads (`prime`), each used once.
+    let readAhead = Mutex<[String: DownloadRecord?]>([:])
     private let connection: ReconnectingConnection
     private let credentials: StoredCredentials
     private let address: PostgresAddress
@@ -94,6 +97,7 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     // MARK: records
 
     package func record(key: String) throws(StateFailure) -> DownloadRecord? {
+        if let answer = primed(key) { return answer }
         let stored = storedKey(key)
         let rows = try call("read the state") { connection throws(PostgresError) in
             try connection.executePrepared(
@@ -199,12 +203,12 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
         SELECT 1
         """
 
-    private static let columns = """
+    static let columns = """
         url, target, status, bytes, total, etag, last_modified, sha256, media_type, attempts, last_error,
         extract(epoch FROM updated_at)::float8 AS updated, placed_target, placed_size, placed_inode, placed_mtime_ns
         """
 
-    private static func record(_ row: PostgresRow) throws(PostgresError) -> DownloadRecord {
+    static func record(_ row: PostgresRow) throws(PostgresError) -> DownloadRecord {
         let placed: PlacedFile?
         if let path = try row.optionalText("placed_target") {
             placed = PlacedFile(
@@ -355,7 +359,7 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
 
     /// Runs `statement` under the lock, reconnecting as needed; its failure
     /// worded for people ("cannot write the state: ...").
-    private func call<T>(_ what: String, _ statement: (PostgresConnection) throws(PostgresError) -> T) throws(StateFailure) -> T {
+    func call<T>(_ what: String, _ statement: (PostgresConnection) throws(PostgresError) -> T) throws(StateFailure) -> T {
         lock.lock()
         defer { lock.unlock() }
         do {

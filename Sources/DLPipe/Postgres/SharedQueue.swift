@@ -140,7 +140,8 @@ package struct SharedQueue: Sendable {
     /// first, then the hosts served least recently; with a host delay, one
     /// download per host and claim. A worker declared dead claims nothing.
     package func claim(worker: Int64, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [ClaimedDownload] {
-        let rows = try connection.execute(
+        let rows = try connection.executePrepared(
+            "dlpipe_claim",
             """
             WITH job AS (
               SELECT j.per_host, j.host_delay FROM dlpipe.jobs j
@@ -219,7 +220,8 @@ package struct SharedQueue: Sendable {
     package func report(_ reports: [ClaimReport], run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
         guard !reports.isEmpty else { return [] }
         let rows = try retryingDeadlocks { () throws(PostgresError) in
-            try connection.execute(
+            try connection.executePrepared(
+                "dlpipe_report",
                 """
                 WITH input AS (
                   SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::text[], $8::bool[], $9::bigint[])

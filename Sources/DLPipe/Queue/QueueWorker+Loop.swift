@@ -36,11 +36,10 @@ extension QueueWorker {
         if known { signal() }
     }
 
-    /// Downloads a worker holds at most: its concurrency, and as many again
-    /// waiting in its engine, so that a claim takes a batch (one commit for
-    /// many downloads) and a free slot starts the next download without a
-    /// round trip. The database's per-host limit counts them all.
-    var holdLimit: Int { settings.concurrency * 2 }
+    /// Downloads a worker holds at most: its concurrency. Holding more (a
+    /// batch waiting in its engine) would take host slots that the job's
+    /// per-host limit counts, from workers that could run them now.
+    var holdLimit: Int { settings.concurrency }
 
     func claimLoop() {
         while true {
@@ -59,9 +58,7 @@ extension QueueWorker {
                 }
             }
             do {
-                // A claim only when a batch fits (or nothing is held): the
-                // engine has the rest of its batch queued meanwhile.
-                let room = held <= settings.concurrency ? holdLimit - held : 0
+                let room = holdLimit - held
                 let claims = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
                     let reconnected = loopLink.reconnected
                     loopLink.reconnected = false
@@ -129,6 +126,8 @@ extension QueueWorker {
             }
             state.ends.append(contentsOf: unreadable)
         }
+        // Their records in one statement, not one lookup each when they start.
+        readAhead?.prime(keys: started.map(\.request.deduplicationKey))
         // The parent's id is the queue's, as every id a worker's engine uses.
         engine.addClaimed(started.map { item in
             var request = item.request

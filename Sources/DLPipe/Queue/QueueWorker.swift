@@ -79,6 +79,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let state = Mutex(State())
     let wakeSignal = DispatchSemaphore(value: 0)
     let engineBox = Mutex<DownloadEngine?>(nil)
+    /// The engine's state, whose lookups the worker reads ahead for what it claims.
+    package var readAhead: PostgresDownloadState?
     /// The job's own `done` (the Lua handler), run once per run by the worker that takes it.
     var doneHook: (@Sendable (RunSummary, _ reply: @escaping @Sendable (Int?) -> Void) -> Void)?
     /// Called once when the worker cannot go on (the database stayed away, the lease was lost).

@@ -163,6 +163,7 @@ enum QueueMode {
             worker.leave()
             return .failure(Failure(message: error.message, code: ExitCode.queueUnreachable))
         }
+        worker.readAhead = state
         do throws(DownloadError) {
             let engine = try DownloadEngine(
                 configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state, shared: worker)
