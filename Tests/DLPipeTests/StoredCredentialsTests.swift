@@ -54,6 +54,24 @@ import TestSupport
         #expect(bytes.range(of: Data("alice".utf8)) == nil)
     }
 
+    /// A memory download's key and a POST's hold the URL after other parts:
+    /// their credentials never reach the file either, and the record is found.
+    @Test(arguments: ["memory", "post"])
+    func credentialsInLaterPartsOfAKeyAreNotStored(_ kind: String) throws {
+        var request = DownloadRequest(url: "http://carol:opensesame@h/api", into: kind == "memory" ? .memory : .file)
+        if kind == "post" { request.body = Array("q=1".utf8) }
+        let store = try StateStore(path: path)
+        try store.save(record(request))
+        try store.flush()
+        #expect(try store.record(key: request.deduplicationKey) != nil)
+        var other = request
+        other.url = "http://dave:opensesame@h/api"
+        #expect(try store.record(key: other.deduplicationKey) == nil, "other credentials are another download")
+        let bytes = try stateBytes()
+        #expect(bytes.range(of: Data("opensesame".utf8)) == nil)
+        #expect(bytes.range(of: Data("carol".utf8)) == nil)
+    }
+
     @Test func twoStatesKeyTheirDigestsWithTheirOwnSecrets() throws {
         let other = try TempDir.make("creds-other") + "/state.db"
         let request = DownloadRequest(url: "https://u:p@h/a")

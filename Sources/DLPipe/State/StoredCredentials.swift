@@ -13,12 +13,24 @@ struct StoredCredentials: Sendable {
     /// The per-state secret the digests are keyed with.
     let secret: [UInt8]
 
-    /// The key as stored: unchanged unless its URL (the part before the first
-    /// NUL) carries a user part, whose place then takes `***~DIGEST`.
+    /// The key as stored: unchanged unless its URL carries a user part, whose
+    /// place then takes `***~DIGEST`. The URL is the key's first part that
+    /// holds `://`: the first part of a file's key, the second of a memory
+    /// download's (`memory`, URL), a later one of a POST's (method, body
+    /// digest, URL, ...). Only the first part was looked at before, which
+    /// kept a POST's or a memory download's credentials in the key as they were.
     func key(_ key: String) -> String {
-        let url = key.prefix { $0 != "\u{0}" }
-        guard let user = Self.userPart(of: url) else { return key }
-        return String(key[..<user.lowerBound]) + "***~" + digest(String(key[user])) + String(key[user.upperBound...])
+        var start = key.startIndex
+        while start < key.endIndex {
+            let end = key[start...].firstIndex(of: "\u{0}") ?? key.endIndex
+            let part = key[start..<end]
+            if part.contains("://") {
+                guard let user = Self.userPart(of: part) else { return key }
+                return String(key[..<user.lowerBound]) + "***~" + digest(String(key[user])) + String(key[user.upperBound...])
+            }
+            start = end < key.endIndex ? key.index(after: end) : end
+        }
+        return key
     }
 
     /// The URL as stored: redacted.
