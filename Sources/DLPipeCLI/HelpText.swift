@@ -100,6 +100,8 @@ enum HelpText {
                                   take this one's downloads (default 30, at least 2)
           --settle S              seconds the whole job must be idle before its run
                                   ends and done runs, once, in one worker (default 5)
+          --follow                do not exit when a run ends: wait for the next one
+                                  (a daemon; stop it with SIGTERM)
 
         EXIT CODES:
           0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error

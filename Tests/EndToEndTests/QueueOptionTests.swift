@@ -90,7 +90,7 @@ import TestSupport
     @Test func leaseAndSettleNeedAQueue() async throws {
         let run = try await DLPipeRun.run(["run", try jobFile(), "-d", out, "--lease", "10"])
         #expect(run.status == 2)
-        #expect(run.stderr.contains("--lease and --settle are settings of a shared queue"), "\(run.stderr)")
+        #expect(run.stderr.contains("--lease, --settle and --follow are settings of a shared queue"), "\(run.stderr)")
         try expectNothingDone(run)
     }
 

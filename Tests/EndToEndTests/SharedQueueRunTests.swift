@@ -289,4 +289,43 @@ import TestSupport
         #expect(rerun.allSatisfy { $0.status == 304 }, "not conditional: \(rerun.filter { $0.status != 304 }.map(\.uri))")
         expectWholeAndAlone(all)
     }
+
+    /// Whether every run of the queue's jobs has ended (and there was one).
+    private func runsEnded() throws -> Bool {
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        let row = try connection.execute(
+            "SELECT count(*) AS runs, count(*) FILTER (WHERE ended_at IS NULL) AS open FROM dlpipe.runs").rows[0]
+        return try row.int("runs") > 0 && row.int("open") == 0
+    }
+
+    @Test func aFollowingWorkerOutlivesItsRunAndTakesTheNextOnesWork() async throws {
+        let first = try files(4, size: 5_000)
+        let firstJob = try job.write("first.lua", first.map { "dl.add('\($0.url)')\n" }.joined())
+        let follower = try spawnWorker(firstJob, ["--follow", "--settle", "0.5"])
+        // Until its run ended (at most 20 s): the follower is still there.
+        let ended = await offThePool { () -> Bool in
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                if (try? runsEnded()) == true { return true }
+                usleep(100_000)
+            }
+            return false
+        }
+        #expect(ended, "the first run never ended")
+        #expect(kill(follower.pid, 0) == 0, "the --follow worker exited when its run ended")
+        // Another worker starts the next run with more work; the follower may take some.
+        let more = try (10..<18).map { index in
+            let name = "m\(index).bin"
+            let bytes = try nginx.put("/slow" + dir + "/" + name, randomBytes: 40_000, seed: UInt64(index))
+            return (name: name, url: nginx.url("/slow" + dir + "/" + name, host: hosts[index % hosts.count], tls: false), bytes: bytes)
+        }
+        let moreJob = try job.write("more.lua", more.map { "dl.add('\($0.url)')\n" }.joined())
+        let second = try await worker(moreJob)
+        #expect(second.status == 0, "\(second.stderr)")
+        follower.signal(SIGTERM)
+        let stopped = await offThePool { follower.finish() }
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        expectWholeAndAlone(first + more)
+        #expect(nginx.requests(matching: "/slow" + dir).count == 12)
+    }
 }

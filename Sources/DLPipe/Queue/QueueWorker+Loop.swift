@@ -80,6 +80,10 @@ extension QueueWorker {
                         return room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : []
                     }
                 }
+                if settings.follow && !claims.isEmpty && followsEndedRun.withLock({ $0 }) {
+                    // Work came for a run this worker has not joined yet.
+                    _ = try followNextRun()
+                }
                 let claimed = start(claims)
                 if claimed > 0 {
                     // The engine was told of them before its drained call is answered.
@@ -144,6 +148,7 @@ extension QueueWorker {
             try queue.look(run: run, settle: settings.settle, on: connection)
         }
         if look.ended {
+            if settings.follow { return try followNextRun() }
             answerDrain(look.exitCode ?? 0)
             return true
         }
@@ -178,8 +183,28 @@ extension QueueWorker {
             try queue.endRun(run, exitCode: exitCode, on: connection)
         }
         removeDeadWorkersParts()
+        if settings.follow { return try followNextRun() }
         answerDrain(exitCode)
         return true
+    }
+
+    /// A `--follow` worker whose run ended: it joins the job's next run once
+    /// one is open (another worker started one, or work was queued), and
+    /// goes on claiming meanwhile. False: the claim loop goes on.
+    private func followNextRun() throws(PostgresError) -> Bool {
+        let next = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) -> Int64? in
+            try connection.execute(
+                "SELECT id FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NULL", [.int(queue.job)]
+            ).rows.first?.int("id")
+        }
+        followsEndedRun.withLock { $0 = next == nil || next == run }
+        if let next, next != run {
+            runBox.withLock { $0 = next }
+            _ = try? loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                try connection.execute("UPDATE dlpipe.workers SET run_id = $1 WHERE id = $2", [.int(next), .int(worker)])
+            }
+        }
+        return false
     }
 
     private func answerDrain(_ code: Int?) {

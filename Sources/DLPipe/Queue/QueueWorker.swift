@@ -31,6 +31,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         package var settle: Double = 5
         /// Downloads this worker holds at once.
         package var concurrency: Int = 8
+        /// `--follow`: never exit when a run ends; wait for the next one.
+        package var follow = false
         package var hostname: String = ProcessInfo.processInfo.hostName
 
         package init(address: PostgresAddress, name: String, limits: JobLimits) {
@@ -46,7 +48,11 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     package let settings: Settings
     let queue: SharedQueue
     package let worker: Int64
-    package let run: Int64
+    /// The run this worker counts into; a `--follow` worker joins each new one.
+    package var run: Int64 { runBox.withLock { $0 } }
+    let runBox: Mutex<Int64>
+    /// A `--follow` worker's run ended and no next one was open when it looked.
+    let followsEndedRun = Mutex(false)
     /// The job's row id.
     package var job: Int64 { queue.job }
     /// The job's folder of part files, relative to the output directory.
@@ -107,7 +113,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         }
         self.queue = queue
         self.worker = worker
-        self.run = run
+        self.runBox = Mutex(run)
         self.partFolder = ".dlpipe/queue/\(queue.job)"
         let now = QueueClock.now()
         state.withLock {

@@ -14,6 +14,8 @@ struct QueueArguments {
     var lease: Double?
     /// `--settle S`: seconds the job must stay idle before its run ends.
     var settle: Double?
+    /// `--follow`: a daemon worker, waiting for new work instead of exiting.
+    var follow = false
 
     static let environmentVariable = "DLPIPE_QUEUE"
 
@@ -29,6 +31,7 @@ struct QueueArguments {
             }
             return value
         }
+        taken.follow = args.flag("--follow")
         taken.lease = try seconds("--lease", atLeast: 2)
         taken.settle = try seconds("--settle", atLeast: 0)
         return taken
@@ -88,6 +91,7 @@ struct QueueSetup {
     let name: String
     let lease: Double?
     let settle: Double?
+    let follow: Bool
 
     /// The worker's settings for a run with `configuration`.
     func settings(_ configuration: EngineConfiguration) -> QueueWorker.Settings {
@@ -96,6 +100,7 @@ struct QueueSetup {
             limits: JobLimits(perHost: configuration.perHost, hostDelay: configuration.hostDelay))
         if let lease { settings.lease = lease }
         if let settle { settings.settle = settle }
+        settings.follow = follow
         settings.concurrency = configuration.concurrency
         return settings
     }

@@ -33,14 +33,14 @@ enum RunCommand {
         }
         guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
         let setup = try queue.resolve(environment: environment, job: session.settings).map { address, name in
-            QueueSetup(address: address, name: name, lease: queue.lease, settle: queue.settle)
+            QueueSetup(address: address, name: name, lease: queue.lease, settle: queue.settle, follow: queue.follow)
         }
         if let setup, early == nil {
             // Named by dl.config{ queue }: dl.store lives there from now on.
             session.useStore(QueueMode.store(setup.address, name: setup.name))
         }
-        if setup == nil, queue.lease != nil || queue.settle != nil {
-            throw UsageError("--lease and --settle are settings of a shared queue; give the queue too (--queue URL)", command: "run")
+        if setup == nil, queue.lease != nil || queue.settle != nil || queue.follow {
+            throw UsageError("--lease, --settle and --follow are settings of a shared queue; give the queue too (--queue URL)", command: "run")
         }
         return await RunDriver.run(options: options, session: session, requests: [], queue: setup)
     }
