@@ -92,7 +92,9 @@ extension QueueWorker {
                     if try lookAtRun() { return }
                 }
             } catch {
-                fatal("cannot reach the shared queue for \(Int(settings.outage)) s: \(error.message)")
+                fatal(error.isConnectionLoss
+                    ? "cannot reach the shared queue for \(Int(settings.outage)) s: \(error.message); part files are kept"
+                    : "the shared queue refused a statement: \(error.description); part files are kept")
                 return
             }
             let woke = state.withLock { $0.wake }
