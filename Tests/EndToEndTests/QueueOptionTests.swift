@@ -94,11 +94,12 @@ import TestSupport
         try expectNothingDone(run)
     }
 
-    @Test func aLeaseUnderTwoSecondsIsAUsageError() async throws {
+    @Test(arguments: ["1", "86401", "1e12"])
+    func aLeaseOutsideTwoSecondsToADayIsAUsageError(_ lease: String) async throws {
         let run = try await DLPipeRun.run(
-            ["run", try jobFile(), "-d", out, "--queue", "postgresql://db.example/jobs", "--name", "m", "--lease", "1"])
+            ["run", try jobFile(), "-d", out, "--queue", "postgresql://db.example/jobs", "--name", "m", "--lease", lease])
         #expect(run.status == 2)
-        #expect(run.stderr.contains("--lease wants a number of seconds, at least 2"), "\(run.stderr)")
+        #expect(run.stderr.contains("--lease wants a number of seconds from 2 to 86400"), "\(run.stderr)")
         try expectNothingDone(run)
     }
 

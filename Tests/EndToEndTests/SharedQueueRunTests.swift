@@ -72,7 +72,11 @@ import TestSupport
         // 210 files from nginx's /slow/ (100 KB/s), so each transfer lasts
         // about a tenth of a second and the workers' claims overlap; --per-host 2.
         let files = try files(210, size: 12_000)
-        let jobFile = try job.write("job.lua", files.map { "dl.add('\($0.url)')\n" }.joined() + """
+        let jobFile = try job.write("job.lua", files.enumerated().map { "dl.add{ url = '\($1.url)', meta = { n = \($0) } }\n" }.joined() + """
+            dl.on("finished", function(d)
+              -- Added by whichever worker ran the top level first: the meta comes with the queued request.
+              if d.meta and d.meta.n then dl.log("meta came: " .. d.meta.n) end
+            end)
             dl.on("done", function(s)
               dl.log("done ran: finished " .. s.finished .. ", failed " .. s.failed)
             end)
@@ -82,6 +86,8 @@ import TestSupport
             return try await group.reduce(into: []) { $0.append($1) }
         }
         for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        let metaLines = runs.flatMap { $0.stderr.split(separator: "\n").filter { $0.contains("meta came: ") } }
+        #expect(metaLines.count == 210, "d.meta of top-level adds seen \(metaLines.count) times")
         let doneLines = runs.flatMap { $0.stderr.split(separator: "\n").filter { $0.contains("done ran:") } }
         #expect(doneLines.count == 1, "done ran \(doneLines.count) times")
         #expect(doneLines.first?.hasSuffix("done ran: finished 210, failed 0") == true, "\(doneLines)")

@@ -38,7 +38,7 @@ extension QueueWorker {
                 }
             }
             let left = every - (QueueClock.now() - sent)
-            if left > 0 { usleep(UInt32(left * 1_000_000)) }
+            if left > 0 { Thread.sleep(forTimeInterval: left) }
         }
     }
 
@@ -69,6 +69,16 @@ extension QueueWorker {
 
     /// Removes the part files of this job's workers that are not live any
     /// more (their claims went back to ready; they never resume elsewhere).
+    /// Removes this worker's own part files: it is leaving, and a download
+    /// of the queue never resumes from another claim's part file.
+    func removeOwnParts() {
+        let folder = root + "/" + partFolder
+        let mine = ClaimedFiles.prefix(worker)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(mine) {
+            unlink(folder + "/" + name)
+        }
+    }
+
     func removeDeadWorkersParts() {
         guard let live = try? partsLink.withLock({ link throws(PostgresError) in
             try link.run(patience: 5) { connection throws(PostgresError) in try queue.liveWorkers(on: connection) }

@@ -212,6 +212,10 @@ extension QueueWorker {
     private func answerDrain(_ code: Int?) {
         let reply = state.withLock { state -> (@Sendable (Int?) -> Void)? in
             defer { state.drainReply = nil }
+            // The run's code, when the engine is not asking right now: kept
+            // for its next drained call, which then ends the engine's run at
+            // once (a worker's run must end even if the call comes late).
+            if let code, state.drainReply == nil { state.finalCode = code }
             return state.drainReply
         }
         reply?(code)

@@ -81,6 +81,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var placeUntil: Double = 0
         var lastAcknowledged: Double = 0
         var leaseLost = false
+        /// The run's exit code, kept when the engine was not asking for it.
+        var finalCode: Int?
     }
     let state = Mutex(State())
     let wakeSignal = DispatchSemaphore(value: 0)
@@ -140,7 +142,11 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var wrapped = hooks ?? DownloadHooks()
         doneHook = hooks?.drained
         wrapped.drained = { [self] _, reply in
-            state.withLock { $0.drainReply = reply }
+            let final = state.withLock { state -> Int? in
+                if state.finalCode == nil { state.drainReply = reply }
+                return state.finalCode
+            }
+            if let final { return reply(final) }
             signal()
         }
         return wrapped
@@ -166,10 +172,15 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         state.withLock { $0.stopping = true }
         signal()
         let ends = state.withLock { $0.ends.take() }
-        _ = try? loopLink.run(patience: 5) { connection throws(PostgresError) in
+        // A connection of its own: the claim loop's may be in the middle of
+        // a statement on its thread (libpq connections are not thread-safe).
+        let link = QueueLink(settings.address, label: "leave")
+        _ = try? link.run(patience: 5) { connection throws(PostgresError) in
             try report(ends, on: connection)
             try queue.takeBack(worker: worker, on: connection)
         }
+        // What it held went back to ready: whoever takes it starts afresh.
+        removeOwnParts()
     }
 
     func signal() {

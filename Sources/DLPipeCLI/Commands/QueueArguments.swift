@@ -24,10 +24,11 @@ struct QueueArguments {
     static func take(_ args: inout Arguments, worker: Bool = false) throws -> QueueArguments {
         var taken = QueueArguments(queue: try args.value("--queue"), name: try args.value("--name"))
         guard worker else { return taken }
+        // At most a day: a lease is how long a dead worker's downloads wait.
         func seconds(_ option: String, atLeast least: Double) throws -> Double? {
             guard let text = try args.value(option) else { return nil }
-            guard let value = Double(text), value.isFinite, value >= least else {
-                throw UsageError("\(option) wants a number of seconds, at least \(Int(least)), not \(text.debugDescription)", command: "run")
+            guard let value = Double(text), value.isFinite, value >= least, value <= 86_400 else {
+                throw UsageError("\(option) wants a number of seconds from \(Int(least)) to 86400, not \(text.debugDescription)", command: "run")
             }
             return value
         }

@@ -79,7 +79,7 @@ enum EventArgument {
     /// The download's fields as the prelude's `d` proxy reads them; nil for `done`.
     static func push(_ d: DownloadInfo?, on L: OpaquePointer) {
         guard let d else { return lua_pushnil(L) }
-        let t = LuaFieldWriter(L, fields: 7)
+        let t = LuaFieldWriter(L, fields: 8)
         t.set("id", d.id.rawValue)
         t.set("url", d.url)
         t.set("name", d.name)
@@ -87,6 +87,9 @@ enum EventArgument {
         t.set("path", d.path)
         t.set("parent", d.parent?.rawValue)
         t.set("attempt", d.attempt)
+        // The meta the add gave, as JSON: read when this Lua state did not make
+        // the add (a shared queue's worker runs downloads other workers added).
+        t.set("meta_json", d.metaJSON)
     }
 }
 

@@ -64,6 +64,7 @@ local handlers = {}
 for event in pairs(EVENTS) do handlers[event] = {} end
 local config = {}
 local metas = {}          -- id -> meta table (meta stays on the Lua side)
+local metas_known = {}    -- id -> true once metas[id] is this state's (added or assigned here)
 local depths = {}         -- id -> d.depth, for depths above 0 (a chained add's)
 local newest_id = 0       -- the highest id dl.add has returned (the engine numbers new downloads upwards)
 local warned_limit = {}   -- the limits dl.add has warned about (once each)
@@ -284,7 +285,7 @@ function dl.add(spec)
     return nil
   end
   if not id then fail("dl.add: " .. err) end
-  if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta end
+  if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta; metas_known[id] = true end
   -- A depth belongs to the download's first add: a URL met again (in any
   -- spelling that normalises to it) gives back the first id and keeps its
   -- depth, even 0, which is not stored.
@@ -420,7 +421,17 @@ local states = setmetatable({}, { __mode = "k" })
 local PROXY = {
   __index = function(proxy, k)
     local fields = states[proxy].fields
-    if k == "meta" then return metas[fields.id] end
+    if k == "meta" then
+      local id = fields.id
+      if not metas_known[id] and fields.meta_json then
+        -- Added elsewhere (another worker of a shared queue, or before the
+        -- queue numbered it): the meta the add gave, as JSON can hold it.
+        metas_known[id] = true
+        local ok, decoded = pcall(raw.native.json_decode, fields.meta_json)
+        if ok and type(decoded) == "table" then metas[id] = decoded end
+      end
+      return metas[id]
+    end
     if k == "depth" then return depths[fields.id] or 0 end
     return fields[k]
   end,
@@ -444,7 +455,7 @@ local PROXY = {
       local problem = raw.checkpath(dir, name)
       if problem then error(problem, 2) end
     end
-    if k == "meta" then metas[fields.id] = v else fields[k] = v; state.changed = true end
+    if k == "meta" then metas[fields.id] = v; metas_known[fields.id] = true else fields[k] = v; state.changed = true end
   end,
   __tostring = function(proxy) return "download " .. tostring(states[proxy].fields.id) end,
   __metatable = false,
