@@ -52,7 +52,7 @@ class Bench:
         first = 0 if warmup else 1  # round 0 is the warm-up
         for round_index in range(first, rounds + 1):
             for label, argv in order:
-                sample = self.run_once(label, argv, job, expected)
+                sample = self.run_once(label, argv, job, expected, measured=round_index > 0)
                 if round_index > 0 and sample:
                     samples[label].append(sample)
             order = order[1:] + order[:1]
@@ -67,7 +67,7 @@ class Bench:
         self.markdown += ["", "### " + title, ""] + ([note, ""] if note else []) + lines
         return {r.label: r for r in results}
 
-    def run_once(self, label, argv, job, expected):
+    def run_once(self, label, argv, job, expected, measured=True):
         out = os.path.join(self.work, "out")
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
@@ -84,7 +84,7 @@ class Bench:
         # A set may read what the run left elsewhere (the queue set: its database).
         after_run = getattr(argv, "after_run", None)
         if after_run:
-            after_run(passed=not problem)
+            after_run(passed=not problem, measured=measured)
         if problem:
             with open(log, errors="replace") as f:
                 tail = f.read()[-600:]

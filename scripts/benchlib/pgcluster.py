@@ -84,6 +84,26 @@ class Cluster:
         subprocess.run(self.run_as + [os.path.join(self.bin, name)] + list(args), check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
+    def cpu_seconds(self):
+        """CPU time the server used so far: the postmaster's own and its reaped children's
+        (backends that ended), plus its live children's (the WAL writer, the checkpointer...)."""
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def fields(pid):
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()
+        own = fields(self.pid)
+        total = sum(int(own[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    child = fields(int(entry))
+                    if int(child[1]) == self.pid:
+                        total += int(child[11]) + int(child[12])
+                except (OSError, IndexError, ValueError):
+                    pass  # gone meanwhile
+        return total / tick
+
     def url(self, database):
         return "postgresql://%s@/%s?host=%s" % (USER, database, self.folder)
 

@@ -17,6 +17,9 @@ CONCURRENCY = 16  # -j of every worker, and of the SQLite run
 NAME = "bench"  # the job's --name in the queue
 BASELINE = "dlpipe run (SQLite)"
 WORKERS = (1, 2, 4)
+# Seconds after which a worker is stopped (SIGTERM, then SIGKILL 10 s later) and its run
+# counted as failed: a queue run that never ends must not stall the whole bench.
+RUN_LIMIT = 300
 
 # Starts "$@" $1 times at once and waits for each; the first failure's status is the shell's.
 SPAWN = ('n=$1; shift; pids=; i=0; while [ "$i" -lt "$n" ]; do "$@" & pids="$pids $!"; i=$((i+1)); done; '
@@ -34,6 +37,7 @@ class QueueRuns:
         self.cluster = cluster
         self.spreads = {}  # label -> [(claims, seconds from the first claim to the last end)]
         self.statements = {}  # label -> (statements, wal) of the last run, with --pg-stats
+        self.server_cpu = {}  # label -> [PostgreSQL's CPU seconds during the run]
 
     def contender(self, binary, script, base, count, workers):
         name = label(workers)
@@ -41,15 +45,16 @@ class QueueRuns:
 
         def argv(job, out):
             # Made outside the timing: argv is built before the runner starts.
-            database[:] = [self.cluster.fresh_database()]
-            command = [binary, "run", script, "--var", "base=" + base, "--var", "count=%d" % count,
-                       "-d", out, "-j", str(CONCURRENCY), "--per-host", str(CONCURRENCY * workers),
-                       "-q", "--progress", "none", "--no-hooks",
+            database[:] = [self.cluster.fresh_database(), self.cluster.cpu_seconds()]
+            command = ["timeout", "-k", "10", str(RUN_LIMIT),
+                       binary, "run", script, "--var", "base=" + base, "--var", "count=%d" % count, "-d", out,
+                       "-j", str(CONCURRENCY), "--per-host", str(CONCURRENCY * workers), "-q", "--progress", "none", "--no-hooks",
                        "--queue", self.cluster.url(database[0]), "--name", NAME, "--settle", "0"]
             return command if workers == 1 else ["sh", "-c", SPAWN, "sh", str(workers)] + command
 
-        def after_run(passed):
-            if passed:
+        def after_run(passed, measured):
+            if passed and measured:  # not the warm-up
+                self.server_cpu.setdefault(name, []).append(self.cluster.cpu_seconds() - database[1])
                 claims, seconds = self.cluster.sql(
                     "SELECT sum(attempts), extract(epoch FROM max(ended_at) - min(claimed_at)) "
                     "FROM dlpipe.downloads", database[0])[0]
@@ -122,8 +127,11 @@ def run(bench, server):
 
 
 def claims_table(runs, results):
-    lines = ["| run | claims/s (first claim to last end) | that span | files/s (whole wall) | wall / SQLite run |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    lines = ["Claims per second, from the queue's rows: claims (attempts) / (last `ended_at` - first `claimed_at`), "
+             "medians over the rounds. PostgreSQL CPU: what the server's processes used during a run (the CPU "
+             "column above is the workers' only), median.", "",
+             "| run | claims/s | first claim to last end | files/s (whole wall) | PostgreSQL CPU | wall / SQLite run |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     baseline = results.get(BASELINE)
     for workers in WORKERS:
         name = label(workers)
@@ -131,8 +139,10 @@ def claims_table(runs, results):
         rate, spread = runs.claims_per_second(name)
         if result is None or rate is None:
             continue
-        lines.append("| %s | %.0f | %.2f s | %.0f | %s |" % (
+        server = runs.server_cpu.get(name)
+        lines.append("| %s | %.0f | %.2f s | %.0f | %s | %s |" % (
             name, rate, spread, result.files / result.wall,
+            "%.2f s" % statistics.median(server) if server else "-",
             "%.2f" % (result.wall / baseline.wall) if baseline else "-"))
     return lines
 
