@@ -10,11 +10,13 @@ import datetime
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 import measure  # noqa: E402
+import pgcluster  # noqa: E402
 import place  # noqa: E402
 import report  # noqa: E402
 import sets  # noqa: E402
@@ -50,7 +52,7 @@ class Bench:
         first = 0 if warmup else 1  # round 0 is the warm-up
         for round_index in range(first, rounds + 1):
             for label, argv in order:
-                sample = self.run_once(label, argv, job, expected)
+                sample = self.run_once(label, argv, job, expected, measured=round_index > 0)
                 if round_index > 0 and sample:
                     samples[label].append(sample)
             order = order[1:] + order[:1]
@@ -65,7 +67,7 @@ class Bench:
         self.markdown += ["", "### " + title, ""] + ([note, ""] if note else []) + lines
         return {r.label: r for r in results}
 
-    def run_once(self, label, argv, job, expected):
+    def run_once(self, label, argv, job, expected, measured=True):
         out = os.path.join(self.work, "out")
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
@@ -79,6 +81,10 @@ class Bench:
         self.runs += 1
         problem = "exit status %d" % sample.status if sample.status != 0 else verify.check(out, expected)
         shutil.rmtree(out, ignore_errors=True)
+        # A set may read what the run left elsewhere (the queue set: its database).
+        after_run = getattr(argv, "after_run", None)
+        if after_run:
+            after_run(passed=not problem, measured=measured)
         if problem:
             with open(log, errors="replace") as f:
                 tail = f.read()[-600:]
@@ -161,6 +167,7 @@ def header(bench):
         "- curl: " + version(["curl", "--version"]),
         "- aria2c: " + version(["aria2c", "--version"]),
         "- wget2: " + version(["wget2", "--version"]),
+        "- PostgreSQL (set 8): " + version([pgcluster.server_binary(), "--version"]),
         "- server: %s on 127.0.0.1, one worker, sendfile, keep-alive, no access log" % version(["nginx", "-v"]),
         "",
         "Method: data and outputs live %s. The data is written and synced before a set starts, and "
@@ -191,9 +198,13 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     parser.add_argument("--compare", metavar="BINARY", help="another dlpipe build, run beside this one in "
                                                             "every set as `dlpipe (compared)`: an A/B run")
+    parser.add_argument("--pg-stats", action="store_true", help="the queue set (8) with pg_stat_statements "
+                                                                "on: prints what each run sent to PostgreSQL")
     args = parser.parse_args()
     if args.memory and args.dir:
         parser.error("--memory and --dir exclude each other")
+    # A SIGTERM unwinds like ^C: the finally blocks stop nginx and PostgreSQL.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     Bench(args).run()
 
 

@@ -3,22 +3,25 @@ Each target is (name, measured ratio, limit): met when the ratio is at most the 
 import os
 
 import datasets
+import queueset
 import ratecap
 import tools
 
 KIB, MIB = datasets.KIB, datasets.MIB
 GIB = 1024 * MIB
 
-ALL_SETS = (1, 2, 3, 4, 5, 6, 7)
-QUICK_SETS = (1, 2, 3, 4, 5, 7)
+ALL_SETS = (1, 2, 3, 4, 5, 6, 7, 8)
+QUICK_SETS = (1, 2, 3, 4, 5, 7, 8)
 
 
 def sizes(quick):
     if quick:
         return dict(rounds=3, small=(2000, 16 * KIB), medium=(100, 1 * MIB), large=256 * MIB,
-                    queue=(2_000, 20_000), huge_queue=200_000, queue_file=4 * KIB)
+                    queue=(2_000, 20_000), huge_queue=200_000, queue_file=4 * KIB,
+                    many_small=(2_000, 16 * KIB))
     return dict(rounds=5, small=(2000, 16 * KIB), medium=(200, 1 * MIB), large=1 * GIB,
-                queue=(10_000, 100_000), huge_queue=1_000_000, queue_file=4 * KIB)
+                queue=(10_000, 100_000), huge_queue=1_000_000, queue_file=4 * KIB,
+                many_small=(10_000, 16 * KIB))
 
 
 def run_all(bench, server, wanted):
@@ -59,6 +62,8 @@ def run_all(bench, server, wanted):
             targets.append(("set 6: %s, peak RSS / 250 MB" % label, rss / 250, 1.0))
             targets.append(("set 6: %s, time per URL / at %s URLs" % (label, format(bench.size["queue"][0], ",")),
                             growth, 1.5))
+    if 8 in wanted:
+        targets += queueset.run(bench, server)
     return targets
 
 

@@ -1,0 +1,158 @@
+"""A throwaway PostgreSQL cluster for the queue set, made in the bench's work directory,
+on the disk being measured. It keeps PostgreSQL's default durability (fsync and
+synchronous_commit on): a queue users run keeps its claims across a power cut, so the
+commits' flushes are part of what queue mode costs. It listens only on a unix socket in
+its own folder and is stopped by its PID.
+
+With `stats`, pg_stat_statements and WAL timing are on, and `statements()` tells what
+each run sent: for finding what bounds queue mode, not for the timed rows."""
+import glob
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import time
+
+USER = "dlpipe"  # the superuser initdb makes; the workers connect as it
+
+
+def binaries():
+    """The newest /usr/lib/postgresql/N/bin with initdb and pg_ctl."""
+    found = []
+    for path in glob.glob("/usr/lib/postgresql/*/bin"):
+        version = os.path.basename(os.path.dirname(path))
+        if version.isdigit() and os.access(os.path.join(path, "initdb"), os.X_OK):
+            found.append((int(version), path))
+    if not found:
+        raise RuntimeError("no initdb under /usr/lib/postgresql/*/bin: run scripts/setup (it installs postgresql)")
+    return max(found)[1]
+
+
+def _zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def server_binary():
+    """The postgres binary a cluster would run, or "postgres" (not found) for the report."""
+    try:
+        return os.path.join(binaries(), "postgres")
+    except RuntimeError:
+        return "postgres"
+
+
+class Cluster:
+    def __init__(self, folder, stats=False):
+        self.folder, self.stats = folder, stats
+        self.bin = binaries()
+        self.pid = None
+        self.serial = 0
+        # initdb and postgres refuse root: as root they run as the postgres system user,
+        # which must own the folder (the work directory above it is 0755).
+        self.run_as = []
+        os.makedirs(folder)
+        if os.getuid() == 0:
+            account = pwd.getpwnam("postgres")
+            os.chown(folder, account.pw_uid, account.pw_gid)
+            self.run_as = ["runuser", "-u", "postgres", "--"]
+        os.chmod(folder, 0o700)
+        data = os.path.join(folder, "data")
+        self._tool("initdb", "-D", data, "-U", USER, "--auth=trust", "--encoding=UTF8", "--locale=C")
+        settings = ["", "# scripts/bench: a unix socket in this folder only; durability as shipped.",
+                    "listen_addresses = ''", "unix_socket_directories = '%s'" % folder]
+        if stats:
+            settings += ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = all",
+                         "track_wal_io_timing = on"]
+        with open(os.path.join(data, "postgresql.conf"), "a") as f:
+            f.write("\n".join(settings) + "\n")
+        log = os.path.join(folder, "server.log")
+        try:
+            self._tool("pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "start")
+        except subprocess.CalledProcessError:
+            with open(log, errors="replace") as f:
+                raise RuntimeError("PostgreSQL did not start: " + f.read()[-1000:])
+        with open(os.path.join(data, "postmaster.pid")) as f:
+            self.pid = int(f.readline())
+        if stats:
+            self.sql("CREATE EXTENSION pg_stat_statements")
+
+    def _tool(self, name, *args):
+        subprocess.run(self.run_as + [os.path.join(self.bin, name)] + list(args), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def cpu_seconds(self):
+        """CPU time the server used so far: the postmaster's own and its reaped children's
+        (backends that ended), plus its live children's (the WAL writer, the checkpointer...)."""
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def fields(pid):
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()
+        own = fields(self.pid)
+        total = sum(int(own[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    child = fields(int(entry))
+                    if int(child[1]) == self.pid:
+                        total += int(child[11]) + int(child[12])
+                except (OSError, IndexError, ValueError):
+                    pass  # gone meanwhile
+        return total / tick
+
+    def url(self, database):
+        return "postgresql://%s@/%s?host=%s" % (USER, database, self.folder)
+
+    def sql(self, statement, database="postgres"):
+        """Runs one statement with psql; its rows as lists of strings."""
+        done = subprocess.run([os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t", "-F", "\t",
+                               "-v", "ON_ERROR_STOP=1", "-h", self.folder, "-U", USER, "-d", database,
+                               "-c", statement], check=True, capture_output=True, text=True)
+        return [line.split("\t") for line in done.stdout.splitlines() if line]
+
+    def fresh_database(self):
+        """A new, empty database (the queue of one run); its name."""
+        self.serial += 1
+        name = "run%d" % self.serial
+        self.sql("CREATE DATABASE %s" % name)
+        if self.stats:
+            self.sql("SELECT pg_stat_statements_reset()")
+            self.sql("SELECT pg_stat_reset_shared('wal')")
+        return name
+
+    def drop(self, database):
+        self.sql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % database)
+
+    def stop(self, keep=False):
+        """Stops the server by its PID (an immediate shutdown: nothing here is kept)
+        and removes its folder unless `keep`."""
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGQUIT)
+                for _ in range(400):
+                    os.kill(self.pid, 0)
+                    if _zombie(self.pid):  # gone; its parent (not us) has yet to reap it
+                        break
+                    time.sleep(0.025)
+            except ProcessLookupError:
+                pass
+            self.pid = None
+        if not keep:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    # -- what a run sent (with `stats`) ------------------------------------------------
+
+    def statements(self, database):
+        """(calls, rows, total ms, query) of each statement the workers sent to `database`,
+        the most costly first, and the WAL's (records, writes, syncs, sync ms)."""
+        rows = self.sql(
+            "SELECT calls, rows, round(total_exec_time::numeric, 1), "
+            "left(regexp_replace(query, '\\s+', ' ', 'g'), 300) FROM pg_stat_statements "
+            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '%s') "
+            "ORDER BY total_exec_time DESC" % database)
+        wal = self.sql("SELECT wal_records, wal_write, wal_sync, round(wal_sync_time::numeric, 1) FROM pg_stat_wal")
+        return [(int(c), int(r), float(t), q) for c, r, t, q in rows], tuple(wal[0])

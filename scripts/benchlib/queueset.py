@@ -1,0 +1,157 @@
+"""Set 8, "queue": one Lua job of many small files run without a queue (SQLite, the
+baseline) and through PostgreSQL (`--queue`) with 1, 2 and 4 workers (issue 11).
+
+Every queue run gets a database of its own in a throwaway cluster, so that it starts
+from an empty queue. The workers of one run start together from one shell, which waits
+for them all: the wall time is from the first start to the last exit, and the CPU time
+(from wait4) is the sum over the workers. Each worker runs with `--settle 0`: the settle
+time is a fixed wait for late workers, not work, so it is left out."""
+import os
+import statistics
+
+import datasets
+import pgcluster
+import tools
+
+CONCURRENCY = 16  # -j of every worker, and of the SQLite run
+NAME = "bench"  # the job's --name in the queue
+BASELINE = "dlpipe run (SQLite)"
+WORKERS = (1, 2, 4)
+
+# Starts "$@" $1 times at once and waits for each; the first failure's status is the shell's.
+SPAWN = ('n=$1; shift; pids=; i=0; while [ "$i" -lt "$n" ]; do "$@" & pids="$pids $!"; i=$((i+1)); done; '
+         'status=0; for p in $pids; do wait "$p" || { [ "$status" -ne 0 ] || status=$?; }; done; exit "$status"')
+
+
+def label(workers):
+    return "dlpipe run --queue, %d worker%s" % (workers, "" if workers == 1 else "s")
+
+
+class QueueRuns:
+    """What the database says about each queue run, by label: claims and their spread."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.spreads = {}  # label -> [(claims, seconds from the first claim to the last end)]
+        self.statements = {}  # label -> (statements, wal) of the last run, with --pg-stats
+        self.server_cpu = {}  # label -> [PostgreSQL's CPU seconds during the run]
+
+    def contender(self, binary, script, base, count, workers):
+        name = label(workers)
+        database = []
+
+        def argv(job, out):
+            # Made outside the timing: argv is built before the runner starts.
+            database[:] = [self.cluster.fresh_database(), self.cluster.cpu_seconds()]
+            # No `timeout` wrapper: with one, quick runs had workers stopped by signals
+            # (twice in 16 runs; never in 32 runs without). A run that never ends
+            # (docs/performance.md) stalls the bench: ^C stops it, PostgreSQL included.
+            command = [binary, "run", script, "--var", "base=" + base, "--var", "count=%d" % count, "-d", out,
+                       "-j", str(CONCURRENCY), "--per-host", str(CONCURRENCY * workers), "-q", "--progress", "none", "--no-hooks",
+                       "--queue", self.cluster.url(database[0]), "--name", NAME, "--settle", "0"]
+            return command if workers == 1 else ["sh", "-c", SPAWN, "sh", str(workers)] + command
+
+        def after_run(passed, measured):
+            if passed and measured:  # not the warm-up
+                self.server_cpu.setdefault(name, []).append(self.cluster.cpu_seconds() - database[1])
+                claims, seconds = self.cluster.sql(
+                    "SELECT sum(attempts), extract(epoch FROM max(ended_at) - min(claimed_at)) "
+                    "FROM dlpipe.downloads", database[0])[0]
+                self.spreads.setdefault(name, []).append((int(claims), float(seconds)))
+                if self.cluster.stats:
+                    self.statements[name] = self.cluster.statements(database[0])
+            self.cluster.drop(database[0])
+
+        argv.after_run = after_run
+        return name, argv
+
+    def claims_per_second(self, name):
+        """Median over the runs of claims / (last end - first claim), and the median spread."""
+        runs = self.spreads.get(name, [])
+        if not runs:
+            return None, None
+        return (statistics.median(c / s for c, s in runs if s > 0), statistics.median(s for _, s in runs))
+
+
+def job_file(work, data):
+    """The job: one dl.add per file of the set, all at its top level."""
+    path = os.path.join(work, "many.lua")
+    with open(path, "w") as f:
+        f.write("dl.config{ max_downloads = tonumber(dl.var.count) }\n"
+                "local base, width = dl.var.base .. '/%s/', #tostring(tonumber(dl.var.count) - 1)\n"
+                "for i = 0, tonumber(dl.var.count) - 1 do\n"
+                "  dl.add(base .. string.format('f%%0' .. width .. 'd.bin', i))\n"
+                "end\n" % data.name)
+    return path
+
+
+def run(bench, server):
+    """Measures the set (its tables go into bench.markdown); returns its target."""
+    count, size = bench.size["many_small"]
+    data = datasets.DataSet(bench.root, "many", count, size, 9)
+    job = tools.Job(bench.work, "many", [server.url(p) for p in data.paths()], CONCURRENCY)
+    script = job_file(bench.work, data)
+    base = server.url("")
+    cluster = pgcluster.Cluster(os.path.join(bench.work, "postgres"), stats=bench.args.pg_stats)
+    try:
+        runs = QueueRuns(cluster)
+        contenders = [tools.dlpipe_job(bench.binary, script, BASELINE, base,
+                                       extra=lambda job: ["--var", "count=%d" % count])]
+        contenders += [runs.contender(bench.binary, script, base, count, n) for n in WORKERS]
+        title = "Set 8 (queue): %s files of %d KiB through one Lua job, SQLite vs PostgreSQL with 1, 2 and 4 workers" % (
+            format(count, ","), size // datasets.KIB)
+        note = ("Each worker runs `-j %d`; `--per-host` (job-wide in queue mode) is %d x the workers, so that "
+                "every worker can fill its `-j`. Queue runs use `--settle 0` (the settle time is a fixed wait, "
+                "not work) and a fresh database each, in a PostgreSQL %s cluster of the bench's own on the same "
+                "disk, with its default durability (fsync and synchronous_commit on). Several workers start "
+                "together from one shell: wall is from the first start to the last exit, CPU is the sum over the "
+                "workers, peak RSS the largest worker's.%s" % (
+                    CONCURRENCY, CONCURRENCY, os.path.basename(os.path.dirname(cluster.bin)),
+                    " pg_stat_statements is on (--pg-stats)." if cluster.stats else ""))
+        results = bench.measure_set(title, job, contenders, data.expected(), data.total_bytes,
+                                    bench.size["rounds"], baseline=BASELINE, note=note)
+    finally:
+        cluster.stop(keep=bench.args.keep)
+    lines = claims_table(runs, results)
+    print("\n".join(lines), flush=True)
+    bench.markdown += [""] + lines
+    if cluster.stats:
+        for name, (statements, wal) in runs.statements.items():
+            print(statement_report(name, count, statements, wal), flush=True)
+    targets = []
+    one = label(1)
+    if BASELINE in results and one in results:
+        targets.append(("queue set: 1 worker / SQLite run", results[one].wall / results[BASELINE].wall, 1.50))
+    return targets
+
+
+def claims_table(runs, results):
+    lines = ["Claims per second, from the queue's rows: claims (attempts) / (last `ended_at` - first `claimed_at`), "
+             "medians over the rounds. PostgreSQL CPU: what the server's processes used during a run (the CPU "
+             "column above is the workers' only), median.", "",
+             "| run | claims/s | first claim to last end | files/s (whole wall) | PostgreSQL CPU | wall / SQLite run |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    baseline = results.get(BASELINE)
+    for workers in WORKERS:
+        name = label(workers)
+        result = results.get(name)
+        rate, spread = runs.claims_per_second(name)
+        if result is None or rate is None:
+            continue
+        server = runs.server_cpu.get(name)
+        lines.append("| %s | %.0f | %.2f s | %.0f | %s | %s |" % (
+            name, rate, spread, result.files / result.wall,
+            "%.2f s" % statistics.median(server) if server else "-",
+            "%.2f" % (result.wall / baseline.wall) if baseline else "-"))
+    return lines
+
+
+def statement_report(name, count, statements, wal):
+    """What one run sent, per statement: calls, calls per download, rows, time."""
+    records, writes, syncs, sync_ms = wal
+    lines = ["", "-- %s: statements (pg_stat_statements), %s downloads" % (name, format(count, ",")),
+             "   WAL: %s records, %s writes, %s syncs, %s ms syncing" % (records, writes, syncs, sync_ms),
+             "   %8s %9s %9s %10s  %s" % ("calls", "per file", "rows", "total ms", "statement")]
+    for calls, rows, total, query in statements[:14]:
+        lines.append("   %8d %9.3f %9d %10.1f  %s" % (calls, calls / count, rows, total, query[:90]))
+    return "\n".join(lines)
