@@ -178,8 +178,12 @@ extension SharedQueue {
             ),
             old_workers AS (
               DELETE FROM dlpipe.workers WHERE job_id = $1 AND stopped_at < now() - interval '7 days'
+            ),
+            -- The other workers learn it now, not at their next poll.
+            notified AS (
+              SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM ended LIMIT 1) anything
             )
-            SELECT count(*) FROM ended
+            SELECT count(*), (SELECT count(*) FROM notified) AS notified FROM ended
             """, [.int(job), .int(run), .int(Int64(exitCode))])
     }
 
