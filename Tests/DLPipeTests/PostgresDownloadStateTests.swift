@@ -361,9 +361,12 @@ import TestSupport
         let deadline = Date().addingTimeInterval(15)
         var waiting = false
         while !waiting && Date() < deadline {
+            // pg_locks, read afresh at every call: a lock the backend asked
+            // for and was not granted. (pg_stat_activity's wait event missed
+            // it for 15 s in loaded full runs.)
             waiting = try admin.execute(
-                "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [.int(Int64(backend))]
-            ).rows[0].int("n") == 1
+                "SELECT count(*) AS n FROM pg_locks WHERE pid = $1 AND NOT granted", [.int(Int64(backend))]
+            ).rows[0].int("n") >= 1
             if !waiting { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(waiting, "the write never waited for the lock")
