@@ -69,7 +69,9 @@ public final class PostgresCluster: Sendable {
             fsync = off
             synchronous_commit = off
             full_page_writes = off
-            max_connections = 200
+            # Each queue worker holds six or so connections; a full run's queue
+            # suites start many workers at once.
+            max_connections = 500
 
             """
         guard let file = FileHandle(forWritingAtPath: data + "/postgresql.conf") else {
