@@ -11,23 +11,6 @@ import Testing
 
     init() throws { nginx = try Nginx.shared() }
 
-    /// The most requests of `requests` that were at the server at one time.
-    private func peak(_ requests: [Nginx.Request]) -> Int {
-        var edges: [(at: Int, step: Int)] = []
-        for request in requests {
-            edges.append((request.start, 1))
-            edges.append((request.end, -1))
-        }
-        // An end before a start at the same instant.
-        edges.sort { $0.at != $1.at ? $0.at < $1.at : $0.step < $1.step }
-        var now = 0
-        var most = 0
-        for (_, step) in edges {
-            now += step
-            most = max(most, now)
-        }
-        return most
-    }
 
     private func resolving(_ hosts: [String]) -> [String] {
         hosts.flatMap { ["--resolve", "\($0):\(nginx.plainPort):127.0.0.1"] }
@@ -52,8 +35,8 @@ import Testing
         #expect(run.events("finished").count == 19)
         let served = nginx.requests(matching: "/slow" + dir).filter { $0.host == "a.test" }
         try #require(served.count == 19)
-        #expect(peak(served) <= 2, "a.test served \(peak(served)) at once")
-        #expect(peak(served) == 2, "and used both of its slots")
+        #expect(Nginx.peak(served) <= 2, "a.test served \(Nginx.peak(served)) at once")
+        #expect(Nginx.peak(served) == 2, "and used both of its slots")
     }
 
     @Test func hostsTakeTurnsWhenTheInputIsGroupedByHost() async throws {
@@ -83,7 +66,7 @@ import Testing
         // 100 KiB/s): the 8 hosts were busy at once. (With 1 s files, a loaded
         // machine once connected the 8th host after the 1st host's first file
         // ended, so its second request came before it.)
-        #expect(peak(Array(firstWave)) == 8)
+        #expect(Nginx.peak(Array(firstWave)) == 8)
     }
 
     @Test func aFileIsNamedFromTheURLTheUserAskedFor() async throws {

@@ -42,22 +42,6 @@ import TestSupport
                 + resolving + extra)
     }
 
-    /// The most requests of `requests` that were at the server at one time.
-    private func peak(_ requests: [Nginx.Request]) -> Int {
-        var edges: [(at: Int, step: Int)] = []
-        for request in requests {
-            edges.append((request.start, 1))
-            edges.append((request.end, -1))
-        }
-        edges.sort { $0.at != $1.at ? $0.at < $1.at : $0.step < $1.step }
-        var now = 0
-        var most = 0
-        for (_, step) in edges {
-            now += step
-            most = max(most, now)
-        }
-        return most
-    }
 
     /// Every file of `files` whole under its own name, nothing else, no part file left.
     private func expectWholeAndAlone(_ files: [(name: String, url: String, bytes: [UInt8])]) {
@@ -95,7 +79,7 @@ import TestSupport
         #expect(served.count == 210, "served \(served.count) requests for 210 files")
         #expect(Set(served.map(\.uri)).count == 210)
         for host in hosts {
-            let peakHere = peak(served.filter { $0.host == host })
+            let peakHere = Nginx.peak(served.filter { $0.host == host })
             #expect(peakHere <= 2, "\(host) served \(peakHere) at once under --per-host 2")
         }
         expectWholeAndAlone(files)

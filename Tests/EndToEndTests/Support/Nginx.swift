@@ -107,6 +107,24 @@ final class Nginx: @unchecked Sendable {
         let contentEncoding: String
     }
 
+    /// The most of `requests` that were at the server at one time (an end
+    /// and a start in the same millisecond do not overlap).
+    static func peak(_ requests: [Request]) -> Int {
+        var edges: [(at: Int, step: Int)] = []
+        for request in requests {
+            edges.append((request.start, 1))
+            edges.append((request.end, -1))
+        }
+        edges.sort { $0.at != $1.at ? $0.at < $1.at : $0.step < $1.step }
+        var now = 0
+        var most = 0
+        for (_, step) in edges {
+            now += step
+            most = max(most, now)
+        }
+        return most
+    }
+
     /// The requests logged so far whose URI starts with `prefix`.
     func requests(matching prefix: String) -> [Request] {
         guard let data = FileManager.default.contents(atPath: folder + "/logs/access.log") else { return [] }
