@@ -241,6 +241,48 @@ import TestSupport
         #expect(try count(newConnection, "SELECT sum(in_flight) AS n FROM dlpipe.hosts WHERE job_id = $1", [.int(queue.job)]) == 0)
     }
 
+    @Test func aWorkerFrozenInsideATransactionIsTakenBackOnceTheServerEndsItsSession() throws {
+        // The frozen worker's connection is a worker's link: a transaction
+        // left idle for its lease (2 s) ends its session on the server.
+        let frozenLink = QueueLink(try PostgresAddress(url), label: "frozen", idleInTransaction: 2)
+        let aliveConnection = try connect()
+        let queue = try SharedQueue.open(job: "frozen-in-transaction", limits: JobLimits(perHost: 4), on: aliveConnection)
+        _ = try queue.add(requests(2, hosts: ["a.test"]), on: aliveConnection)
+        let frozen = try frozenLink.run(patience: 0) { connection throws(PostgresError) in
+            try queue.register(hostname: "frozen", pid: 1, lease: 2, on: connection)
+        }
+        let held = try frozenLink.run(patience: 0) { connection throws(PostgresError) in
+            try queue.claim(worker: frozen, limit: 10, on: connection)
+        }
+        #expect(held.count == 2)
+        // It froze between two statements of a report: its claims' rows and
+        // their host's row stay locked.
+        try frozenLink.run(patience: 0) { connection throws(PostgresError) in
+            try connection.run("BEGIN")
+            _ = try connection.execute(
+                "SELECT 1 FROM dlpipe.downloads WHERE worker_id = $1 FOR UPDATE", [.int(frozen)])
+            _ = try connection.execute(
+                "SELECT 1 FROM dlpipe.hosts WHERE job_id = $1 FOR UPDATE", [.int(queue.job)])
+        }
+        // Another worker's take-back never waits long for those locks, and
+        // takes the claims back once the server ended the frozen session.
+        var longestCall = 0.0
+        let back = try pollUntil(seconds: 15) { () throws -> Int? in
+            let start = Date()
+            let count = try queue.takeBack(waitingAtMost: 0.2, on: aliveConnection)
+            longestCall = max(longestCall, Date().timeIntervalSince(start))
+            return count > 0 ? count : nil
+        }
+        #expect(back == 2)
+        #expect(longestCall < 2, "a take-back waited \(longestCall) s for a frozen worker's locks")
+        // The frozen worker's next statement finds its session ended.
+        let acknowledged = try frozenLink.run(patience: 5) { connection throws(PostgresError) in
+            try queue.heartbeat(worker: frozen, on: connection)
+        }
+        #expect(frozenLink.reconnected)
+        #expect(acknowledged == nil)
+    }
+
     @Test func heartbeatsKeepALeaseAlive() throws {
         let connection = try connect()
         let queue = try SharedQueue.open(job: "heartbeat", limits: JobLimits(perHost: 2), on: connection)

@@ -43,6 +43,9 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
         sqlState == "40P01" || sqlState == "40001"
     }
 
+    /// SQLSTATE of a statement that waited longer than its `lock_timeout`.
+    package static let lockNotAvailable = "55P03"
+
     /// Whether the same statement may succeed on a new connection: the
     /// connection broke (a server restart, a dropped network, a backend
     /// terminated by an administrator: SQLSTATE 08xxx and 57Pxx, or libpq

@@ -56,39 +56,59 @@ package struct SharedQueue: Sendable {
     /// A download taken back keeps its `run_at`, so it keeps its place in
     /// line instead of going behind everything added since.
     /// Returns how many downloads went back.
+    ///
+    /// With `waitingAtMost` seconds, the statement waits no longer than that
+    /// for a row lock and returns 0 when it would wait longer: a worker that
+    /// froze inside a transaction holds its claims' rows until the server ends
+    /// its session, and the heartbeat that calls this must not wait for that.
     @discardableResult
-    package func takeBack(worker: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Int {
-        Int(try retryingDeadlocks { () throws(PostgresError) in
-            try connection.execute(
-                """
-                WITH dead AS (
-                  UPDATE dlpipe.workers w
-                  SET stopped_at = now(), stop_reason = CASE WHEN $2::bigint IS NULL THEN 'lease expired' ELSE 'left' END
-                  WHERE w.id IN (
-                    SELECT id FROM dlpipe.workers
-                    WHERE job_id = $1 AND stopped_at IS NULL
-                      AND (CASE WHEN $2::bigint IS NULL THEN lease_until < now() ELSE id = $2::bigint END)
-                    FOR UPDATE SKIP LOCKED)
-                  RETURNING w.id
-                ),
-                back AS (
-                  UPDATE dlpipe.downloads d
-                  SET status = 'ready', worker_id = NULL, claim_token = NULL
-                  FROM dead WHERE d.worker_id = dead.id AND d.status = 'running'
-                  RETURNING d.id, d.slot_host
-                ),
-                slots AS (
-                  UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
-                  FROM (SELECT slot_host, count(*)::int AS n FROM back GROUP BY slot_host) c
-                  WHERE h.job_id = $1 AND h.host = c.slot_host
-                ),
-                names AS (
-                  DELETE FROM dlpipe.names n USING back WHERE n.job_id = $1 AND n.download_id = back.id
-                )
-                SELECT count(*) AS n FROM back
-                """, [.int(job), worker.map { .int($0) } ?? .null]
-            ).rows[0].int("n")
-        })
+    package func takeBack(worker: Int64? = nil, waitingAtMost: Double? = nil, on connection: PostgresConnection) throws(PostgresError) -> Int {
+        guard let waitingAtMost else {
+            return try retryingDeadlocks { () throws(PostgresError) in try takeBackNow(worker: worker, on: connection) }
+        }
+        do {
+            return try retryingDeadlocks { () throws(PostgresError) in
+                try connection.transaction { () throws(PostgresError) in
+                    try connection.run("SET LOCAL lock_timeout = \(max(1, Int(waitingAtMost * 1000)))")
+                    return try takeBackNow(worker: worker, on: connection)
+                }
+            }
+        } catch where error.sqlState == PostgresError.lockNotAvailable {
+            return 0
+        }
+    }
+
+    /// The take-back statement; a deadlock aborts it (its caller runs it again).
+    private func takeBackNow(worker: Int64?, on connection: PostgresConnection) throws(PostgresError) -> Int {
+        Int(try connection.execute(
+            """
+            WITH dead AS (
+              UPDATE dlpipe.workers w
+              SET stopped_at = now(), stop_reason = CASE WHEN $2::bigint IS NULL THEN 'lease expired' ELSE 'left' END
+              WHERE w.id IN (
+                SELECT id FROM dlpipe.workers
+                WHERE job_id = $1 AND stopped_at IS NULL
+                  AND (CASE WHEN $2::bigint IS NULL THEN lease_until < now() ELSE id = $2::bigint END)
+                FOR UPDATE SKIP LOCKED)
+              RETURNING w.id
+            ),
+            back AS (
+              UPDATE dlpipe.downloads d
+              SET status = 'ready', worker_id = NULL, claim_token = NULL
+              FROM dead WHERE d.worker_id = dead.id AND d.status = 'running'
+              RETURNING d.id, d.slot_host
+            ),
+            slots AS (
+              UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
+              FROM (SELECT slot_host, count(*)::int AS n FROM back GROUP BY slot_host) c
+              WHERE h.job_id = $1 AND h.host = c.slot_host
+            ),
+            names AS (
+              DELETE FROM dlpipe.names n USING back WHERE n.job_id = $1 AND n.download_id = back.id
+            )
+            SELECT count(*) AS n FROM back
+            """, [.int(job), worker.map { .int($0) } ?? .null]
+        ).rows[0].int("n"))
     }
 
     // MARK: queue

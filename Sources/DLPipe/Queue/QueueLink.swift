@@ -16,10 +16,17 @@ final class QueueLink: @unchecked Sendable {
     private var connection: PostgresConnection?
     /// Set when a statement met a broken connection; the owner reads and clears it.
     var reconnected = false
+    /// Seconds after which the server ends this connection's session when it
+    /// sits in an open transaction without a statement. A worker's own
+    /// transactions last milliseconds; one that sits longer belongs to a
+    /// process that froze or died between two statements, and its row locks
+    /// would hold every other worker's take-back and claims until then.
+    private let idleInTransaction: Double?
 
-    init(_ address: PostgresAddress, label: String) {
+    init(_ address: PostgresAddress, label: String, idleInTransaction: Double? = nil) {
         self.address = address
         self.label = label
+        self.idleInTransaction = idleInTransaction
     }
 
     func run<T>(patience: Double, _ work: (PostgresConnection) throws(PostgresError) -> T) throws(PostgresError) -> T {
@@ -33,6 +40,9 @@ final class QueueLink: @unchecked Sendable {
                 } else {
                     connection = nil
                     open = try PostgresConnection(address, applicationName: "dlpipe \(label)")
+                    if let idleInTransaction {
+                        try open.run("SET idle_in_transaction_session_timeout = \(Int(idleInTransaction * 1000))")
+                    }
                     connection = open
                 }
                 return try work(open)

@@ -12,7 +12,9 @@ extension QueueWorker {
             do {
                 let (acknowledged, takenBack) = try heartbeatLink.run(patience: every) { connection throws(PostgresError) in
                     let acknowledged = try queue.heartbeat(worker: worker, on: connection)
-                    let takenBack = acknowledged == nil ? 0 : try queue.takeBack(on: connection)
+                    // A frozen worker's open transaction may hold its claims' rows:
+                    // wait for them a moment, and try again at the next beat.
+                    let takenBack = acknowledged == nil ? 0 : try queue.takeBack(waitingAtMost: every / 4, on: connection)
                     return (acknowledged, takenBack)
                 }
                 guard let acknowledged else {

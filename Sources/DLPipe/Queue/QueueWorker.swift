@@ -99,12 +99,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     package init(settings: Settings, root: String) throws(PostgresError) {
         self.settings = settings
         self.root = root
-        loopLink = QueueLink(settings.address, label: "worker")
-        addLink = Mutex(QueueLink(settings.address, label: "adds"))
-        heartbeatLink = QueueLink(settings.address, label: "heartbeat")
-        listenLink = QueueLink(settings.address, label: "listen")
-        partsLink = Mutex(QueueLink(settings.address, label: "parts"))
         let lease = max(2, settings.lease)
+        // A transaction left open longer than a lease is a frozen worker's.
+        loopLink = QueueLink(settings.address, label: "worker", idleInTransaction: lease)
+        addLink = Mutex(QueueLink(settings.address, label: "adds", idleInTransaction: lease))
+        heartbeatLink = QueueLink(settings.address, label: "heartbeat", idleInTransaction: lease)
+        listenLink = QueueLink(settings.address, label: "listen")
+        partsLink = Mutex(QueueLink(settings.address, label: "parts", idleInTransaction: lease))
         let (queue, worker, run) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
             _ = try SchemaMigrator().migrate(connection)
             let queue = try SharedQueue.open(job: settings.name, limits: settings.limits, on: connection)
