@@ -136,13 +136,14 @@ import Testing
     @Test func statusOfABusyDirectoryNamesTheRun() async throws {
         try server.put("big.bin", randomBytes: 300_000)
         let running = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--json", "--timeout", "300"])
-        await offThePool { running.waitForLine(containing: "\"progress\"") }
+        #expect(await offThePool { running.waitForLine(containing: "\"progress\"") }, "the run ended before its first progress")
         let status = try await DLPipeRun.run(["status", out])
         #expect(status.status == 0, "\(status.stderr)")
-        #expect(status.stdout.contains("running: process \(running.pid)"))
+        #expect(status.stdout.contains("running: process \(running.pid)"), "\(status.stdout)")
         #expect(status.stdout.contains("partial:\n  big.bin: "), "\(status.stdout)")
         running.signal(SIGTERM)
-        #expect(await offThePool { running.waitForExit() } == 130)
+        let ended = await offThePool { running.finish() }
+        #expect(ended.status == 130, "\(ended.stderr)")
     }
 
     /// A state kept elsewhere (`--state FILE`) is locked by `FILE.lock`: status
