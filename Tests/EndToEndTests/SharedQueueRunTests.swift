@@ -327,3 +327,86 @@ import TestSupport
         #expect(nginx.requests(matching: "/slow" + dir).count == 12)
     }
 }
+
+/// Retries in queue mode: the backoff waits in the database (the row is ready
+/// again with a `run_at`), not inside one worker's claim, and the retry budget
+/// counts every worker's attempts.
+@Suite struct SharedQueueRetryTests {
+    let server: FaultServer
+    let job: LuaJob
+    let out: String
+    let queue: String
+
+    init() throws {
+        server = try FaultServer()
+        job = try LuaJob()
+        out = try TempDir.make("retry-out")
+        queue = try PostgresCluster.shared().freshDatabase("retry")
+    }
+
+    private func spawnWorker(_ jobFile: String, _ extra: [String] = []) throws -> Subprocess {
+        try Subprocess(
+            Paths.binary, ["run", jobFile, "-d", out, "--queue", queue, "--name", "retries", "--settle", "1"] + extra,
+            environment: ["NO_COLOR": "1"], timeout: 120)
+    }
+
+    /// The row of the job's one download.
+    private func row() throws -> PostgresRow {
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        return try connection.execute(
+            """
+            SELECT status, attempts, worker_id, run_at > now() AS later, last_error FROM dlpipe.downloads
+            """).rows[0]
+    }
+
+    @Test func aRetryWaitsInTheQueueWhereAnyWorkerCanTakeIt() async throws {
+        let bytes = try server.put("r.bin", randomBytes: 30_000)
+        // The first answer is a 503 asking for 3 s.
+        let jobFile = try job.write("job.lua", "dl.add('\(server.url("/files/r.bin?fail_times=1&retry_after=3"))')\n")
+        let first = try spawnWorker(jobFile)
+        let sawRetrying = await offThePool { () -> Bool in
+            while let line = first.readStderrLine() { if line.hasPrefix("retrying ") { return true } }
+            return false
+        }
+        #expect(sawRetrying)
+        // While the backoff runs, the download is ready in the database with
+        // its time to come, held by no worker, and its error kept.
+        // (Asked every 50 ms for at most 10 s: the report follows the event.)
+        let waiting = await offThePool { () -> PostgresRow? in
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if let row = try? row(), (try? row.text("status")) == "ready" { return row }
+                usleep(50_000)
+            }
+            return nil
+        }
+        let ready = try #require(waiting, "the download never went back to ready in the queue")
+        #expect(try ready.optionalInt("worker_id") == nil)
+        #expect(try ready.bool("later"))
+        let lastError = try ready.optionalText("last_error") ?? ""
+        #expect(lastError.contains("503"), "\(lastError)")
+        // A second worker joins; one of them takes the retry when it is due.
+        let second = try spawnWorker(jobFile)
+        let runs = await offThePool { [first.finish(), second.finish()] }
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        #expect(sameBytes(out + "/r.bin", bytes))
+        let done = try row()
+        #expect(try done.text("status") == "finished")
+        #expect(try done.int("attempts") == 2)
+        #expect(try server.requests(matching: "/files/r.bin").count == 2)
+    }
+
+    @Test func theRetryBudgetCountsTheAttemptsOfEveryClaim() async throws {
+        _ = try server.put("down.bin", randomBytes: 1_000)
+        // Always 503, no Retry-After: the policy's own backoff; one retry allowed.
+        let jobFile = try job.write("job.lua", "dl.add('\(server.url("/files/down.bin?status=503"))')\n")
+        let run = await offThePool { try? spawnWorker(jobFile, ["--retries", "1"]).finish() }
+        #expect(run?.status == 1, "\(run?.stderr ?? "no worker")")
+        #expect(run?.stderr.contains("failed ") == true, "\(run?.stderr ?? "")")
+        // Two attempts in all: the retry's claim went on from the first.
+        #expect(try server.requests(matching: "/files/down.bin").count == 2)
+        let failed = try row()
+        #expect(try failed.text("status") == "failed")
+        #expect(try failed.int("attempts") == 2)
+    }
+}

@@ -15,10 +15,20 @@ package struct ClaimedFiles: Sendable {
     /// Whether the worker's lease still holds with a margin, by its own
     /// monotonic clock since the database acknowledged its last heartbeat.
     package let mayPlace: @Sendable () -> Bool
-    package init(folder: String, worker: Int64, mayPlace: @escaping @Sendable () -> Bool) {
+    /// Takes a download whose attempt failed and that is due another after
+    /// `delay` seconds: the queue schedules the retry (its `run_at`), and any
+    /// worker may take it then. The local engine forgets the download, as if
+    /// it had ended, without a terminal event.
+    package let handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError) -> Void)?
+
+    package init(
+        folder: String, worker: Int64, mayPlace: @escaping @Sendable () -> Bool,
+        handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError) -> Void)? = nil
+    ) {
         self.folder = folder
         self.worker = worker
         self.mayPlace = mayPlace
+        self.handBack = handBack
     }
 
     /// The part file of the final name `relative`.

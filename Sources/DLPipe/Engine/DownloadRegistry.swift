@@ -101,13 +101,15 @@ final class DownloadRegistry: Sendable {
     /// ids), without deduplicating: the queue did that, and a download ended
     /// here may come back under its number (a retry another worker scheduled).
     /// Never stored: a worker holds only what it claimed, a few at a time.
-    func admitNumbered(_ claimed: [(number: Int, request: DownloadRequest)], post: ([AdmittedRequest]) -> Void) {
+    func admitNumbered(_ claimed: [ClaimedRequest], post: ([AdmittedRequest]) -> Void) {
         state.withLock { state in
             var new: [AdmittedRequest] = []
-            for (number, request) in claimed where !state.stopped && !state.open.contains(number) {
-                state.lastNumber = max(state.lastNumber, number)
-                state.open.insert(number)
-                new.append(AdmittedRequest(id: DownloadID(number, engine: engine), request: request, stored: false))
+            for claim in claimed where !state.stopped && !state.open.contains(claim.number) {
+                state.lastNumber = max(state.lastNumber, claim.number)
+                state.open.insert(claim.number)
+                new.append(AdmittedRequest(
+                    id: DownloadID(claim.number, engine: engine), request: claim.request, stored: false,
+                    priorAttempts: claim.priorAttempts))
             }
             post(new)
         }
@@ -211,4 +213,6 @@ struct AdmittedRequest {
     /// Whether the registry's store holds it: the engine then keeps only its
     /// id while it waits, and reads the request back when it starts.
     let stored: Bool
+    /// Attempts made before this one elsewhere (a shared queue's retry).
+    var priorAttempts = 0
 }

@@ -78,6 +78,12 @@ extension EngineLoop {
                 }
                 ask(job.info(root: root), error, reply)
             case .scheduleRetry(let delay):
+                if let handBack = configuration.claims?.handBack, let error = job.state.retryingAfter {
+                    // A shared queue's download: the queue holds the retry.
+                    handOver(job)
+                    handBack(job.id.rawValue, delay, error)
+                    break
+                }
                 job.retryGeneration += 1
                 timers.push((EngineLoop.now() + delay, job.id, job.retryGeneration))
             case .enqueue:

@@ -384,7 +384,7 @@ final class EngineLoop: @unchecked Sendable {
         if admitted.stored {
             waitingStored.insert(id.rawValue)
         } else {
-            waiting[id] = WaitingRequest(request, host: parts.hostPort)
+            waiting[id] = WaitingRequest(request, host: parts.hostPort, priorAttempts: admitted.priorAttempts)
         }
         scheduler.enqueue(id, host: parts.hostPort, priority: request.priority)
     }
@@ -399,6 +399,7 @@ final class EngineLoop: @unchecked Sendable {
         let job: Job
         if let queued = waiting.removeValue(forKey: id) {
             job = Job(id: id, request: queued.request, host: queued.host)
+            job.state.continueAfter(attempts: queued.priorAttempts)
         } else if waitingStored.remove(id.rawValue) {
             return storedJob(id)
         } else {

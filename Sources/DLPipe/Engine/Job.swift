@@ -3,9 +3,12 @@ final class WaitingRequest {
     let request: DownloadRequest
     /// The host of its URL, parsed once when it was added.
     let host: String
-    init(_ request: DownloadRequest, host: String) {
+    /// Attempts made before, elsewhere (a shared queue's retry).
+    let priorAttempts: Int
+    init(_ request: DownloadRequest, host: String, priorAttempts: Int = 0) {
         self.request = request
         self.host = host
+        self.priorAttempts = priorAttempts
     }
 }
 

@@ -111,6 +111,9 @@ struct JobState: Equatable {
     private(set) var phase: Phase = .queued
     /// Attempts started so far.
     private(set) var attempt = 0
+    /// The failure the scheduled retry follows (a shared queue keeps it as the
+    /// download's last error while the retry waits there).
+    private(set) var retryingAfter: DownloadError?
     /// Retries granted by hooks past the policy's budget.
     private(set) var hookRetries = 0
     /// The failure waiting for the `retrying` or `failed` hook's verdict, with
@@ -134,6 +137,13 @@ struct JobState: Equatable {
 
     static func == (a: JobState, b: JobState) -> Bool {
         a.phase == b.phase && a.attempt == b.attempt && a.hookRetries == b.hookRetries
+    }
+
+    /// Counts `attempts` made before this download came here (a shared
+    /// queue's retry, taken by this worker): the next start is one more.
+    mutating func continueAfter(attempts: Int) {
+        precondition(phase == .queued && attempt == 0)
+        attempt = max(0, attempts)
     }
 
     /// Ends a download that never started (a rejected URL).
@@ -369,6 +379,7 @@ struct JobState: Equatable {
     /// Another attempt after `seconds`.
     private mutating func retry(_ error: DownloadError, after seconds: Double) -> [Action] {
         phase = .waitingRetry
+        retryingAfter = error
         return [.emitRetrying(error, delay: seconds), .scheduleRetry(after: seconds)]
     }
 

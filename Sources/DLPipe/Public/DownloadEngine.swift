@@ -229,7 +229,7 @@ public final class DownloadEngine: Sendable {
 
     /// Starts downloads a shared queue's worker claimed, each under its id
     /// in the queue (`number`). None of them is added to the queue again.
-    package func addClaimed(_ claimed: [(number: Int, request: DownloadRequest)]) {
+    package func addClaimed(_ claimed: [ClaimedRequest]) {
         loop.post(.holdStarts)
         defer { loop.post(.releaseStarts) }
         registry.admitNumbered(claimed) { new in

@@ -36,6 +36,19 @@ extension QueueWorker {
         if known { signal() }
     }
 
+    /// A failed attempt whose retry the queue schedules (on the engine thread:
+    /// quick, no database): reported as ready again after `delay`.
+    func noteRetry(_ number: Int, after delay: Double, _ error: DownloadError) {
+        let id = Int64(number)
+        let known = state.withLock { state -> Bool in
+            guard let token = state.held.removeValue(forKey: id) else { return false }
+            state.ends.append(ClaimEnd(
+                id: id, token: token, outcome: .retry(after: delay), error: error.description, unchanged: false, bytes: 0))
+            return true
+        }
+        if known { signal() }
+    }
+
     /// Downloads a worker holds at most: its concurrency. Holding more (a
     /// batch waiting in its engine) would take host slots that the job's
     /// per-host limit counts, from workers that could run them now.
@@ -117,7 +130,7 @@ extension QueueWorker {
     private func start(_ claims: [ClaimedDownload]) -> Int {
         guard let engine = engineBox.withLock({ $0 }) else { return 0 }
         guard !claims.isEmpty else { return 0 }
-        var started: [(number: Int, request: DownloadRequest)] = []
+        var started: [ClaimedRequest] = []
         var unreadable: [ClaimEnd] = []
         state.withLock { state in
             for claim in claims {
@@ -128,7 +141,8 @@ extension QueueWorker {
                     continue
                 }
                 state.held[claim.id] = claim.token
-                started.append((Int(claim.id), request))
+                // The queue counts this claim as an attempt already.
+                started.append(ClaimedRequest(number: Int(claim.id), request: request, priorAttempts: claim.attempts - 1))
             }
             state.ends.append(contentsOf: unreadable)
         }
@@ -138,7 +152,7 @@ extension QueueWorker {
         engine.addClaimed(started.map { item in
             var request = item.request
             request.parent = request.parent.flatMap { engine.downloadID(number: $0.rawValue) }
-            return (item.number, request)
+            return ClaimedRequest(number: item.number, request: request, priorAttempts: item.priorAttempts)
         })
         return started.count
     }

@@ -135,7 +135,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             folder: partFolder, worker: worker,
             mayPlace: { [self] in
                 state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
-            })
+            },
+            handBack: { [self] number, delay, error in noteRetry(number, after: delay, error) })
     }
 
     /// The hooks the engine gets: the job's, with `drained` answered by the worker.

@@ -1,0 +1,20 @@
+/// A shared queue's retry: the queue, not this engine, waits out the backoff,
+/// so that any worker may take the next attempt (issue 11).
+extension EngineLoop {
+    /// Forgets a download whose retry the shared queue schedules: it leaves
+    /// this engine as if it had ended, without a terminal event and without
+    /// a count (the queue counts it when a worker ends it for good). Its
+    /// record stays (partial, with the error). Its part file stays in this
+    /// worker's folder: claimed here again, it resumes from it; claimed by
+    /// another worker, it is removed when this one leaves.
+    func handOver(_ job: Job) {
+        assertOnEngineThread()
+        registry.ended(job.id, job.request)
+        openJobs -= 1
+        pausedJobs.remove(job.id)
+        if let target = job.target { targets.release(target) }
+        // Its outcome comes from another claim, which this engine may never see.
+        for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(nil) }
+        jobs[job.id] = nil
+    }
+}
