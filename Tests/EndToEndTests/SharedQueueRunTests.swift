@@ -351,8 +351,8 @@ import TestSupport
     }
 
     /// The row of the job's one download.
-    private func row() throws -> PostgresRow {
-        let connection = try PostgresConnection(PostgresAddress(queue))
+    private func row(on given: PostgresConnection? = nil) throws -> PostgresRow {
+        let connection = try given ?? PostgresConnection(PostgresAddress(queue))
         return try connection.execute(
             """
             SELECT status, attempts, worker_id, run_at > now() AS later, last_error FROM dlpipe.downloads
@@ -361,8 +361,9 @@ import TestSupport
 
     @Test func aRetryWaitsInTheQueueWhereAnyWorkerCanTakeIt() async throws {
         let bytes = try server.put("r.bin", randomBytes: 30_000)
-        // The first answer is a 503 asking for 3 s.
-        let jobFile = try job.write("job.lua", "dl.add('\(server.url("/files/r.bin?fail_times=1&retry_after=3"))')\n")
+        // The first answer is a 503 asking for 300 s: the row waits in the
+        // queue until this test has seen it and moves its time to now.
+        let jobFile = try job.write("job.lua", "dl.add('\(server.url("/files/r.bin?fail_times=1&retry_after=300"))')\n")
         let first = try spawnWorker(jobFile)
         let sawRetrying = await offThePool { () -> Bool in
             while let line = first.readStderrLine() { if line.hasPrefix("retrying ") { return true } }
@@ -371,22 +372,32 @@ import TestSupport
         #expect(sawRetrying)
         // While the backoff runs, the download is ready in the database with
         // its time to come, held by no worker, and its error kept.
-        // (Asked every 50 ms for at most 10 s: the report follows the event.)
-        let waiting = await offThePool { () -> PostgresRow? in
-            let deadline = Date().addingTimeInterval(10)
+        // (Asked every 50 ms on one connection for at most 30 s: the report
+        // follows the event.)
+        let (waiting, seen) = await offThePool { () -> (PostgresRow?, String) in
+            let deadline = Date().addingTimeInterval(30)
+            let connection = try? PostgresConnection(PostgresAddress(queue))
+            var seen = ""
             while Date() < deadline {
-                if let row = try? row(), (try? row.text("status")) == "ready" { return row }
+                do {
+                    let row = try row(on: connection)
+                    seen = try row.text("status")
+                    if seen == "ready" { return (row, seen) }
+                } catch {
+                    seen = "\(error)"
+                }
                 usleep(50_000)
             }
-            return nil
+            return (nil, seen)
         }
-        let ready = try #require(waiting, "the download never went back to ready in the queue")
+        let ready = try #require(waiting, "the download never went back to ready in the queue (last seen: \(seen))")
         #expect(try ready.optionalInt("worker_id") == nil)
         #expect(try ready.bool("later"))
         let lastError = try ready.optionalText("last_error") ?? ""
         #expect(lastError.contains("503"), "\(lastError)")
-        // A second worker joins; one of them takes the retry when it is due.
+        // A second worker joins; the retry comes due, and one of them takes it.
         let second = try spawnWorker(jobFile)
+        _ = try PostgresConnection(PostgresAddress(queue)).execute("UPDATE dlpipe.downloads SET run_at = now()")
         let runs = await offThePool { [first.finish(), second.finish()] }
         for run in runs { #expect(run.status == 0, "\(run.stderr)") }
         #expect(sameBytes(out + "/r.bin", bytes))
