@@ -283,6 +283,29 @@ import TestSupport
         #expect(acknowledged == nil)
     }
 
+    @Test func aWorkerNotGivenTheJobsLimitsKeepsThemAndOneGivenThemSetsThem() throws {
+        let connection = try connect()
+        // The first worker makes the job with what it was given.
+        let first = try SharedQueue.open(job: "limits", limits: JobLimits(perHost: 5, hostDelay: 1.5), on: connection)
+        #expect(first.limits.perHost == 5 && first.limits.hostDelay == 1.5)
+        // A later worker without --per-host or --host-delay takes the job's.
+        let later = try SharedQueue.open(
+            job: "limits", limits: JobLimits(perHost: 2, hostDelay: 0, givesPerHost: false, givesHostDelay: false), on: connection)
+        #expect(later.job == first.job)
+        #expect(later.limits.perHost == 5 && later.limits.hostDelay == 1.5)
+        // One given only --per-host changes that one.
+        let given = try SharedQueue.open(
+            job: "limits", limits: JobLimits(perHost: 3, hostDelay: 0, givesHostDelay: false), on: connection)
+        #expect(given.limits.perHost == 3 && given.limits.hostDelay == 1.5)
+        let row = try connection.execute(
+            "SELECT per_host, extract(epoch FROM host_delay)::float8 AS d FROM dlpipe.jobs WHERE id = $1", [.int(first.job)]).rows[0]
+        #expect(try row.int("per_host") == 3 && row.double("d") == 1.5)
+        // A new job takes the worker's values, given or default.
+        let fresh = try SharedQueue.open(
+            job: "limits-new", limits: JobLimits(perHost: 2, hostDelay: 0, givesPerHost: false, givesHostDelay: false), on: connection)
+        #expect(fresh.limits.perHost == 2 && fresh.limits.hostDelay == 0)
+    }
+
     @Test func heartbeatsKeepALeaseAlive() throws {
         let connection = try connect()
         let queue = try SharedQueue.open(job: "heartbeat", limits: JobLimits(perHost: 2), on: connection)

@@ -7,21 +7,32 @@
 package struct SharedQueue: Sendable {
     /// The job's row id.
     package let job: Int64
+    /// The job-wide limits as the job's row holds them after `open`.
+    package var limits = JobLimits(perHost: 2)
 
-    /// Finds or makes the job called `name` and sets its job-wide limits.
+    /// Finds or makes the job called `name` and sets its job-wide limits:
+    /// all of `limits` for a new job; for an existing one, those `limits`
+    /// says were given (the others stay as the job has them).
     package static func open(job name: String, limits: JobLimits, on connection: PostgresConnection) throws(PostgresError) -> SharedQueue {
         let row = try connection.execute(
             """
             INSERT INTO dlpipe.jobs (name, per_host, host_delay, max_downloads)
             VALUES ($1, $2, make_interval(secs => $3), $4)
             ON CONFLICT (name) DO UPDATE SET
-              per_host = excluded.per_host, host_delay = excluded.host_delay, max_downloads = excluded.max_downloads
-            RETURNING id
+              per_host = CASE WHEN $5 THEN excluded.per_host ELSE dlpipe.jobs.per_host END,
+              host_delay = CASE WHEN $6 THEN excluded.host_delay ELSE dlpipe.jobs.host_delay END,
+              max_downloads = excluded.max_downloads
+            RETURNING id, per_host, extract(epoch FROM host_delay)::float8 AS host_delay, max_downloads
             """,
             [.text(name), .int(Int64(max(1, limits.perHost))), .double(max(0, limits.hostDelay)),
-             limits.maxDownloads.map { .int(Int64($0)) } ?? .null]
+             limits.maxDownloads.map { .int(Int64($0)) } ?? .null,
+             .bool(limits.givesPerHost), .bool(limits.givesHostDelay)]
         ).rows[0]
-        return SharedQueue(job: try row.int("id"))
+        var queue = SharedQueue(job: try row.int("id"))
+        queue.limits = JobLimits(
+            perHost: Int(try row.int("per_host")), hostDelay: try row.double("host_delay"),
+            maxDownloads: try row.optionalInt("max_downloads").map(Int.init))
+        return queue
     }
 
     // MARK: workers

@@ -92,10 +92,18 @@ package struct JobLimits: Sendable, Equatable {
     /// Minimum seconds between two requests to one host (0: none).
     package var hostDelay: Double = 0
     package var maxDownloads: Int? = nil
+    /// Whether the worker was given `perHost` and `hostDelay` (on its command
+    /// line or in the job's `dl.config`). Only given values change an existing
+    /// job's: a worker started without `--per-host` takes the job's limit
+    /// instead of putting the default back for every worker.
+    package var givesPerHost = true
+    package var givesHostDelay = true
 
-    package init(perHost: Int, hostDelay: Double = 0, maxDownloads: Int? = nil) {
+    package init(perHost: Int, hostDelay: Double = 0, maxDownloads: Int? = nil, givesPerHost: Bool = true, givesHostDelay: Bool = true) {
         self.perHost = perHost
         self.hostDelay = hostDelay
         self.maxDownloads = maxDownloads
+        self.givesPerHost = givesPerHost
+        self.givesHostDelay = givesHostDelay
     }
 }

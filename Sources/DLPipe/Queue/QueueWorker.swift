@@ -55,6 +55,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let followsEndedRun = Mutex(false)
     /// The job's row id.
     package var job: Int64 { queue.job }
+    /// The job-wide limits in force (the job's row, read when this worker joined).
+    package var jobLimits: JobLimits { queue.limits }
     /// The job's folder of part files, relative to the output directory.
     package let partFolder: String
     let root: String

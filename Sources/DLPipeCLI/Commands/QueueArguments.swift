@@ -93,12 +93,18 @@ struct QueueSetup {
     let lease: Double?
     let settle: Double?
     let follow: Bool
+    /// Whether `--per-host` / `--host-delay` or the job's `dl.config` gave
+    /// them: only then does this worker change the job's limits.
+    var givesPerHost = true
+    var givesHostDelay = true
 
     /// The worker's settings for a run with `configuration`.
     func settings(_ configuration: EngineConfiguration) -> QueueWorker.Settings {
         var settings = QueueWorker.Settings(
             address: address, name: name,
-            limits: JobLimits(perHost: configuration.perHost, hostDelay: configuration.hostDelay))
+            limits: JobLimits(
+                perHost: configuration.perHost, hostDelay: configuration.hostDelay,
+                givesPerHost: givesPerHost, givesHostDelay: givesHostDelay))
         if let lease { settings.lease = lease }
         if let settle { settings.settle = settle }
         settings.follow = follow
@@ -161,6 +167,10 @@ enum QueueMode {
         }
         var configuration = configuration
         configuration.claims = worker.claimedFiles
+        // The job's limits as its row holds them: set by this worker, or by
+        // an earlier one when this one was not given them.
+        configuration.perHost = worker.jobLimits.perHost
+        configuration.hostDelay = worker.jobLimits.hostDelay
         let state: PostgresDownloadState
         do throws(StateFailure) {
             // The per-URL state of the whole job: a re-run from any worker asks conditionally.

@@ -33,7 +33,10 @@ enum RunCommand {
         }
         guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
         let setup = try queue.resolve(environment: environment, job: session.settings).map { address, name in
-            QueueSetup(address: address, name: name, lease: queue.lease, settle: queue.settle, follow: queue.follow)
+            QueueSetup(
+                address: address, name: name, lease: queue.lease, settle: queue.settle, follow: queue.follow,
+                givesPerHost: options.perHost != nil || session.settings.perHost != nil,
+                givesHostDelay: options.hostDelay != nil || session.settings.hostDelay != nil)
         }
         if let setup, early == nil {
             // Named by dl.config{ queue }: dl.store lives there from now on.
