@@ -133,6 +133,20 @@ import Testing
         #expect(file.status == 2 && file.stderr.contains("not a directory"), "\(file.stderr)")
     }
 
+    /// Queue workers keep their part files under `.dlpipe/queue/JOB/` and their
+    /// state in the queue's database: status of their directory says where to look.
+    @Test func statusOfAQueueWorkersDirectoryPointsToTheQueue() async throws {
+        try FileManager.default.createDirectory(atPath: out + "/.dlpipe/queue/7", withIntermediateDirectories: true)
+        let status = try await DLPipeRun.run(["status", out])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("no dlpipe state"), "\(status.stdout)")
+        #expect(status.stdout.contains("shared queue: workers of queue job 7 write here"), "\(status.stdout)")
+        #expect(status.stdout.contains("dlpipe status --queue URL --name NAME"), "\(status.stdout)")
+        // Without such a folder, no such line.
+        let plain = try await DLPipeRun.run(["status", try TempDir.make("plain")])
+        #expect(!plain.stdout.contains("shared queue"), "\(plain.stdout)")
+    }
+
     @Test func statusOfABusyDirectoryNamesTheRun() async throws {
         try server.put("big.bin", randomBytes: 300_000)
         let running = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=100000"), "-d", out, "--json", "--timeout", "300"])

@@ -31,11 +31,13 @@ enum StatusCommand {
         let layout = StateLayout(directory: directory)
         let path = layout.database(statePath: statePath)
         let holder = RunLock.holder(path: layout.lock(statePath: statePath))
+        let queueHint = json ? nil : sharedQueueHint(directory)
         guard FileManager.default.fileExists(atPath: path) else {
             if json {
                 print(#"{"state":null,"finished":0,"failed":0,"handled":0,"partial":0,"cancelled":0,"running_pid":\#(holder.map(String.init) ?? "null")}"#)
             } else {
                 print("\(directory): no dlpipe state (no download has run here)")
+                if let queueHint { print(queueHint) }
             }
             return ExitCode.ok
         }
@@ -56,7 +58,20 @@ enum StatusCommand {
         } else {
             print(StatusReport.text(path: path, records: records, runs: runs, holder: holder, untracked: untracked),
                   terminator: "")
+            if let queueHint { print(queueHint) }
         }
         return ExitCode.ok
+    }
+
+    /// A line saying that workers of a shared queue wrote into `directory`
+    /// (they keep their part files in `.dlpipe/queue/JOB/`), whose state is
+    /// in the queue's database, not here; nil when none did.
+    static func sharedQueueHint(_ directory: String) -> String? {
+        let folder = directory + "/.dlpipe/queue"
+        let jobs = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).compactMap(Int64.init).sorted()
+        guard !jobs.isEmpty else { return nil }
+        let ids = jobs.map(String.init).joined(separator: ", ")
+        return "shared queue: workers of queue job\(jobs.count == 1 ? "" : "s") \(ids) write here; "
+            + "what they fetched is in the queue's database: dlpipe status --queue URL --name NAME"
     }
 }
