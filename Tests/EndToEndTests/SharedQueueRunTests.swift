@@ -250,6 +250,7 @@ import TestSupport
         let pages = all.filter { $0.name.hasSuffix(".txt") }
         let jobFile = try job.write("job.lua", pages.map { "dl.add('\($0.url)')\n" }.joined() + """
             dl.on("finished", function(d, f)
+              dl.log("depth of " .. f.path:match("[^/]+$") .. ": " .. d.depth)
               if f.path:match("%.txt$") then
                 for url in dl.read(f.path):gmatch("[^\\n]+") do dl.add(url) end
               end
@@ -270,6 +271,12 @@ import TestSupport
             return names.contains { name in fetched.firstIndex { $0.contains(name) } != pageWorker }
         }
         #expect(crossed, "every listed file was fetched by its page's worker: \(fetched)")
+        // d.depth is the add's, whichever worker runs the download: 0 for the
+        // pages, 1 for the files they list.
+        let depths = first.flatMap { $0.stderr.split(separator: "\n").filter { $0.contains("depth of ") } }
+        #expect(depths.count == 33, "\(depths)")
+        let wrong = depths.filter { line in line.contains(".txt: ") ? !line.hasSuffix(".txt: 0") : !line.hasSuffix(": 1") }
+        #expect(wrong.isEmpty, "\(wrong)")
         // A re-run by two other worker processes: everything asked
         // conditionally (304), every file kept as it is.
         // Pages under DIR/, listed files under /slow/DIR/.

@@ -132,7 +132,7 @@ final class Job {
     static func queuedInfo(id: DownloadID, request: DownloadRequest) -> DownloadInfo {
         DownloadInfo(
             id: id, url: request.url, name: request.name, directory: request.directory ?? "",
-            path: nil, parent: request.parent, attempt: 1, meta: request.meta)
+            path: nil, parent: request.parent, attempt: 1, meta: request.meta, depth: request.depth)
     }
 
     /// The job as hooks and observers see it, rooted at `root`.
@@ -141,6 +141,6 @@ final class Job {
             id: id, url: request.url, name: target?.name ?? request.name,
             directory: target?.directory ?? request.directory ?? "",
             path: target.map { root + "/" + $0.relative }, parent: request.parent,
-            attempt: max(1, state.attempt), meta: request.meta, metaJSON: request.metaJSON)
+            attempt: max(1, state.attempt), meta: request.meta, metaJSON: request.metaJSON, depth: request.depth)
     }
 }

@@ -19,6 +19,8 @@ public struct DownloadInfo: Sendable, Hashable {
     public var meta: [String: String]
     /// `DownloadRequest.metaJSON`: JSON text, or nil.
     public var metaJSON: String? = nil
+    /// `DownloadRequest.depth`.
+    public var depth: Int = 0
 }
 
 /// The final response of an attempt, after redirects.

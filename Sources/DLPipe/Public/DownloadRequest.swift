@@ -48,6 +48,12 @@ public struct DownloadRequest: Sendable, Hashable {
     /// (the command line's `--json` `finished` events; a Lua job's `meta`).
     public var metaJSON: String?
 
+    /// Adds between the job's own add and this one (a Lua job's `d.depth`):
+    /// 0 for the job's own, the parent's plus one for an add from a handler.
+    /// Carried with the request so that a shared queue's worker that did not
+    /// add it still knows it.
+    public var depth = 0
+
     /// The method of the first hop.
     public var effectiveMethod: String { method ?? (body != nil ? "POST" : "GET") }
 

@@ -18,6 +18,7 @@ package enum QueuedRequestCodec {
         if let method = request.method { fields["method"] = method }
         if let metaJSON = request.metaJSON { fields["meta_json"] = metaJSON }
         if !request.meta.isEmpty { fields["meta"] = request.meta }
+        if request.depth > 0 { fields["depth"] = request.depth }
         var secret: [String: Any] = [:]
         let hasUser = PendingRule.hasUserPart(request.url)
         if hasUser { secret["url"] = request.url }
@@ -43,6 +44,7 @@ package enum QueuedRequestCodec {
             into: fields["into"] as? String == "memory" ? .memory : .file)
         request.method = fields["method"] as? String
         request.metaJSON = fields["meta_json"] as? String
+        request.depth = (fields["depth"] as? NSNumber)?.intValue ?? 0
         if let body = secret["body"] as? String { request.body = Data(base64Encoded: body).map(Array.init) }
         return request
     }

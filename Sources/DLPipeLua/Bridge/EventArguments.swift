@@ -90,6 +90,8 @@ enum EventArgument {
         // The meta the add gave, as JSON: read when this Lua state did not make
         // the add (a shared queue's worker runs downloads other workers added).
         t.set("meta_json", d.metaJSON)
+        // Likewise the depth (the prelude's own table has the adds it made).
+        if d.depth > 0 { t.set("depth", d.depth) }
     }
 }
 

@@ -499,6 +499,7 @@ final class ScriptHost: @unchecked Sendable {
             request.method = controls[LuaValue("method")]?.text
             if case .string(let body)? = controls[LuaValue("body")] { request.body = body }
             request.metaJSON = controls[LuaValue("meta_json")]?.text
+            request.depth = Int(controls[LuaValue("depth")]?.int ?? 0)
         }
         // The job's rule (SPEC 6): a URL and target already added in this run
         // give the first id back, even after that download ended, so a crawl

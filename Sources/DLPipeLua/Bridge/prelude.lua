@@ -265,7 +265,8 @@ function dl.add(spec)
   -- an add from a handler of a download. Past max_depth, or past
   -- max_downloads, the add returns nil and warns once: the download whose
   -- handler made it does not fail.
-  local depth = parent and ((depths[parent] or 0) + 1) or 0
+  local depth = parent and ((depths[parent] or current.fields.depth or 0) + 1) or 0
+  if depth > 0 then controls.depth = depth end
   if config.max_depth ~= nil and depth > config.max_depth then
     if not warned_limit.max_depth then
       warned_limit.max_depth = true
@@ -432,7 +433,8 @@ local PROXY = {
       end
       return metas[id]
     end
-    if k == "depth" then return depths[fields.id] or 0 end
+    -- Added elsewhere (another worker of a shared queue): the depth its add gave.
+    if k == "depth" then return depths[fields.id] or fields.depth or 0 end
     return fields[k]
   end,
   __newindex = function(proxy, k, v)
