@@ -124,4 +124,30 @@ import TestSupport
             #expect(run.stdout.contains(text), "\(text): \(run.stdout)")
         }
     }
+
+    // MARK: credentials of ended downloads
+
+    @Test func anEndedDownloadKeepsNoCredentialsAndAReRunSendsThemAgain() async throws {
+        let queue = try PostgresCluster.shared().freshDatabase("edge-secret")
+        try server.put("b.bin", randomBytes: 200)
+        let withUser = server.url("/files/b.bin").replacingOccurrences(of: "http://", with: "http://reader:pass-456@")
+        let path = try job.write("job.lua", """
+            dl.add{ url = '\(server.url("/files/a.bin"))', headers = { Authorization = 'Bearer tok-123' } }
+            dl.add('\(withUser)')
+            """)
+        let arguments = ["run", path, "-d", out, "--queue", queue, "--name", "edge", "--settle", "0"]
+        for round in 1...2 {
+            let run = try await DLPipeRun.run(arguments)
+            #expect(run.status == 0, "round \(round): \(run.stderr)")
+            let kept = try rows(queue, "SELECT status, secret::text AS secret FROM dlpipe.downloads ORDER BY id")
+            #expect(try kept.map { try $0.text("status") } == ["finished", "finished"], "round \(round)")
+            #expect(try kept.allSatisfy { try $0.optionalText("secret") == nil }, "round \(round): an ended row keeps its credentials")
+        }
+        // Each request, the re-run's too, carried its credentials.
+        let bearer = try server.requests(matching: "/files/a.bin").map { ($0["headers"] as? [String: String])?["authorization"] }
+        #expect(bearer == ["Bearer tok-123", "Bearer tok-123"], "\(bearer)")
+        let basic = "Basic " + Data("reader:pass-456".utf8).base64EncodedString()
+        let user = try server.requests(matching: "/files/b.bin").map { ($0["headers"] as? [String: String])?["authorization"] }
+        #expect(user == [basic, basic], "\(user)")
+    }
 }
