@@ -150,4 +150,45 @@ import TestSupport
         let user = try server.requests(matching: "/files/b.bin").map { ($0["headers"] as? [String: String])?["authorization"] }
         #expect(user == [basic, basic], "\(user)")
     }
+
+    // MARK: ids of top-level adds
+
+    @Test func aTopLevelIdCancelsItsOwnRow() async throws {
+        let queue = try PostgresCluster.shared().freshDatabase("edge-ids")
+        // Another job of the database first, so that this job's rows are not numbered 1, 2.
+        let other = try job.write("other.lua", (1...3).map { "dl.add('\(server.url("/files/a.bin?other=\($0)"))')\n" }.joined())
+        let first = try await DLPipeRun.run(["run", other, "-d", try TempDir.make("edge-other"), "--queue", queue, "--name", "other", "--settle", "0"])
+        #expect(first.status == 0, "\(first.stderr)")
+        try server.put("victim.bin", randomBytes: 300)
+        // One slot on the one host: the urgent download is claimed alone, and
+        // its response handler cancels the other while it waits in the queue.
+        let path = try job.write("job.lua", """
+            local urgent = dl.add{ url = '\(server.url("/files/a.bin"))', priority = 10 }
+            local victim = dl.add{ url = '\(server.url("/files/victim.bin"))', headers = { Authorization = 'Bearer tok-789' } }
+            dl.log("top-level ids: " .. urgent .. " " .. victim)
+            dl.on("response", function(d)
+              if d.id ~= victim then dl.cancel(victim) end
+            end)
+            """)
+        let run = try await DLPipeRun.run(
+            ["run", path, "-d", out, "--queue", queue, "--name", "edge", "--settle", "0", "-j", "1", "--per-host", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("top-level ids: -1 -2"), "\(run.stderr)")
+        #expect(try server.requests(matching: "/files/victim.bin").isEmpty, "a worker fetched the cancelled download")
+        #expect(listing(out) == ["a.bin"])
+        let victim = try rows(queue, "SELECT status, secret::text AS secret FROM dlpipe.downloads WHERE url LIKE '%victim%'")
+        #expect(try victim.map { try $0.text("status") } == ["cancelled"])
+        #expect(try victim.first?.optionalText("secret") == nil, "the cancelled row keeps its credentials")
+    }
+
+    @Test func aQueueConfiguredAfterTheFirstAddIsALoadError() async throws {
+        let path = try job.write("job.lua", """
+            dl.add('\(server.url("/files/a.bin"))')
+            dl.config{ queue = '\(try missingQueue())' }
+            """)
+        let run = try await DLPipeRun.run(["run", path, "-d", out, "--name", "edge"])
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(run.stderr.contains("job.lua:2: dl.config: queue is set after the job's first dl.add"), "\(run.stderr)")
+        try expectNothingDone(run)
+    }
 }

@@ -23,6 +23,8 @@ enum RunCommand {
         let early = try queue.resolve(environment: environment, job: nil)
         try queue.refuse(statePath: options.state, environment: environment, job: nil)
         guard try RecordReplay.prepare(&options, record: record, replay: replay) else { return ExitCode.usage }
+        // The ids of the job's top-level adds depend on it (ProvisionalIDs).
+        options.scripts.sharedQueue = queue.optedOut ? false : early != nil ? true : nil
         if let (address, name) = early {
             // The job's top level may read dl.store: from the queue's database,
             // which must answer before any script runs.
