@@ -133,6 +133,8 @@ enum HelpText {
                                   (also DLPIPE_QUEUE, when no DIR is given)
           --name NAME             the queue's job to show; without it, every job of
                                   the queue on one line with its counts and workers
+          --no-queue              the directory's status even when DLPIPE_QUEUE is set
+                                  (also: --queue '')
           -h, --help              show this help
 
         WITH --queue (docs/scale-out.md, "Watching a job"):

@@ -192,3 +192,22 @@ import TestSupport
         try expectNothingDone(run)
     }
 }
+
+/// `status` takes the opt-out too: the directory's status whatever `DLPIPE_QUEUE` says.
+@Suite struct QueueStatusOptOutTests {
+    @Test(arguments: [["--no-queue"], ["--queue", ""]])
+    func statusShowsTheDirectoryWhenTheQueueIsTurnedOff(_ optOut: [String]) async throws {
+        let server = try FaultServer()
+        try server.put("a.bin", randomBytes: 100)
+        let out = try TempDir.make("queue-edge-status")
+        let fetched = try await DLPipeRun.run(["get", server.url("/files/a.bin"), "-d", out])
+        #expect(fetched.status == 0, "\(fetched.stderr)")
+        let missing = "postgresql://worker@/jobs?host=" + (try TempDir.make("no-pg"))
+        let status = try await DLPipeRun.run(["status", out, "--json"] + optOut, environment: ["DLPIPE_QUEUE": missing])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("\"finished\":1"), "\(status.stdout)")
+        let both = try await DLPipeRun.run(["status", "--no-queue", "--queue", missing])
+        #expect(both.status == 2, "\(both.stderr)")
+        #expect(both.stderr.contains("--no-queue and --queue URL contradict each other"), "\(both.stderr)")
+    }
+}

@@ -24,21 +24,22 @@ struct QueueArguments {
 
     static let environmentVariable = "DLPIPE_QUEUE"
 
-    /// `--queue` and `--name`, and with `worker` (`run`) the worker's
-    /// `--lease` and `--settle`; `status` leaves those to be refused as unknown.
+    /// `--queue` and `--name` (and `--no-queue`), and with `worker` (`run`)
+    /// the worker's `--lease` and `--settle`; `status` leaves those to be
+    /// refused as unknown.
     static func take(_ args: inout Arguments, worker: Bool = false) throws -> QueueArguments {
         var taken = QueueArguments(queue: try args.value("--queue"), name: try args.value("--name"))
         if taken.queue == "" {
             taken.queue = nil
             taken.optOut = "--queue ''"
         }
-        guard worker else { return taken }
         if args.flag("--no-queue") {
             if taken.queue != nil {
-                throw UsageError("--no-queue and --queue URL contradict each other; give one of them", command: "run")
+                throw UsageError("--no-queue and --queue URL contradict each other; give one of them", command: args.command)
             }
             taken.optOut = "--no-queue"
         }
+        guard worker else { return taken }
         // At most a day: a lease is how long a dead worker's downloads wait.
         func seconds(_ option: String, atLeast least: Double) throws -> Double? {
             guard let text = try args.value(option) else { return nil }
