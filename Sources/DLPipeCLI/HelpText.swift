@@ -20,8 +20,9 @@ enum HelpText {
         EXIT CODES:
           0 every download finished or was skipped, 1 at least one failed,
           2 usage error or a script that failed to load, 3 another run holds the
-          directory's lock, 130 stopped by SIGINT or SIGTERM; a done handler may
-          return its own
+          directory's lock, 4 a shared queue's database cannot be reached (or a
+          worker lost it, or its lease), 130 stopped by SIGINT or SIGTERM; a done
+          handler may return its own
 
         """
 
@@ -102,11 +103,16 @@ enum HelpText {
                                   ends and done runs, once, in one worker (default 5)
           --follow                do not exit when a run ends: wait for the next one
                                   (a daemon; stop it with SIGTERM)
+          --no-queue              run without a shared queue, whatever $DLPIPE_QUEUE or
+                                  dl.config{ queue } say (also: --queue '')
+          with a queue, --state is a usage error: the queue's database holds the state
 
         EXIT CODES:
           0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error
-          or a script failed to load; 4 the queue's database cannot be reached;
-          a done handler may return its own
+          or a script failed to load; 3 another run holds the directory's lock;
+          4 the queue's database cannot be reached at start, or a worker lost it
+          for longer than it waits (max(60 s, 2 x lease)), or lost its lease;
+          130 stopped by SIGINT or SIGTERM; a done handler may return its own
 
         """
 
@@ -127,6 +133,8 @@ enum HelpText {
                                   (also DLPIPE_QUEUE, when no DIR is given)
           --name NAME             the queue's job to show; without it, every job of
                                   the queue on one line with its counts and workers
+          --no-queue              the directory's status even when DLPIPE_QUEUE is set
+                                  (also: --queue '')
           -h, --help              show this help
 
         WITH --queue (docs/scale-out.md, "Watching a job"):

@@ -187,11 +187,12 @@ extension SharedQueue {
             """, [.int(job), .int(run), .int(Int64(exitCode))])
     }
 
-    /// Cancels a download that waits in the queue (no worker holds it).
+    /// Cancels a download that waits in the queue (no worker holds it); its
+    /// credentials go with it, as with every end (`report`).
     package func cancelQueued(_ id: Int64, on connection: PostgresConnection) throws(PostgresError) -> Bool {
         !(try connection.execute(
             """
-            UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now()
+            UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now(), secret = NULL
             WHERE job_id = $1 AND id = $2 AND status = 'ready' RETURNING id
             """, [.int(job), .int(id)]
         ).rows.isEmpty)

@@ -259,8 +259,11 @@ package struct SharedQueue: Sendable {
                     AS t(id, token, status, delay, error, unchanged, bytes)
                 ),
                 ended AS (
+                  -- An end lets the credentials go (a retry keeps them): a later
+                  -- run's add that queues the row again brings them back.
                   UPDATE dlpipe.downloads d
                   SET status = i.status, worker_id = NULL, claim_token = NULL, last_error = i.error,
+                      secret = CASE WHEN i.status = 'ready' THEN d.secret END,
                       run_at = CASE WHEN i.status = 'ready' THEN now() + make_interval(secs => i.delay) ELSE d.run_at END,
                       ended_at = CASE WHEN i.status = 'ready' THEN NULL ELSE now() END
                   FROM input i

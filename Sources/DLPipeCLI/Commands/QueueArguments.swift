@@ -16,13 +16,29 @@ struct QueueArguments {
     var settle: Double?
     /// `--follow`: a daemon worker, waiting for new work instead of exiting.
     var follow = false
+    /// `--no-queue`, or `--queue ''` (as curl's `--proxy ''`): no shared
+    /// queue, whatever `DLPIPE_QUEUE` or the job's `dl.config{ queue }` say.
+    var optedOut: Bool { optOut != nil }
+    /// How the queue was turned off, for messages.
+    var optOut: String?
 
     static let environmentVariable = "DLPIPE_QUEUE"
 
-    /// `--queue` and `--name`, and with `worker` (`run`) the worker's
-    /// `--lease` and `--settle`; `status` leaves those to be refused as unknown.
+    /// `--queue` and `--name` (and `--no-queue`), and with `worker` (`run`)
+    /// the worker's `--lease` and `--settle`; `status` leaves those to be
+    /// refused as unknown.
     static func take(_ args: inout Arguments, worker: Bool = false) throws -> QueueArguments {
         var taken = QueueArguments(queue: try args.value("--queue"), name: try args.value("--name"))
+        if taken.queue == "" {
+            taken.queue = nil
+            taken.optOut = "--queue ''"
+        }
+        if args.flag("--no-queue") {
+            if taken.queue != nil {
+                throw UsageError("--no-queue and --queue URL contradict each other; give one of them", command: args.command)
+            }
+            taken.optOut = "--no-queue"
+        }
         guard worker else { return taken }
         // At most a day: a lease is how long a dead worker's downloads wait.
         func seconds(_ option: String, atLeast least: Double) throws -> Double? {
@@ -44,10 +60,12 @@ struct QueueArguments {
     /// before the job file is loaded (the command line and environment are
     /// checked before any script runs).
     func resolve(environment: [String: String], job: JobSettings?) throws -> (address: PostgresAddress, name: String)? {
-        let (text, source): (String?, String) = given(environment: environment) ?? (job?.queue, "dl.config queue")
+        let (text, source): (String?, String) = optOut.map { (nil, $0) } ?? given(environment: environment) ?? (job?.queue, "dl.config queue")
         guard let text else {
             if name != nil, job != nil {
-                throw UsageError("--name names a job in a shared queue; give the queue too (--queue URL)", command: "run")
+                throw UsageError(
+                    optedOut ? "--name names a job in a shared queue, and the queue is turned off here (\(source))"
+                        : "--name names a job in a shared queue; give the queue too (--queue URL)", command: "run")
             }
             return nil
         }
@@ -59,10 +77,22 @@ struct QueueArguments {
         return (address, name)
     }
 
+    /// A usage error when `--state FILE` comes with a shared queue: each
+    /// worker's state is the queue's database, so the file would be ignored.
+    func refuse(statePath: String?, environment: [String: String], job: JobSettings?) throws {
+        guard statePath != nil, !optedOut,
+            let source = given(environment: environment)?.source ?? job?.queue.map({ _ in "dl.config queue" })
+        else { return }
+        throw UsageError(
+            "--state FILE does not go with a shared queue (\(source)): the queue's database holds the state of every worker",
+            command: "run")
+    }
+
     /// The address given by `--queue`, else by `DLPIPE_QUEUE` (set and not
     /// empty), with where it came from for messages. `status --queue` takes
     /// its address from here too.
     func given(environment: [String: String]) -> (text: String, source: String)? {
+        if optedOut { return nil }
         if let queue { return (queue, "--queue") }
         if let value = environment[Self.environmentVariable], !value.isEmpty { return (value, Self.environmentVariable) }
         return nil

@@ -21,7 +21,10 @@ enum RunCommand {
         options.scripts.jobPath = positionals[0]
         let environment = ProcessInfo.processInfo.environment
         let early = try queue.resolve(environment: environment, job: nil)
+        try queue.refuse(statePath: options.state, environment: environment, job: nil)
         guard try RecordReplay.prepare(&options, record: record, replay: replay) else { return ExitCode.usage }
+        // The ids of the job's top-level adds depend on it (ProvisionalIDs).
+        options.scripts.sharedQueue = queue.optedOut ? false : early != nil ? true : nil
         if let (address, name) = early {
             // The job's top level may read dl.store: from the queue's database,
             // which must answer before any script runs.
@@ -32,6 +35,7 @@ enum RunCommand {
             options.scripts.storeState = QueueMode.store(address, name: name)
         }
         guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
+        try queue.refuse(statePath: options.state, environment: environment, job: session.settings)
         let setup = try queue.resolve(environment: environment, job: session.settings).map { address, name in
             QueueSetup(
                 address: address, name: name, lease: queue.lease, settle: queue.settle, follow: queue.follow,

@@ -72,13 +72,21 @@ enum RunDriver {
         }
         options.stdout?.start(engine: engine)
         let queueWorker = worker
-        let stopper = StopSignals.install(engine: engine, reporter: reporter, afterStop: { queueWorker?.leave() })
+        let stopper = StopSignals.install(
+            engine: engine, reporter: reporter,
+            announce: queueWorker == nil ? StopSignals.keepsPartFiles : StopSignals.givesDownloadsBack,
+            afterStop: { queueWorker?.leave() })
         // A handler stuck where nothing can stop it: its download already failed; every later
         // event would wait for it, so the run ends early and cleanly (part files kept), exit 1.
+        // A shared queue's worker leaves the job then, as on SIGTERM.
         session?.whenStuck { message in
-            Terminal.error("dlpipe: " + Terminal.cleanLines(message) + "; the run ends early (part files are kept)")
+            let ending = queueWorker == nil
+                ? "; the run ends early (part files are kept)"
+                : "; this worker ends early (its downloads go back to the queue for the other workers)"
+            Terminal.error("dlpipe: " + Terminal.cleanLines(message) + ending)
             Task {
                 await engine.stop()
+                queueWorker?.leave()
                 reporter.flushBeforeExit()
                 exit(ExitCode.failed)
             }

@@ -3,7 +3,8 @@ import DLPipe
 import Foundation
 
 /// SIGINT and SIGTERM: the first stops cleanly (transfers stop, part files stay,
-/// exit 130); a second one exits at once, however slow the clean stop is.
+/// exit 130; a shared queue's worker gives its downloads back to the queue
+/// instead); a second one exits at once, however slow the clean stop is.
 ///
 /// The signals are caught by a C handler (Sources/CPosix/dl_stop_signals.h)
 /// that counts every delivered signal, so that two in a row are never merged
@@ -13,17 +14,27 @@ final class StopSignals: Sendable {
     /// Whether a stop has begun (the run's result no longer matters).
     var stopping: Bool { dl_stop_signals_received() > 0 }
 
+    /// What the first signal prints: what the clean stop does with what is open.
+    static let keepsPartFiles = "dlpipe: stopping (part files are kept; press Ctrl-C again to quit at once)"
+    /// A shared queue's worker leaves the job (`QueueWorker.leave`): what it
+    /// held goes back to ready for the other workers, and its part files are
+    /// removed, since whoever takes a download over starts its own.
+    static let givesDownloadsBack =
+        "dlpipe: stopping (this worker's downloads go back to the queue for the other workers and its part files are removed; press Ctrl-C again to quit at once)"
+
     /// `afterStop` runs once the engine stopped, before the exit (a shared
-    /// queue's worker gives its downloads back to the others there).
+    /// queue's worker gives its downloads back to the others there);
+    /// `announce` is the line the first signal prints.
     static func install(
-        engine: DownloadEngine, reporter: any Reporter, afterStop: @escaping @Sendable () -> Void = {}
+        engine: DownloadEngine, reporter: any Reporter, announce: String = keepsPartFiles,
+        afterStop: @escaping @Sendable () -> Void = {}
     ) -> StopSignals {
         let descriptor = dl_stop_signals_install()
         if descriptor < 0 {
             Terminal.error("dlpipe: cannot catch SIGINT and SIGTERM: \(String(cString: strerror(errno)))")
         } else {
             let thread = Thread {
-                waitForTheFirstSignal(descriptor, engine: engine, reporter: reporter, afterStop: afterStop)
+                waitForTheFirstSignal(descriptor, engine: engine, reporter: reporter, announce: announce, afterStop: afterStop)
             }
             thread.name = "dlpipe-stop"
             thread.start()
@@ -34,11 +45,12 @@ final class StopSignals: Sendable {
     /// Blocks until the first signal, then stops the engine and exits 130. The
     /// second signal does not come here: the C handler exits at once.
     private static func waitForTheFirstSignal(
-        _ descriptor: Int32, engine: DownloadEngine, reporter: any Reporter, afterStop: @escaping @Sendable () -> Void
+        _ descriptor: Int32, engine: DownloadEngine, reporter: any Reporter, announce: String,
+        afterStop: @escaping @Sendable () -> Void
     ) {
         var byte: UInt8 = 0
         while read(descriptor, &byte, 1) < 0 && errno == EINTR {}
-        Terminal.error("dlpipe: stopping (part files are kept; press Ctrl-C again to quit at once)")
+        Terminal.error(announce)
         Task {
             await engine.stop()
             afterStop()

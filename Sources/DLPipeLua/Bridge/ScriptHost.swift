@@ -76,6 +76,8 @@ final class ScriptHost: @unchecked Sendable {
     /// Downloads added at the top level, before the engine exists, and their
     /// keys; nil once a command-line engine has them (it keeps the job's rule itself).
     private(set) var topLevel: TopLevelAdds? = TopLevelAdds()
+    /// How those adds are numbered (negative in a shared queue's run).
+    var provisional = ProvisionalIDs()
     /// Every URL and target that `dl.add` took in this run after the start,
     /// with the id it gave, for an engine that forgets ended requests.
     private var addedKeys: [String: Int] = [:]
@@ -364,6 +366,10 @@ final class ScriptHost: @unchecked Sendable {
                 let settings = try JobSettings([key: args[1]])
                 // The job's own top-level adds that follow count against it.
                 if let limit = settings.maxDownloads { maxDownloads = limit }
+                if settings.queue != nil {
+                    if let problem = provisional.lateQueueProblem { return [LuaValue(problem)] }
+                    provisional.configNamesQueue = true
+                }
                 return []
             } catch {
                 return [LuaValue(error.message)]
@@ -506,7 +512,10 @@ final class ScriptHost: @unchecked Sendable {
         // that meets a link twice never loops. (A library engine's own `add`
         // deduplicates only open downloads.)
         let key = request.deduplicationKey
-        if let id = addedKeys[key] ?? topLevel?.id(ofKey: key, request) { return [.integer(Int64(id))] }
+        if let id = addedKeys[key] { return [.integer(Int64(id))] }
+        if let position = topLevel?.id(ofKey: key, request) {
+            return [.integer(Int64(engine == nil ? provisional.id(ofPosition: position) : position))]
+        }
         if let engine {
             let id = engine.add(request).rawValue
             // The command line's engine keeps this rule itself: no second table.
@@ -514,8 +523,9 @@ final class ScriptHost: @unchecked Sendable {
             return [.integer(Int64(id))]
         }
         // Before the run starts: keep it, with the id the engine will give it
-        // (the engine numbers new requests 1, 2, 3..., and these are all new).
-        let id = topLevel!.add(key: key, request)
+        // (the engine numbers new requests 1, 2, 3..., and these are all new),
+        // or a provisional one in a shared queue's run (ProvisionalIDs).
+        let id = provisional.id(ofPosition: topLevel!.add(key: key, request))
         return [.integer(Int64(id))]
     }
 
@@ -529,7 +539,7 @@ final class ScriptHost: @unchecked Sendable {
     /// for a number the engine never gave).
     private func engineID(_ value: LuaValue?) -> DownloadID? {
         guard let number = value?.int else { return nil }
-        return engine?.downloadID(number: Int(number))
+        return engine?.downloadID(number: provisional.row(of: Int(number)) ?? Int(number))
     }
 
     /// The bytes of a regular file inside the output directory (ConfinedFile), when they fit

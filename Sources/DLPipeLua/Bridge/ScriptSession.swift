@@ -32,6 +32,10 @@ public struct ScriptOptions: Sendable {
     /// is not the SQLite state: a shared queue's database. Made at first use,
     /// on the Lua thread (a connection of its own).
     package var storeState: (@Sendable () throws(StateFailure) -> any DownloadState)?
+    /// Whether the run is a shared queue's worker, as the command line said
+    /// (true: `--queue` or `DLPIPE_QUEUE`; false: `--no-queue`); nil when the
+    /// job's `dl.config{ queue }` decides. Top-level ids depend on it (ProvisionalIDs).
+    package var sharedQueue: Bool?
 
     public init() {}
 
@@ -125,6 +129,7 @@ public final class ScriptSession: @unchecked Sendable {
                 host.stateDirectory = options.outputDirectory
                 host.readOnlyStore = options.readOnlyStore
                 host.storeState = options.storeState
+                host.provisional.commandLine = options.sharedQueue
                 host.storeNamespace = options.jobPath.map(JobStore.namespace(ofJob:)) ?? JobStore.getNamespace
                 if let job = options.jobPath {
                     try host.load(path: job, displayName: job, isJob: true)
@@ -177,6 +182,8 @@ public final class ScriptSession: @unchecked Sendable {
             for (index, id) in ids.enumerated() where !engine.isShared {
                 precondition(id.rawValue == index + 1, "ids of downloads added at load must match")
             }
+            // A provisional id names its row from now on (dl.cancel, dl.pause, dl.resume).
+            if engine.isShared { host.provisional.queued(ids.map(\.rawValue)) }
             if let failure = topLevel.readFailure {
                 host.report(ScriptLine(place: "", download: nil, text: "\(failure.message); \(topLevel.count - ids.count) of the downloads added at load were not queued"))
             }
