@@ -306,6 +306,35 @@ import TestSupport
         #expect(fresh.limits.perHost == 2 && fresh.limits.hostDelay == 0)
     }
 
+    @Test func aRunThatNoLiveWorkerIsInIsEndedAndTheNextWorkerStartsAFreshOne() throws {
+        let connection = try connect()
+        let queue = try SharedQueue.open(job: "orphans", limits: JobLimits(perHost: 2), on: connection)
+        let first = try queue.register(hostname: "a", pid: 1, lease: 30, on: connection)
+        let run = try queue.joinRun(worker: first, on: connection)
+        let second = try queue.register(hostname: "b", pid: 2, lease: 30, on: connection)
+        #expect(try queue.joinRun(worker: second, on: connection) == run, "a live worker's run is joined")
+        // One leaves while the other is in the run: the run goes on.
+        try queue.takeBack(worker: first, on: connection)
+        #expect(try !queue.endOrphanedRun(except: first, on: connection))
+        // The last one leaves (Ctrl-C): the run ends, interrupted.
+        try queue.takeBack(worker: second, on: connection)
+        #expect(try queue.endOrphanedRun(except: second, on: connection))
+        let ended = try connection.execute("SELECT ended_at IS NOT NULL AS ended, exit_code FROM dlpipe.runs WHERE id = $1", [.int(run)]).rows[0]
+        #expect(try ended.bool("ended") && ended.optionalInt("exit_code") == 130)
+        // A worker whose lease ran out (killed) leaves its run open: the next
+        // worker ends it and starts a fresh run.
+        let killed = try queue.register(hostname: "c", pid: 3, lease: 2, on: connection)
+        let killedRun = try queue.joinRun(worker: killed, on: connection)
+        #expect(killedRun != run)
+        _ = try pollUntil(seconds: 10) { () throws -> Bool? in
+            try connection.execute("SELECT 1 FROM dlpipe.workers WHERE id = $1 AND lease_until < now()", [.int(killed)]).rows.isEmpty ? nil : true
+        }
+        let next = try queue.register(hostname: "d", pid: 4, lease: 30, on: connection)
+        let nextRun = try queue.joinRun(worker: next, on: connection)
+        #expect(nextRun != killedRun)
+        #expect(try count(connection, "SELECT count(*) AS n FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NULL", [.int(queue.job)]) == 1)
+    }
+
     @Test func heartbeatsKeepALeaseAlive() throws {
         let connection = try connect()
         let queue = try SharedQueue.open(job: "heartbeat", limits: JobLimits(perHost: 2), on: connection)

@@ -15,8 +15,30 @@ extension SharedQueue {
         ).rows[0].int("id")
     }
 
+    /// Ends the job's open run when no live worker but `worker` is in it: its
+    /// workers were all stopped (Ctrl-C, kill) before it ended, and no one is
+    /// left to end it. Its exit code is 130, as an interrupted run's; `done`
+    /// does not run for it. Without this the next cron run would join it and
+    /// skip what finished in it instead of asking for everything again.
+    /// Returns whether a run was ended.
+    @discardableResult
+    package func endOrphanedRun(except worker: Int64, on connection: PostgresConnection) throws(PostgresError) -> Bool {
+        !(try connection.execute(
+            """
+            UPDATE dlpipe.runs r SET ended_at = now(), exit_code = 130
+            WHERE r.job_id = $1 AND r.ended_at IS NULL
+              AND NOT EXISTS (
+                SELECT 1 FROM dlpipe.workers w
+                WHERE w.run_id = r.id AND w.id <> $2 AND w.stopped_at IS NULL AND w.lease_until > now())
+            RETURNING r.id
+            """, [.int(job), .int(worker)]
+        ).rows.isEmpty)
+    }
+
     /// The open run of the job, made when there is none; the worker joins it.
+    /// An open run that no live worker is in any more is ended first.
     package func joinRun(worker: Int64, on connection: PostgresConnection) throws(PostgresError) -> Int64 {
+        try endOrphanedRun(except: worker, on: connection)
         // Two workers starting together may both find no open run: the unique
         // index lets one insert win, and the other finds that run next time.
         for _ in 0..<5 {

@@ -182,6 +182,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         _ = try? link.run(patience: 5) { connection throws(PostgresError) in
             try report(ends, on: connection)
             try queue.takeBack(worker: worker, on: connection)
+            // The last worker of a run that did not end (Ctrl-C): nobody is
+            // left to end it, and the next run must start afresh.
+            try queue.endOrphanedRun(except: worker, on: connection)
         }
         // What it held went back to ready: whoever takes it starts afresh.
         removeOwnParts()
