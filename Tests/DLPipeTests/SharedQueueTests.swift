@@ -179,6 +179,29 @@ import TestSupport
         // The slots are free, but the next request to each host is 30 s away.
         _ = try queue.report(first.map { ClaimReport(id: $0.id, token: $0.token, outcome: .finished) }, on: connection)
         #expect(try queue.claim(worker: worker, limit: 8, on: connection).isEmpty)
+        // A worker learns when to claim next: when the delay has passed.
+        let due = try #require(try queue.nextDue(on: connection))
+        #expect(due > 25 && due <= 30, "\(due)")
+    }
+
+    @Test func nextDueIsNowForReadyWorkAndNilForNone() throws {
+        let connection = try connect()
+        let queue = try SharedQueue.open(job: "due", limits: JobLimits(perHost: 1), on: connection)
+        let worker = try queue.register(hostname: "test", pid: 1, lease: 30, on: connection)
+        #expect(try queue.nextDue(on: connection) == nil, "nothing queued")
+        _ = try queue.add(requests(2, hosts: ["a.test"]), on: connection)
+        #expect(try queue.nextDue(on: connection) == 0)
+        // The host's one slot is taken: nothing can be claimed until it comes free.
+        let held = try #require(try queue.claim(worker: worker, limit: 2, on: connection).first)
+        #expect(try queue.nextDue(on: connection) == nil)
+        // A retry 20 s away: due then, and the other download now.
+        _ = try queue.report([ClaimReport(id: held.id, token: held.token, outcome: .retry(after: 20))], on: connection)
+        #expect(try queue.nextDue(on: connection) == 0)
+        let other = try #require(try queue.claim(worker: worker, limit: 2, on: connection).first)
+        #expect(other.id != held.id)
+        _ = try queue.report([ClaimReport(id: other.id, token: other.token, outcome: .finished)], on: connection)
+        let due = try #require(try queue.nextDue(on: connection))
+        #expect(due > 15 && due <= 20, "\(due)")
     }
 
     @Test func aRetryWaitsForItsRunAtOnTheDatabaseClock() throws {

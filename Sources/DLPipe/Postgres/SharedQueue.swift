@@ -163,6 +163,28 @@ package struct SharedQueue: Sendable {
         return added
     }
 
+    /// Seconds until a ready download of the job may be claimed (its
+    /// `run_at` and its host's `next_at` both come) on a host with a free
+    /// slot: 0 when one may be now, nil when there is none. A worker waits
+    /// that long for its next claim instead of its poll interval, so that
+    /// host delays and retries are kept to the moment, not to the next poll.
+    package func nextDue(on connection: PostgresConnection) throws(PostgresError) -> Double? {
+        try connection.executePrepared(
+            "dlpipe_next_due",
+            """
+            SELECT greatest(0, due.wait) AS wait FROM (
+              SELECT extract(epoch FROM min(greatest(h.next_at, r.run_at)) - now())::float8 AS wait
+              FROM dlpipe.jobs j JOIN dlpipe.hosts h ON h.job_id = j.id
+              CROSS JOIN LATERAL (
+                SELECT min(d.run_at) AS run_at FROM dlpipe.downloads d
+                WHERE d.job_id = $1 AND d.host = h.host AND d.status = 'ready'
+              ) r
+              WHERE j.id = $1 AND h.in_flight < j.per_host AND r.run_at IS NOT NULL
+            ) due WHERE due.wait IS NOT NULL
+            """, [.int(job)]
+        ).rows.first?.optionalDouble("wait")
+    }
+
     /// Claims up to `limit` ready downloads for `worker`, never more in flight
     /// per host than the job's `per_host` across all workers: the rows of the
     /// hosts it takes from are locked (`FOR UPDATE SKIP LOCKED`: hosts another

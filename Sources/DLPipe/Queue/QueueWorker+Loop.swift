@@ -70,6 +70,8 @@ extension QueueWorker {
                     held = state.held.count
                 }
             }
+            // When the next claimable download comes due, if sooner than the poll.
+            var nextDue: Double?
             do {
                 let room = holdLimit - held
                 let claims = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
@@ -93,6 +95,13 @@ extension QueueWorker {
                         return room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : []
                     }
                 }
+                if claims.count < room {
+                    // Room left and nothing more to claim now: a host delay or a
+                    // retry's time may free one before the next poll.
+                    nextDue = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                        try queue.nextDue(on: connection)
+                    }
+                }
                 if settings.follow && !claims.isEmpty && followsEndedRun.withLock({ $0 }) {
                     // Work came for a run this worker has not joined yet.
                     _ = try followNextRun()
@@ -111,7 +120,11 @@ extension QueueWorker {
                 return
             }
             let woke = state.withLock { $0.wake }
-            if !woke { _ = wakeSignal.wait(timeout: .now() + Self.pollInterval) }
+            // At least 20 ms: a download due now that this claim missed (its
+            // host's row was locked by another worker's claim) is tried again
+            // soon, without spinning.
+            let wait = nextDue.map { min(Self.pollInterval, max(0.02, $0)) } ?? Self.pollInterval
+            if !woke { _ = wakeSignal.wait(timeout: .now() + wait) }
         }
     }
 
