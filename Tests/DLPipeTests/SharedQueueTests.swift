@@ -184,6 +184,24 @@ import TestSupport
         #expect(due > 25 && due <= 30, "\(due)")
     }
 
+    @Test func aRetryAfterHoldsItsHostBackForEveryWorker() throws {
+        let connection = try connect()
+        let queue = try SharedQueue.open(job: "hold", limits: JobLimits(perHost: 4), on: connection)
+        let first = try queue.register(hostname: "a", pid: 1, lease: 30, on: connection)
+        let second = try queue.register(hostname: "b", pid: 2, lease: 30, on: connection)
+        _ = try queue.add(requests(3, hosts: ["a.test"]) + requests(1, hosts: ["b.test"], prefix: "b"), on: connection)
+        let held = try queue.claim(worker: first, limit: 4, on: connection)
+        let onA = try #require(held.first { $0.host == "a.test" })
+        // A 503 with Retry-After: 20 on a.test: the retry, and a.test for everyone.
+        _ = try queue.report([ClaimReport(id: onA.id, token: onA.token, outcome: .retry(after: 20), error: "503", holdHost: 20)], on: connection)
+        let others = try queue.claim(worker: second, limit: 4, on: connection)
+        #expect(!others.contains { $0.host == "a.test" }, "a.test gave a download during its Retry-After: \(others.map(\.host))")
+        let next = try connection.execute(
+            "SELECT extract(epoch FROM next_at - now())::float8 AS s FROM dlpipe.hosts WHERE job_id = $1 AND host = 'a.test'",
+            [.int(queue.job)]).rows[0]
+        #expect(try next.double("s") > 15)
+    }
+
     @Test func nextDueIsNowForReadyWorkAndNilForNone() throws {
         let connection = try connect()
         let queue = try SharedQueue.open(job: "due", limits: JobLimits(perHost: 1), on: connection)

@@ -404,7 +404,10 @@ import TestSupport
         #expect(lastError.contains("503"), "\(lastError)")
         // A second worker joins; the retry comes due, and one of them takes it.
         let second = try spawnWorker(jobFile)
-        _ = try PostgresConnection(PostgresAddress(queue)).execute("UPDATE dlpipe.downloads SET run_at = now()")
+        // (The Retry-After holds the host back for every worker too.)
+        let moving = try PostgresConnection(PostgresAddress(queue))
+        _ = try moving.execute("UPDATE dlpipe.hosts SET next_at = now()")
+        _ = try moving.execute("UPDATE dlpipe.downloads SET run_at = now()")
         let runs = await offThePool { [first.finish(), second.finish()] }
         for run in runs { #expect(run.status == 0, "\(run.stderr)") }
         #expect(sameBytes(out + "/r.bin", bytes))

@@ -277,8 +277,8 @@ package struct SharedQueue: Sendable {
                 "dlpipe_report",
                 """
                 WITH input AS (
-                  SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::text[], $8::bool[], $9::bigint[])
-                    AS t(id, token, status, delay, error, unchanged, bytes)
+                  SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::text[], $8::bool[], $9::bigint[], $10::float8[])
+                    AS t(id, token, status, delay, error, unchanged, bytes, hold)
                 ),
                 ended AS (
                   -- An end lets the credentials go (a retry keeps them): a later
@@ -292,9 +292,14 @@ package struct SharedQueue: Sendable {
                   WHERE d.job_id = $1 AND d.id = i.id AND d.claim_token = i.token AND d.status = 'running'
                   RETURNING d.id, d.slot_host
                 ),
+                -- A server's Retry-After holds its host back for every worker.
                 slots AS (
-                  UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
-                  FROM (SELECT slot_host, count(*)::int AS n FROM ended GROUP BY slot_host) c
+                  UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n,
+                    next_at = CASE WHEN c.hold > 0 THEN greatest(h.next_at, now() + make_interval(secs => c.hold)) ELSE h.next_at END
+                  FROM (
+                    SELECT e.slot_host, count(*)::int AS n, max(i.hold) AS hold
+                    FROM ended e JOIN input i ON i.id = e.id GROUP BY e.slot_host
+                  ) c
                   WHERE h.job_id = $1 AND h.host = c.slot_host
                 ),
                 names AS (
@@ -325,7 +330,8 @@ package struct SharedQueue: Sendable {
                 [.int(job), .intArray(reports.map(\.id)), .intArray(reports.map(\.token)),
                  .textArray(reports.map(\.outcome.status)), .textArray(reports.map { String($0.outcome.delay) }),
                  .textArray(reports.map(\.error)), run.map { .int($0) } ?? .null,
-                 .textArray(reports.map { $0.unchanged ? "t" : "f" }), .intArray(reports.map(\.bytes))]
+                 .textArray(reports.map { $0.unchanged ? "t" : "f" }), .intArray(reports.map(\.bytes)),
+                 .textArray(reports.map { String(max(0, $0.holdHost)) })]
             ).rows
         }
         var taken = Set<Int64>()

@@ -75,14 +75,21 @@ package struct ClaimReport: Sendable, Equatable {
     package let unchanged: Bool
     /// Bytes a finished download wrote (the run's `bytes`).
     package let bytes: Int64
+    /// Seconds the server asked (Retry-After) to be left alone: its host
+    /// gives no download to any worker until then (0: no such request).
+    package let holdHost: Double
 
-    package init(id: Int64, token: Int64, outcome: ClaimOutcome, error: String? = nil, unchanged: Bool = false, bytes: Int64 = 0) {
+    package init(
+        id: Int64, token: Int64, outcome: ClaimOutcome, error: String? = nil, unchanged: Bool = false, bytes: Int64 = 0,
+        holdHost: Double = 0
+    ) {
         self.id = id
         self.token = token
         self.outcome = outcome
         self.error = error
         self.unchanged = unchanged
         self.bytes = bytes
+        self.holdHost = holdHost
     }
 }
 

@@ -43,7 +43,9 @@ extension QueueWorker {
         let known = state.withLock { state -> Bool in
             guard let token = state.held.removeValue(forKey: id) else { return false }
             state.ends.append(ClaimEnd(
-                id: id, token: token, outcome: .retry(after: delay), error: error.description, unchanged: false, bytes: 0))
+                id: id, token: token, outcome: .retry(after: delay), error: error.description, unchanged: false, bytes: 0,
+                // The server asked to be left alone: not by this worker only.
+                holdHost: error.retryAfter.map { min($0, delay) } ?? 0))
             return true
         }
         if known { signal() }
@@ -135,7 +137,9 @@ extension QueueWorker {
         guard !ends.isEmpty else { return }
         _ = try queue.report(
             ends.map {
-                ClaimReport(id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error, unchanged: $0.unchanged, bytes: $0.bytes)
+                ClaimReport(
+                    id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error, unchanged: $0.unchanged, bytes: $0.bytes,
+                    holdHost: $0.holdHost)
             }, run: run, on: connection)
     }
 

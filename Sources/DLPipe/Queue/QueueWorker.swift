@@ -250,6 +250,8 @@ struct ClaimEnd {
     let error: String?
     let unchanged: Bool
     let bytes: Int64
+    /// A server's Retry-After: its host is held back for every worker.
+    var holdHost: Double = 0
 }
 
 extension Array {
