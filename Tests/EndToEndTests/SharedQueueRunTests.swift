@@ -417,6 +417,27 @@ import TestSupport
         #expect(try server.requests(matching: "/files/r.bin").count == 2)
     }
 
+    @Test func aWorkerWhoseOwnDownloadsAllSucceededSaysWhyItExitsOne() async throws {
+        _ = try server.put("ok.bin", randomBytes: 1_000)
+        // One download fails for good (404); two workers: whichever did not
+        // run it exits 1 too, and says why.
+        let jobFile = try job.write("job.lua", """
+            dl.add('\(server.url("/files/missing.bin"))')
+            dl.add('\(server.url("/files/ok.bin"))')
+            """)
+        let runs = await offThePool { () -> [(status: Int32, stdout: String, stderr: String)] in
+            let workers = (0..<2).compactMap { _ in try? spawnWorker(jobFile) }
+            return workers.map { $0.finish() }
+        }
+        #expect(runs.count == 2)
+        for run in runs {
+            #expect(run.status == 1, "\(run.stderr)")
+            let failedHere = run.stderr.split(separator: "\n").contains { $0.hasPrefix("failed ") }
+            let explained = run.stderr.contains("exit 1 is the job's run's, for every worker: nothing failed here")
+            #expect(failedHere != explained, "\(run.stderr)")
+        }
+    }
+
     @Test func theRetryBudgetCountsTheAttemptsOfEveryClaim() async throws {
         _ = try server.put("down.bin", randomBytes: 1_000)
         // Always 503, no Retry-After: the policy's own backoff; one retry allowed.

@@ -123,6 +123,11 @@ enum RunDriver {
         if let cookieJarError = summary.cookieJarError {
             Terminal.error("dlpipe: \(cookieJarError)")
         }
+        if let hookCode, hookCode != 0, let queue, summary.failed == 0 {
+            // Cron mails this worker's output: say why it fails when its own
+            // downloads did not (another worker's failed, or `done` chose it).
+            Terminal.error("dlpipe: exit \(hookCode) is the job's run's, for every worker: nothing failed here; see dlpipe status --queue URL --name \(queue.name)")
+        }
         // An exit status is one byte: a done handler's code is kept within 0...255.
         if let hookCode { return Int32(min(255, max(0, hookCode))) }
         return summary.failed > 0 || summary.stateError != nil || summary.cookieJarError != nil
