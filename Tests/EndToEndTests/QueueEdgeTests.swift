@@ -169,6 +169,7 @@ import TestSupport
             dl.on("response", function(d)
               if d.id ~= victim then dl.cancel(victim) end
             end)
+            dl.on("done", function(s) dl.log("done counts cancelled " .. s.cancelled) end)
             """)
         let run = try await DLPipeRun.run(
             ["run", path, "-d", out, "--queue", queue, "--name", "edge", "--settle", "0", "-j", "1", "--per-host", "1"])
@@ -179,6 +180,8 @@ import TestSupport
         let victim = try rows(queue, "SELECT status, secret::text AS secret FROM dlpipe.downloads WHERE url LIKE '%victim%'")
         #expect(try victim.map { try $0.text("status") } == ["cancelled"])
         #expect(try victim.first?.optionalText("secret") == nil, "the cancelled row keeps its credentials")
+        // The run counts it: done's s.cancelled is job-wide.
+        #expect(run.stderr.contains("done counts cancelled 1"), "\(run.stderr)")
     }
 
     @Test func aQueueConfiguredAfterTheFirstAddIsALoadError() async throws {

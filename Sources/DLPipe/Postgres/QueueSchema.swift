@@ -16,7 +16,14 @@ package enum QueueSchema {
         SchemaMigration(version: 1, what: "jobs, runs, workers, hosts, downloads, url facts, names, store", sql: version1),
         SchemaMigration(version: 2, what: "placed times, released and script-written files, credential keys", sql: version2),
         SchemaMigration(version: 3, what: "runs count skipped downloads and bytes", sql: runCounts),
+        SchemaMigration(version: 4, what: "runs count cancelled downloads", sql: runCancelled),
     ]
+
+    /// `s.cancelled` of `done`, job-wide: downloads cancelled while a worker
+    /// held them, and queued ones cancelled before any worker took them.
+    private static let runCancelled = """
+        ALTER TABLE dlpipe.runs ADD COLUMN cancelled bigint NOT NULL DEFAULT 0;
+        """
 
     /// The job-wide summary `done` gets (`s.skipped`, `s.bytes`) is summed
     /// in the run's row as workers report, like the other counts.

@@ -166,7 +166,7 @@ extension SharedQueue {
               AND (r.done_worker IS NULL OR r.done_worker = $3 OR NOT EXISTS (
                 SELECT 1 FROM dlpipe.workers w WHERE w.id = r.done_worker AND w.stopped_at IS NULL))
               AND NOT EXISTS (SELECT 1 FROM dlpipe.downloads WHERE job_id = $1 AND status IN ('ready', 'running'))
-            RETURNING finished, unchanged, failed, handled, skipped, bytes,
+            RETURNING finished, unchanged, failed, handled, skipped, bytes, cancelled,
               extract(epoch FROM now() - started_at)::float8 AS seconds
             """, [.int(job), .int(run), .int(worker), .double(settle)]
         ).rows.first else { return nil }
@@ -176,6 +176,7 @@ extension SharedQueue {
         summary.failed = Int(try row.int("failed"))
         summary.handled = Int(try row.int("handled"))
         summary.skipped = Int(try row.int("skipped"))
+        summary.cancelled = Int(try row.int("cancelled"))
         summary.bytes = try row.int("bytes")
         summary.seconds = try row.double("seconds")
         return summary
@@ -211,12 +212,19 @@ extension SharedQueue {
 
     /// Cancels a download that waits in the queue (no worker holds it); its
     /// credentials go with it, as with every end (`report`).
-    package func cancelQueued(_ id: Int64, on connection: PostgresConnection) throws(PostgresError) -> Bool {
+    package func cancelQueued(_ id: Int64, run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Bool {
         !(try connection.execute(
             """
-            UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now(), secret = NULL
-            WHERE job_id = $1 AND id = $2 AND status = 'ready' RETURNING id
-            """, [.int(job), .int(id)]
+            WITH cancelled AS (
+              UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now(), secret = NULL
+              WHERE job_id = $1 AND id = $2 AND status = 'ready' RETURNING id
+            ),
+            counted AS (
+              UPDATE dlpipe.runs r SET cancelled = r.cancelled + (SELECT count(*) FROM cancelled)
+              WHERE r.id = $3::bigint AND EXISTS (SELECT 1 FROM cancelled)
+            )
+            SELECT id FROM cancelled
+            """, [.int(job), .int(id), run.map { .int($0) } ?? .null]
         ).rows.isEmpty)
     }
 

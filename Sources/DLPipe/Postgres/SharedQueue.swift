@@ -309,13 +309,14 @@ package struct SharedQueue: Sendable {
                   UPDATE dlpipe.runs r SET
                     finished = r.finished + c.finished, unchanged = r.unchanged + c.unchanged,
                     failed = r.failed + c.failed, handled = r.handled + c.handled,
-                    skipped = r.skipped + c.skipped, bytes = r.bytes + c.bytes
+                    skipped = r.skipped + c.skipped, bytes = r.bytes + c.bytes, cancelled = r.cancelled + c.cancelled
                   FROM (
                     SELECT count(*) FILTER (WHERE i.status = 'finished' AND NOT i.unchanged) AS finished,
                       count(*) FILTER (WHERE i.status = 'finished' AND i.unchanged) AS unchanged,
                       count(*) FILTER (WHERE i.status = 'failed') AS failed,
                       count(*) FILTER (WHERE i.status = 'handled') AS handled,
                       count(*) FILTER (WHERE i.status = 'skipped') AS skipped,
+                      count(*) FILTER (WHERE i.status = 'cancelled') AS cancelled,
                       coalesce(sum(i.bytes) FILTER (WHERE i.status = 'finished'), 0) AS bytes
                     FROM ended e JOIN input i ON i.id = e.id
                   ) c

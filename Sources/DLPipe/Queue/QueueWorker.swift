@@ -228,7 +228,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     package func cancelQueued(_ number: Int) -> Bool {
         (try? addLink.withLock { link throws(PostgresError) in
             try link.run(patience: settings.outage) { connection throws(PostgresError) in
-                try queue.cancelQueued(Int64(number), on: connection)
+                try queue.cancelQueued(Int64(number), run: run, on: connection)
             }
         }) ?? false
     }
