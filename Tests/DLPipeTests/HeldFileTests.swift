@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Synchronization
 import TestSupport
 
 @testable import DLPipe
@@ -84,5 +85,49 @@ import TestSupport
         #expect(files.allSatisfy { if case .linked = $0.current { true } else { false } })
         #expect(names("sub").count == count)
         #expect(contents("sub/f130") == [130])
+    }
+    // MARK: the lease fence of a shared queue's worker
+
+    /// The fence's answers, in turn (the last one again when they run out),
+    /// and how often it was asked.
+    private final class Fence: Sendable {
+        private let state: Mutex<(answers: [Bool], asked: Int)>
+        init(_ answers: [Bool]) { state = Mutex((answers, 0)) }
+        var asked: Int { state.withLock { $0.asked } }
+        func mayPlace() -> Bool {
+            state.withLock { state in
+                state.asked += 1
+                return state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]
+            }
+        }
+    }
+
+    @Test func aWorkerWhoseLeaseIsNotSureLinksNothing() {
+        let fence = Fence([false])
+        let file = HeldFile(directory: "", name: "x.bin", bytes: [1, 2])
+        HeldFile.place([file], in: output, syncAnyway: true, mayPlace: fence.mayPlace)
+        #expect(file.current == .fenced)
+        #expect(fence.asked == 1, "the fence is asked right before the link")
+        #expect(names() == ["sub"], "nothing under any name: the engine writes it as a part file")
+    }
+
+    @Test func aWorkerWhoseLeaseHoldsLinksAsWithoutAQueue() {
+        let file = HeldFile(directory: "sub", name: "y.bin", bytes: [3])
+        HeldFile.place([file], in: output, syncAnyway: false, mayPlace: { true })
+        #expect(file.current == .linked("y.bin"))
+        #expect(contents("sub/y.bin") == [3])
+    }
+
+    @Test func aNameTakenWhileTheLeaseWentUnsureGetsNoNumberedCopy() throws {
+        // The name is taken (most likely by the worker that took the download
+        // over) and the lease is no longer sure by then: no `name.1.ext`.
+        try Data("the new holder's".utf8).write(to: URL(fileURLWithPath: root + "/z.bin"))
+        let fence = Fence([true, false])
+        let file = HeldFile(directory: "", name: "z.bin", bytes: [4])
+        HeldFile.place([file], in: output, syncAnyway: false, mayPlace: fence.mayPlace)
+        #expect(file.current == .fenced)
+        #expect(fence.asked == 2, "asked before the link, and again when the name was taken")
+        #expect(names() == ["sub", "z.bin"])
+        #expect(contents("z.bin") == Array("the new holder's".utf8))
     }
 }

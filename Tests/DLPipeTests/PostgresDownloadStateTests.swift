@@ -339,6 +339,29 @@ import TestSupport
         #expect(try self.state(state.job).value("k") == "1")
     }
 
+    /// The state's commits do not wait for the server's log flush (the SQLite
+    /// state's `synchronous=NORMAL`), on its first connection and on every
+    /// one it makes after a break; a write is still seen at once by another
+    /// worker's state.
+    @Test func theStateCommitsWithoutWaitingForTheFlushAfterAReconnectionToo() throws {
+        let state = try state(try job("async"))
+        // The tests' cluster turns it off for everyone: the state's own
+        // connection must have set it itself (source "session").
+        let setting = { () throws -> String in
+            try state.call("read a setting") { connection throws(PostgresError) in
+                let row = try connection.execute(
+                    "SELECT setting || ' by ' || source AS value FROM pg_settings WHERE name = 'synchronous_commit'").rows[0]
+                return try row.text("value")
+            }
+        }
+        #expect(try setting() == "off by session")
+        _ = try admin().execute("SELECT pg_terminate_backend($1)", [.int(Int64(try #require(state.serverPID)))])
+        #expect(try setting() == "off by session", "a new connection gets the same setting")
+        let request = DownloadRequest(url: "http://h/seen")
+        try state.write([record(request, target: "seen")], released: [])
+        #expect(try self.state(state.job).record(key: request.deduplicationKey)?.target == "seen")
+    }
+
     /// The connection breaks while a write is in the middle of its statement
     /// (held up by a row lock another session holds): the write runs again
     /// on a new connection, waits for the lock like the first, and returns

@@ -91,7 +91,7 @@ extension EngineLoop {
             }
             HeldFile.place(
                 held, in: output, syncAnyway: true,
-                refusingLinks: configuration.heldBodies == .linksRefused)
+                refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: configuration.claims?.mayPlace)
             let batch = syncingBatch + waiting
             syncingBatch = []  // the background sync's `.synced` finds nothing left
             awaitingDurability = []
@@ -109,8 +109,9 @@ extension EngineLoop {
         awaitingDurability = []
         let held = syncingBatch.compactMap(\.held)
         let refusingLinks = configuration.heldBodies == .linksRefused
+        let mayPlace = configuration.claims?.mayPlace
         let work: @Sendable () -> Void = { [self] in
-            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks)
+            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
             post(.synced)
         }
         if let store, !held.isEmpty {
@@ -237,6 +238,11 @@ extension EngineLoop {
             // This file system (or directory) cannot link unnamed files: from
             // now on every body takes the part file path, this one too.
             holdsWholeBodies = false
+            writeAsPartFile(placement, held, target)
+        case .fenced:
+            // The lease was not sure at its link: it takes the part file path,
+            // whose rename waits for the next acknowledged heartbeat.
+            heldBodiesFenced.add(1, ordering: .relaxed)
             writeAsPartFile(placement, held, target)
         }
     }

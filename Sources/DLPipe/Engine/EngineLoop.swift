@@ -128,6 +128,9 @@ final class EngineLoop: @unchecked Sendable {
     /// Held bodies a stop took back before their link: read by tests (any
     /// thread) to see that the withdrawal path ran; written on the rare stop.
     let heldBodiesWithdrawn = Atomic<Int>(0)
+    /// Held bodies a shared queue's worker did not link because its lease was
+    /// not sure (they went to part files): read by tests, like the above.
+    let heldBodiesFenced = Atomic<Int>(0)
     /// When state records were last handed over for a commit (`flushState`).
     var lastStateCommit = 0.0
     static let stateCommitInterval = 0.05
@@ -184,10 +187,9 @@ final class EngineLoop: @unchecked Sendable {
         self.hostPacing = HostPacing(delay: configuration.hostDelay)
         self.output = OutputDirectory(root: root)
         self.targets = TargetRegistry(output: output, claims: configuration.claims)
-        // A shared queue's worker places every file through `placeFile`, where
-        // its lease is checked right before the rename (ClaimedFiles).
-        self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && configuration.claims == nil
-            && HeldFile.supported(in: output)
+        // A shared queue's worker holds bodies too: its lease is checked right
+        // before each link (`HeldFile.place`), as before each rename (`placeFile`).
+        self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
         // No more transfers at once than the descriptor limit has room for, so
         // that a low `ulimit -n` slows the run down instead of failing it.
         self.scheduler = Scheduler(

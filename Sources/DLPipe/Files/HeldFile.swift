@@ -33,6 +33,10 @@ final class HeldFile: Sendable {
         case unsupported
         /// The disk refused: what, and errno.
         case failed(String, Int32)
+        /// A shared queue's worker whose lease was not sure when its turn to
+        /// be linked came (`mayPlace` said no): not linked. The engine writes
+        /// it as a part file, whose rename waits for the fence like any other.
+        case fenced
         /// Its record could not be committed, so it must not get a name (a
         /// file on disk always has a record naming it): the state's message.
         case notRecorded(String)
@@ -93,8 +97,13 @@ final class HeldFile: Sendable {
     /// Writes, syncs and links a batch (on the syncfs queue); each file's
     /// stage says how it ended. `syncAnyway` syncs even when no file is held
     /// (the batch's part files need it too). `refusingLinks` (tests) fails
-    /// every link as a file system without them would.
-    static func place(_ files: [HeldFile], in output: OutputDirectory, syncAnyway: Bool, refusingLinks: Bool = false) {
+    /// every link as a file system without them would. `mayPlace` (a shared
+    /// queue's worker: its lease surely holds) is asked right before each
+    /// link, as `placeFile` asks before each rename.
+    static func place(
+        _ files: [HeldFile], in output: OutputDirectory, syncAnyway: Bool, refusingLinks: Bool = false,
+        mayPlace: (@Sendable () -> Bool)? = nil
+    ) {
         if files.isEmpty {
             if syncAnyway { output.sync() }
             return
@@ -115,7 +124,7 @@ final class HeldFile: Sendable {
                 if refusingLinks {
                     file.settle(.unsupported)
                 } else {
-                    link(file, descriptor, in: output)
+                    link(file, descriptor, in: output, mayPlace: mayPlace)
                 }
                 close(descriptor)
             }
@@ -141,10 +150,18 @@ final class HeldFile: Sendable {
     }
 
     /// Links a written file under its name, or the first free one, unless the
-    /// engine withdrew it meanwhile.
-    private static func link(_ file: HeldFile, _ descriptor: Int32, in output: OutputDirectory) {
+    /// engine withdrew it meanwhile, or the lease is not sure (`mayPlace`).
+    private static func link(
+        _ file: HeldFile, _ descriptor: Int32, in output: OutputDirectory, mayPlace: (@Sendable () -> Bool)?
+    ) {
         file.stage.withLock { stage in
             guard stage == .pending else { return }
+            // The fence: a worker whose lease may have run out names nothing
+            // (another worker may hold this download now).
+            if let mayPlace, !mayPlace() {
+                stage = .fenced
+                return
+            }
             var name = file.name
             while dl_link_descriptor(descriptor, output.descriptor, file.relative(name)) != 0 {
                 let code = errno
@@ -152,6 +169,14 @@ final class HeldFile: Sendable {
                     // EPERM or EXDEV: linking is refused here; the engine writes it
                     // the usual way. Anything else is the disk's answer.
                     stage = code == EPERM || code == EXDEV || code == EOPNOTSUPP ? .unsupported : .failed("cannot link", code)
+                    return
+                }
+                // A worker whose lease went unsure meanwhile met the name taken:
+                // most likely by the worker that took the download over. The
+                // part file path decides (it drops this copy when the name is
+                // still taken then, as `placeFile` does).
+                if let mayPlace, !mayPlace() {
+                    stage = .fenced
                     return
                 }
                 // Someone else took the name meanwhile: never clobber, take the next.

@@ -45,6 +45,17 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     /// repeat, as a claim that comes back for a retry must anyway).
     package let hadRecords: Bool
 
+    /// The durability of the SQLite state (`synchronous=NORMAL`): a commit is
+    /// visible to every worker and survives a killed worker at once, without
+    /// waiting for the server's log flush; a crash of the server itself may
+    /// lose the last fraction of a second of commits (at most three times
+    /// `wal_writer_delay`), as a power loss may lose the SQLite state's last
+    /// commits, and the next run recognises those files the same way. The
+    /// queue's own statements (claims, reports, leases) keep waiting for the
+    /// flush: they are the job's truth for every worker. Measured on bench set
+    /// 8 (docs/performance.md, "Queue mode").
+    static let sessionSetup = "SET synchronous_commit = off"
+
     /// Opens the state of job row `job` at `address`, with a connection of
     /// its own (named "dlpipe state" in `pg_stat_activity`). Makes sure the
     /// schema is the latest (`SchemaMigrator`, a no-op when it is) and gives
@@ -55,7 +66,8 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
         self.job = job
         self.address = address
         do {
-            connection = try ReconnectingConnection(address, patience: patience, applicationName: "dlpipe state")
+            connection = try ReconnectingConnection(
+                address, patience: patience, applicationName: "dlpipe state", sessionSetup: Self.sessionSetup)
             let setUp = try connection.run { connection throws(PostgresError) -> (key: [UInt8], any: Bool) in
                 try SchemaMigrator().migrate(connection)
                 return (try Self.credentialKey(job: job, on: connection), try Self.hasRecords(job: job, on: connection))

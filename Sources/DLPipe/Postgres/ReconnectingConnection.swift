@@ -20,6 +20,9 @@ package final class ReconnectingConnection {
     /// `connect_timeout`).
     package let patience: Double
     private let applicationName: String
+    /// A statement run on every new connection before its first call (the
+    /// session's settings, which a reconnection must not lose).
+    private let sessionSetup: String?
     private var connection: PostgresConnection?
 
     /// How the message of a call that gave up begins.
@@ -32,11 +35,22 @@ package final class ReconnectingConnection {
     /// Connects at once: an address that does not answer now is the
     /// caller's error to report (the queue's database is down at start),
     /// not one to wait out.
-    package init(_ address: PostgresAddress, patience: Double, applicationName: String) throws(PostgresError) {
+    package init(
+        _ address: PostgresAddress, patience: Double, applicationName: String, sessionSetup: String? = nil
+    ) throws(PostgresError) {
         self.address = address
         self.patience = max(0, patience)
         self.applicationName = applicationName
-        connection = try PostgresConnection(address, applicationName: applicationName)
+        self.sessionSetup = sessionSetup
+        connection = try Self.open(address, applicationName, sessionSetup)
+    }
+
+    private static func open(
+        _ address: PostgresAddress, _ applicationName: String, _ sessionSetup: String?
+    ) throws(PostgresError) -> PostgresConnection {
+        let fresh = try PostgresConnection(address, applicationName: applicationName)
+        if let sessionSetup { _ = try fresh.execute(sessionSetup) }
+        return fresh
     }
 
     /// The server process of the current connection (tests terminate it to
@@ -88,7 +102,7 @@ package final class ReconnectingConnection {
     private func current() throws(PostgresError) -> PostgresConnection {
         if let connection, connection.isOpen { return connection }
         connection = nil
-        let fresh = try PostgresConnection(address, applicationName: applicationName)
+        let fresh = try Self.open(address, applicationName, sessionSetup)
         connection = fresh
         return fresh
     }

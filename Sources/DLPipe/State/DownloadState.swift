@@ -13,6 +13,10 @@ package protocol DownloadState: AnyObject, Sendable {
     var hadRecords: Bool { get }
     /// The record of a request (`DownloadRequest.deduplicationKey`), if any.
     func record(key: String) throws(StateFailure) -> DownloadRecord?
+    /// The answer `record(key:)` would give from records read ahead (a queue
+    /// worker's claims, `PostgresDownloadState.prime`), used once; nil when
+    /// none was read: then the engine asks `record(key:)`. Safe on any thread.
+    func readAhead(key: String) -> DownloadRecord??
     /// Writes records (each replacing the key's earlier one, in order) and
     /// released files, and commits them together: all of them or none.
     func write(_ records: [DownloadRecord], released: [ReleasedFile]) throws(StateFailure)
@@ -50,4 +54,9 @@ package struct StateFailure: Error, Sendable, CustomStringConvertible {
     package let message: String
     package init(message: String) { self.message = message }
     package var description: String { message }
+}
+
+extension DownloadState {
+    /// Nothing is read ahead unless a state says so.
+    package func readAhead(key: String) -> DownloadRecord?? { nil }
 }

@@ -130,6 +130,11 @@ final class StateWriter: @unchecked Sendable {
     /// ended, and always asks.
     func record(key: String, repeatsKeys: Bool) throws(StateFailure) -> DownloadRecord? {
         if !hadRecords && !repeatsKeys { return nil }
+        // A queue worker read its claims' records when it claimed them: no
+        // commit and no wait for the state thread. (The commit below only
+        // orders this engine's own earlier saves before a lookup; a read-ahead
+        // answer was read at the claim, before this call, either way.)
+        if let early = state.readAhead(key: key) { return early }
         commit()
         return try queue.sync { Result { () throws(StateFailure) in try state.record(key: key) } }.get()
     }
