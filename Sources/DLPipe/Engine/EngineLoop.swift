@@ -161,6 +161,7 @@ final class EngineLoop: @unchecked Sendable {
     var idleWaiters: [@Sendable (RunSummary, Int?) -> Void] = []
     var outcomeWaiters: [DownloadID: [@Sendable (DownloadOutcome?) -> Void]] = [:]
     var nextProgressTick = 0.0
+    private var nextTrace = 0.0
     let startedAt = EngineLoop.now()
     private var stopped = false
     /// The cookies of every transfer, when the configuration names a cookie
@@ -273,6 +274,7 @@ final class EngineLoop: @unchecked Sendable {
             placeDurableFiles()
             tickProgress()
             checkIdle()
+            if DrainTrace.enabled { traceState() }
             flushState()
             hooks?.endOfTurn?()
             if stopped { break }
@@ -321,6 +323,7 @@ final class EngineLoop: @unchecked Sendable {
             applyRequestVerdict(id, generation: generation, verdict)
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
+            DrainTrace.note("engine: drainedVerdict \(String(describing: code)) open=\(openJobs) pending=\(pendingHookCalls) drainPending=\(drainPending)")
             if let code { exitCode = code }
             // A shared queue's worker answers without a code when it handed
             // this engine more claimed downloads: it is asked again at the
@@ -335,6 +338,7 @@ final class EngineLoop: @unchecked Sendable {
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.
             if !drainedOnce { drainPending = true }
+            DrainTrace.note("engine: waitIdle open=\(openJobs) paused=\(pausedJobs.count) pending=\(pendingHookCalls) drainPending=\(drainPending) asked=\(askedDrainHook)")
             if openJobs - pausedJobs.count == 0 && pendingHookCalls == 0 && !drainPending {
                 reply(summary, exitCode)
             } else {
@@ -469,6 +473,7 @@ final class EngineLoop: @unchecked Sendable {
         }
         if drainPending && interests.contains(.drained) && !askedDrainHook, let hooks {
             askedDrainHook = true
+            DrainTrace.note("engine: asks drained (waiters=\(idleWaiters.count))")
             summary.seconds = EngineLoop.now() - startedAt
             let snapshot = summary
             let reply = hookReply("done", expiry: { _ in .drainedVerdict(nil) }) { .drainedVerdict($0) }
@@ -482,6 +487,7 @@ final class EngineLoop: @unchecked Sendable {
                 feed(id, .fail(DownloadError(.cancelled, "paused and never resumed; its part file is removed")))
             }
         }
+        DrainTrace.note("engine: drain ends exitCode=\(String(describing: exitCode)) waiters=\(idleWaiters.count)")
         drainPending = false
         drainedOnce = true
         endRun()
@@ -545,4 +551,12 @@ final class EngineLoop: @unchecked Sendable {
     }
 
     func emit(_ event: DownloadEvent) { events.publish(event) }
+
+    /// The drain's state every two seconds (DrainTrace).
+    private func traceState() {
+        let now = EngineLoop.now()
+        guard now >= nextTrace else { return }
+        nextTrace = now + 2
+        DrainTrace.note("engine: state open=\(openJobs) jobs=\(jobs.count) waiting=\(waiting.count) paused=\(pausedJobs.count) pending=\(pendingHookCalls) drainPending=\(drainPending) asked=\(askedDrainHook) drainedOnce=\(drainedOnce) waiters=\(idleWaiters.count) startsHeld=\(startsHeld) queued=\(scheduler.queued) active=\(scheduler.active) transfers=\(transfers.count) fenced=\(fencedPlacements.count) durable=\(awaitingDurability.count) syncing=\(syncingBatch.count) commit=\(awaitingCommit.count)")
+    }
 }

@@ -58,10 +58,11 @@ extension QueueWorker {
 
     func claimLoop() {
         while true {
-            var (stopping, ends, drainWaiting, held) = state.withLock { state in
+            var (stopping, ends, held) = state.withLock { state in
                 state.wake = false
-                return (state.stopping, state.ends.take(), state.drainReply != nil, state.held.count)
+                return (state.stopping, state.ends.take(), state.held.count)
             }
+            let drainWaiting = drain.isAsked
             if stopping { return }
             if !ends.isEmpty && held > 0 {
                 // Ends come in bursts: a moment's wait lets one report (one
@@ -241,15 +242,7 @@ extension QueueWorker {
     }
 
     private func answerDrain(_ code: Int?) {
-        let reply = state.withLock { state -> (@Sendable (Int?) -> Void)? in
-            defer { state.drainReply = nil }
-            // The run's code, when the engine is not asking right now: kept
-            // for its next drained call, which then ends the engine's run at
-            // once (a worker's run must end even if the call comes late).
-            if let code, state.drainReply == nil { state.finalCode = code }
-            return state.drainReply
-        }
-        reply?(code)
+        drain.answer(code)
     }
 }
 

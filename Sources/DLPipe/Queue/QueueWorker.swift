@@ -75,18 +75,16 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var held: [Int64: Int64] = [:]
         /// Ends not reported yet.
         var ends: [ClaimEnd] = []
-        /// The engine's drained call, waiting for the worker's answer.
-        var drainReply: (@Sendable (Int?) -> Void)?
         var wake = false
         var stopping = false
         /// Monotonic time until which a file may be placed (lease, less a margin).
         var placeUntil: Double = 0
         var lastAcknowledged: Double = 0
         var leaseLost = false
-        /// The run's exit code, kept when the engine was not asking for it.
-        var finalCode: Int?
     }
     let state = Mutex(State())
+    /// The engine's drained calls and the worker's answers.
+    let drain = DrainAnswers()
     let wakeSignal = DispatchSemaphore(value: 0)
     let engineBox = Mutex<DownloadEngine?>(nil)
     /// The engine's state, whose lookups the worker reads ahead for what it claims.
@@ -146,12 +144,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var wrapped = hooks ?? DownloadHooks()
         doneHook = hooks?.drained
         wrapped.drained = { [self] _, reply in
-            let final = state.withLock { state -> Int? in
-                if state.finalCode == nil { state.drainReply = reply }
-                return state.finalCode
-            }
-            if let final { return reply(final) }
-            signal()
+            if !drain.ask(reply) { signal() }
         }
         return wrapped
     }
