@@ -31,6 +31,14 @@ static inline int dl_syncfs(int fd) {
 static inline void dl_start_write_back(int fd, long long offset, long long length) {
     (void)sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
 }
+/// Starts write-back of whatever of `fd` is still dirty and waits until all of
+/// it is written (sync_file_range with WAIT_BEFORE, WRITE and WAIT_AFTER): the
+/// data only, no journal commit, so it does not make the file durable; it lets
+/// the fdatasyncs that follow share one commit. A hint: errors are ignored.
+static inline void dl_wait_write_back(int fd) {
+    (void)sync_file_range(fd, 0, 0,
+        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+}
 /// syncfs for a directory that could not be kept open: opened for the call,
 /// or, when it cannot be opened at all, sync(2) of every file system.
 static inline int dl_syncfs_path(const char *path) {

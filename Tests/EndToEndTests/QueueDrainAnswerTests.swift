@@ -39,7 +39,7 @@ import TestSupport
         #expect(answers.isAsked)
         // A claim reaches the engine while that call waits (in the runs that
         // hung, it sat in the engine's inbox when the engine asked), and ends.
-        engine.addClaimed([(number: 41, request: DownloadRequest(url: server.url("/files/claimed.bin")))])
+        engine.addClaimed([ClaimedRequest(number: 41, request: DownloadRequest(url: server.url("/files/claimed.bin")))])
         let id = try #require(engine.downloadID(number: 41))
         let outcome = try await within(seconds: 20, "the claimed download") { await engine.outcome(of: id) }
         guard case .finished(let result)? = outcome else {

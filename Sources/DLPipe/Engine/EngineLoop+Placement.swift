@@ -8,6 +8,8 @@ struct Placement {
     let size: Int64
     let digest: String?
     let held: HeldFile?
+    /// A large part file's descriptor, kept for a per-file sync of its batch.
+    var dataSync: PartFileSync? = nil
 }
 
 /// The end of a body: checks, durability, the final name. With a state to keep
@@ -34,7 +36,8 @@ extension EngineLoop {
         }
         transfer.file?.finish()
         if store != nil {
-            waitForDurability(Placement(job: job, size: size, digest: digest, held: nil))
+            let dataSync = transfer.file?.takeForSync()
+            waitForDurability(Placement(job: job, size: size, digest: digest, held: nil, dataSync: dataSync))
             return
         }
         placeFile(job, size: size, digest: digest)
@@ -67,21 +70,30 @@ extension EngineLoop {
         feed(placement.job, .bodyChecked(held: placement.held != nil))
     }
 
-    /// Makes the files waiting in `awaitingDurability` durable with one syncfs,
-    /// then names each. A batch starts when it is 20 ms old, large, or nothing
-    /// else is transferring or queued, and only one syncs at a time. The
-    /// syncfs runs on `syncQueue` (it waits for every dirty page of the file
-    /// system, other programs' too, and transfers go on meanwhile), which also
-    /// writes and links the held bodies; the part files are renamed on this thread when
-    /// `.synced` arrives. `force` (shutdown) waits for the batch in flight and
+    /// Makes the files waiting in `awaitingDurability` durable, then names each.
+    /// A batch starts when it is 20 ms old, large, or nothing else is
+    /// transferring or queued, and only one syncs at a time, except the run's
+    /// last: when nothing else is transferring or queued, the waiting files start
+    /// at once beside the batch in flight instead of waiting for it.
+    ///
+    /// A batch of large part files only (each kept its descriptor:
+    /// `keepsDescriptorForSync`) syncs each with `fdatasync`, on
+    /// `fileSyncQueue`: each waits only for its own pages, most of them written
+    /// already. Any other batch (held bodies, small part files) takes one
+    /// syncfs on `syncQueue`, which waits for every dirty page of the file
+    /// system, other programs' too (transfers go on meanwhile), and also writes
+    /// and links the held bodies. The part files are renamed on this thread when
+    /// `.synced` arrives. `force` (shutdown) waits for the batches in flight and
     /// places every file still waiting, here.
     func placeDurableFiles(force: Bool = false) {
         if force {
             guard syncInFlight || !awaitingDurability.isEmpty else { return }
-            // The batch in flight has written and linked its files once the state
-            // thread has handed it on (its commit first) and the sync queue is done.
+            // The batches in flight have written and linked their files once the
+            // state thread has handed them on (their commit first) and the sync
+            // queues are done.
             store?.wait()
             syncQueue.sync {}
+            fileSyncQueue.sync(flags: .barrier) {}
             let waiting = awaitingDurability
             let held = waiting.compactMap(\.held)
             do throws(StateFailure) {
@@ -92,27 +104,40 @@ extension EngineLoop {
             HeldFile.place(
                 held, in: output, syncAnyway: true,
                 refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: configuration.claims?.mayPlace)
-            let batch = syncingBatch + waiting
-            syncingBatch = []  // the background sync's `.synced` finds nothing left
+            let batch = syncingBatches.keys.sorted().flatMap { syncingBatches[$0] ?? [] } + waiting
+            syncingBatches = [:]  // the background syncs' `.synced` find nothing left
             awaitingDurability = []
             return settle(batch)
         }
-        guard !syncInFlight, !awaitingDurability.isEmpty else { return }
+        guard !awaitingDurability.isEmpty else { return }
         // "Nothing else to do" means nothing running and nothing waiting for a
         // slot: between two loop turns of a busy run, every transfer may have
         // just ended with the next ones not yet started.
         let idle = transfers.isEmpty && scheduler.queued == 0
+        guard !syncInFlight || (idle && syncingBatches.count < 2) else { return }
         let due = idle || awaitingDurability.count >= 128
             || EngineLoop.now() - durabilityBatchStarted >= 0.02
         guard due else { return }
-        syncingBatch = awaitingDurability
+        let batch = awaitingDurability
         awaitingDurability = []
-        let held = syncingBatch.compactMap(\.held)
+        let number = nextSyncBatch
+        nextSyncBatch += 1
+        syncingBatches[number] = batch
+        let files = batch.compactMap(\.dataSync)
+        if files.count == batch.count && batch.count <= EngineLoop.perFileSyncLimit {
+            // No held body among them: nothing to write or link, no commit to wait for.
+            fileSyncQueue.async { [self] in
+                if !PartFileSync.syncAll(files) { output.sync() }  // the disk refused one: as before
+                post(.synced(batch: number))
+            }
+            return
+        }
+        let held = batch.compactMap(\.held)
         let refusingLinks = configuration.heldBodies == .linksRefused
         let mayPlace = configuration.claims?.mayPlace
         let work: @Sendable () -> Void = { [self] in
             HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
-            post(.synced)
+            post(.synced(batch: number))
         }
         if let store, !held.isEmpty {
             // Their records are committed before any of them is linked; when
@@ -124,6 +149,17 @@ extension EngineLoop {
         } else {
             syncQueue.async(execute: work)
         }
+    }
+
+    /// Whether a part file whose transfer just ended keeps its descriptor for
+    /// its batch's per-file sync (`PartFileSync`): a body that ended whole and
+    /// too large to have been held in memory, with a state to keep honest,
+    /// while the waiting batch is still one of a few files. A small file, or one
+    /// of many, is cheaper in one syncfs.
+    func keepsDescriptorForSync(_ transfer: Transfer, endedWhole: Bool) -> Bool {
+        keepsPartDescriptors && endedWhole && transfer.abortError == nil
+            && transfer.resumeOffset + transfer.received > Int64(Transfer.maxBufferedBytes)
+            && awaitingDurability.count < EngineLoop.perFileSyncLimit
     }
 
     /// Names each file of a synced batch.

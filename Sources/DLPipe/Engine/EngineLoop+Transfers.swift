@@ -353,7 +353,8 @@ extension EngineLoop: TransferOwner {
             // A refusal of dlpipe's own (abortError) stopped the reading, as a skip does.
             transfer.recording?.finish(transfer.abortError != nil ? .stopped
                 : completion.code == Int(CURLE_OK.rawValue) ? .whole : .broken)
-            transfer.file?.finish()
+            transfer.file?.finish(keepingForSync: keepsDescriptorForSync(
+                transfer, endedWhole: completion.code == Int(CURLE_OK.rawValue)))
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             if job.state.phase == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
                 completion.code == Int(CURLE_OK.rawValue)

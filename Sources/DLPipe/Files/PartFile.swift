@@ -48,11 +48,23 @@ final class PartFile {
 
     /// The transfer is over: start write-back of what is left, then close. (A
     /// body that broke off keeps its bytes for a resume, so they are worth
-    /// writing too.)
-    func finish() {
+    /// writing too.) `keepingForSync`: the descriptor is not closed but kept
+    /// for the batch's `fdatasync` (`takeForSync`).
+    func finish(keepingForSync: Bool = false) {
         if fd >= 0, end > writeBackAsked { startWriteBack() }
+        if keepingForSync, fd >= 0 {
+            kept = PartFileSync(owning: fd)
+            fd = -1
+        }
         closeFile()
     }
+
+    /// The descriptor `finish(keepingForSync: true)` kept, handed over once.
+    func takeForSync() -> PartFileSync? {
+        defer { kept = nil }
+        return kept
+    }
+    private var kept: PartFileSync?
 
     /// Asks for write-back on a queue of its own, through a duplicate of the
     /// descriptor (the part file may be closed meanwhile): sync_file_range
