@@ -44,8 +44,9 @@ class QueueRuns:
             # Made outside the timing: argv is built before the runner starts.
             database[:] = [self.cluster.fresh_database(), self.cluster.cpu_seconds()]
             # No `timeout` wrapper: with one, quick runs had workers stopped by signals
-            # (twice in 16 runs; never in 32 runs without). A run that never ends
-            # (docs/performance.md) stalls the bench: ^C stops it, PostgreSQL included.
+            # (twice in 16 runs; never in 32 runs without). A worker that did not
+            # exit (the drain bug fixed in stop 14, docs/performance.md) would stall
+            # the bench: ^C stops it, PostgreSQL included.
             command = [binary, "run", script, "--var", "base=" + base, "--var", "count=%d" % count, "-d", out,
                        "-j", str(CONCURRENCY), "--per-host", str(CONCURRENCY * workers), "-q", "--progress", "none", "--no-hooks",
                        "--queue", self.cluster.url(database[0]), "--name", NAME, "--settle", "0"]
