@@ -117,10 +117,7 @@ extension EngineLoop {
         assertOnEngineThread()
         // Before the event: a program that adds the request again when it sees
         // the event gets a new download, not this ended one.
-        registry.ended(job.id, job.request)
-        openJobs -= 1
-        pausedJobs.remove(job.id)
-        if let target = job.target { targets.release(target) }
+        closeJob(job)
         let info = job.info(root: root)
         if case .finished(let result) = outcome, !result.unchanged, let target = job.target {
             // A new file is in place: from now on it is the one to claim. One

@@ -9,12 +9,19 @@ extension EngineLoop {
     /// another worker, it is removed when this one leaves.
     func handOver(_ job: Job) {
         assertOnEngineThread()
+        closeJob(job)
+        // Its outcome comes from another claim, which this engine may never see.
+        for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(nil) }
+        jobs[job.id] = nil
+    }
+
+    /// What every download leaving this engine undoes, ended or handed over:
+    /// its key is free again, it no longer counts as open or paused, and its
+    /// name goes back to the registry of names.
+    func closeJob(_ job: Job) {
         registry.ended(job.id, job.request)
         openJobs -= 1
         pausedJobs.remove(job.id)
         if let target = job.target { targets.release(target) }
-        // Its outcome comes from another claim, which this engine may never see.
-        for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(nil) }
-        jobs[job.id] = nil
     }
 }
