@@ -198,9 +198,15 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     parser.add_argument("--compare", metavar="BINARY", help="another dlpipe build, run beside this one in "
                                                             "every set as `dlpipe (compared)`: an A/B run")
+    parser.add_argument("--counts", action="store_true", help="with --sets 4: counts the load does not move "
+                                                              "instead of times, per download (system calls, "
+                                                              "blocking switches, malloc and swift_retain/release "
+                                                              "calls), from perf stat; see benchlib/counts.py")
     parser.add_argument("--pg-stats", action="store_true", help="the queue set (8) with pg_stat_statements "
                                                                 "on: prints what each run sent to PostgreSQL")
     args = parser.parse_args()
+    if args.counts and args.sets != "4":
+        parser.error("--counts goes with --sets 4")
     if args.memory and args.dir:
         parser.error("--memory and --dir exclude each other")
     # A SIGTERM unwinds like ^C: the finally blocks stop nginx and PostgreSQL.
