@@ -111,8 +111,15 @@ extension LuaRuntime {
     }
 
     /// Pushes a Swift string as a Lua string, its bytes as they are (NULs included).
+    /// Reads the bytes where they are: a `var` copy for `withUTF8` cost a retain and a
+    /// release of the string's storage per string, and event arguments are strings the
+    /// engine thread made (their counts sit in another core's cache).
     static func pushString(_ text: String, on L: OpaquePointer) {
-        var text = text
+        let pushed: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            _ = lua_pushlstring(L, UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
+        guard pushed == nil else { return }
+        var text = text  // not contiguous UTF-8 (a bridged string): made so
         text.withUTF8 { bytes in
             _ = lua_pushlstring(L, UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count)
         }
