@@ -62,11 +62,8 @@ struct QueueArguments {
     func resolve(environment: [String: String], job: JobSettings?) throws -> (address: PostgresAddress, name: String)? {
         let (text, source): (String?, String) = optOut.map { (nil, $0) } ?? given(environment: environment) ?? (job?.queue, "dl.config queue")
         guard let text else {
-            if name != nil, job != nil {
-                throw UsageError(
-                    optedOut ? "--name names a job in a shared queue, and the queue is turned off here (\(source))"
-                        : "--name names a job in a shared queue; give the queue too (--queue URL)", command: "run")
-            }
+            // Turned off, or named nowhere once the job had its say.
+            if optedOut || job != nil, let problem = withoutQueue { throw UsageError(problem, command: "run") }
             return nil
         }
         let address = try Self.address(text, source: source, command: "run")
@@ -75,6 +72,21 @@ struct QueueArguments {
         }
         try Self.check(name: name, command: "run")
         return (address, name)
+    }
+
+    /// What is wrong with `--name`, `--lease`, `--settle` or `--follow` when
+    /// the run has no queue; nil when none of them was given.
+    var withoutQueue: String? {
+        let what: String
+        if name != nil {
+            what = "--name names a job in a shared queue"
+        } else if lease != nil || settle != nil || follow {
+            what = "--lease, --settle and --follow are settings of a shared queue"
+        } else {
+            return nil
+        }
+        if let optOut { return what + ", and the queue is turned off here (\(optOut))" }
+        return what + "; give the queue too (--queue URL, DLPIPE_QUEUE, or the job's dl.config{ queue } before anything else it does)"
     }
 
     /// A usage error when `--state FILE` comes with a shared queue: each

@@ -155,6 +155,11 @@ enum RunDriver {
         do {
             return try ScriptSession(options, log: log, warn: warn)
         } catch {
+            if error.isUsage {
+                Terminal.error("dlpipe: \(error.message)")
+                Terminal.error("Try 'dlpipe run --help' for more information.")
+                return nil
+            }
             Terminal.error(Terminal.cleanLines(error.message))
             return nil
         }
