@@ -174,7 +174,7 @@ enum QueueMode {
             _ = try PostgresConnection(address, applicationName: "dlpipe check")
             return nil
         } catch {
-            return Failure(message: "cannot reach the queue: \(error.message)", code: ExitCode.queueUnreachable)
+            return Failure(message: error.unreachableMessage, code: ExitCode.queueUnreachable)
         }
     }
 
@@ -203,7 +203,7 @@ enum QueueMode {
             worker = try QueueWorker(settings: setup.settings(configuration), root: root)
         } catch {
             if error.kind == .connection {
-                return .failure(Failure(message: "cannot reach the queue: \(error.message)", code: ExitCode.queueUnreachable))
+                return .failure(Failure(message: error.unreachableMessage, code: ExitCode.queueUnreachable))
             }
             return .failure(Failure(message: "the queue at \(setup.address) cannot be used: \(error.message)", code: ExitCode.failed))
         }
