@@ -218,12 +218,12 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         return ids
     }
 
-    package func cancelQueued(_ number: Int) -> Bool {
+    package func cancelQueued(_ number: Int) -> CancelledInQueue? {
         (try? addLink.withLock { link throws(PostgresError) in
             try link.run(patience: settings.outage) { connection throws(PostgresError) in
                 try queue.cancelQueued(Int64(number), run: run, on: connection)
             }
-        }) ?? false
+        }) ?? nil
     }
 
     func fatal(_ message: String) {
