@@ -161,6 +161,8 @@ enum QueueMode {
     struct Started {
         let engine: DownloadEngine
         let worker: QueueWorker
+        /// Held while the worker lives: its job writes into the directory.
+        let directoryClaim: RunLock
     }
 
     struct Failure: Error {
@@ -207,6 +209,20 @@ enum QueueMode {
             }
             return .failure(Failure(message: "the queue at \(setup.address) cannot be used: \(error.message)", code: ExitCode.failed))
         }
+        // One job per directory at a time, as one run per directory without the queue.
+        let directoryClaim: RunLock
+        do throws(DownloadError) {
+            let (lock, others) = try worker.claimDirectory()
+            guard others.isEmpty else {
+                worker.leave()
+                return .failure(Failure(
+                    message: QueueWorker.otherJobsMessage(others, directory: configuration.directory, job: setup.name), code: ExitCode.locked))
+            }
+            directoryClaim = lock
+        } catch {
+            worker.leave()
+            return .failure(Failure(message: error.message, code: ExitCode.failed))
+        }
         var configuration = configuration
         configuration.claims = worker.claimedFiles
         // The job's limits as its row holds them: set by this worker, or by
@@ -225,7 +241,7 @@ enum QueueMode {
         do throws(DownloadError) {
             let engine = try DownloadEngine(
                 configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state, shared: worker)
-            return .success(Started(engine: engine, worker: worker))
+            return .success(Started(engine: engine, worker: worker, directoryClaim: directoryClaim))
         } catch {
             worker.leave()
             return .failure(Failure(message: error.message, code: ExitCode.failed))

@@ -44,11 +44,13 @@ enum RunDriver {
         }
         let engine: DownloadEngine
         var worker: QueueWorker?
+        var directoryClaim: RunLock?
+        defer { withExtendedLifetime(directoryClaim) {} }
         do {
             let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })
             if let queue {
                 switch QueueMode.start(queue, configuration: configuration, hooks: hooks) {
-                case .success(let started): (engine, worker) = (started.engine, started.worker)
+                case .success(let started): (engine, worker, directoryClaim) = (started.engine, started.worker, started.directoryClaim)
                 case .failure(let failure):
                     Terminal.error("dlpipe: \(failure.message)")
                     return failure.code
