@@ -297,10 +297,7 @@ final class ScriptHost: @unchecked Sendable {
     // MARK: primitives behind the dl API
 
     private func registerPrimitives() {
-        runtime.register("__dl.add") { [unowned self] args throws(LuaCallError) in
-            try heldUsage.check()
-            return try add(args)
-        }
+        runtime.register("__dl.add") { [unowned self] args throws(LuaCallError) in try add(args) }
         runtime.register("__dl.pause") { [unowned self] args in
             if let id = engineID(args.first) { engine?.pause(id) }
             return []
