@@ -7,18 +7,8 @@ import TestSupport
 /// names (a trial found its files doubled as name.1.ext, and no word of
 /// it): a worker refuses a directory that another job's workers write into
 /// now (exit 3, as a run without the queue on a busy directory), and takes
-/// it once they are gone.
-@Suite struct QueueDirectoryTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
-
-    init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("queue-dir")
-    }
-
+/// it once they are gone. (QueueEdgeTests' server, job folder and output directory.)
+extension QueueEdgeTests {
     @Test func aSecondJobInABusyDirectoryIsRefusedUntilTheFirstIsGone() async throws {
         let queue = try PostgresCluster.shared().freshDatabase("dir")
         // Job "first" holds one download that stalls after 50 KB until its client goes.

@@ -6,18 +6,8 @@ import TestSupport
 /// errors that come before anything the job does: a trial saw the job's top
 /// level print its lines (and open its state for `dl.store`) before the error.
 /// Only the job's `dl.config{ queue }`, before its first effect, makes them right.
-@Suite struct QueueUsageOrderTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
-
-    init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("queue-usage-out")
-        try server.put("a.bin", randomBytes: 100)
-    }
-
+/// (QueueOptionTests' server, job folder and output directory.)
+extension QueueOptionTests {
     /// A job whose top level shows itself at once: a printed line, a stored value, an add.
     private func eagerJob(_ before: String = "") throws -> String {
         try job.write("job.lua", before + """
