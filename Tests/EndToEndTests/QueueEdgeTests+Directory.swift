@@ -11,13 +11,14 @@ import TestSupport
 extension QueueEdgeTests {
     @Test func aSecondJobInABusyDirectoryIsRefusedUntilTheFirstIsGone() async throws {
         let queue = try PostgresCluster.shared().freshDatabase("dir")
-        // Job "first" holds one download that stalls after 50 KB until its client goes.
+        // Job "first" holds one download that stalls after 50 KB until its client
+        // goes (--timeout 300: the default 30 s ran out on a loaded machine).
         try server.put("big.bin", randomBytes: 500_000)
         let first = try job.write("first.lua", "dl.add('\(server.url("/files/big.bin?stall=50000&stall_times=1"))')\n")
         try server.put("b.bin", randomBytes: 300)
         let second = try job.write("second.lua", "dl.add('\(server.url("/files/b.bin"))')\n")
         let worker = try Subprocess(
-            Paths.binary, ["run", first, "-d", out, "--queue", queue, "--name", "first", "--settle", "0", "--json"], timeout: 60)
+            Paths.binary, ["run", first, "-d", out, "--queue", queue, "--name", "first", "--settle", "0", "--json", "--timeout", "300"], timeout: 180)
         let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
         #expect(busy)
         let refused = try await DLPipeRun.run(["run", second, "-d", out, "--queue", queue, "--name", "second", "--settle", "0"])
@@ -42,12 +43,13 @@ extension QueueEdgeTests {
         let queue = try PostgresCluster.shared().freshDatabase("dir-same")
         try server.put("big.bin", randomBytes: 500_000)
         let path = try job.write("job.lua", "dl.add('\(server.url("/files/big.bin?stall=50000&stall_times=1"))')\n")
-        let arguments = ["run", path, "-d", out, "--queue", queue, "--name", "same", "--settle", "0"]
-        let worker = try Subprocess(Paths.binary, arguments + ["--json"], timeout: 60)
+        // A stall never times out here (30 s by default, which a loaded machine reached).
+        let arguments = ["run", path, "-d", out, "--queue", queue, "--name", "same", "--settle", "0", "--timeout", "300"]
+        let worker = try Subprocess(Paths.binary, arguments + ["--json"], timeout: 180)
         let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
         #expect(busy)
         // Another worker of the same job joins: no refusal, it waits for the run with the first.
-        let joining = try Subprocess(Paths.binary, arguments, timeout: 60)
+        let joining = try Subprocess(Paths.binary, arguments, timeout: 180)
         let (beating, first, second) = await offThePool { () -> (Bool, (status: Int32, stdout: String, stderr: String), (status: Int32, stdout: String, stderr: String)) in
             // Its first heartbeat after registering comes from its running
             // threads, which start only past the directory's check.

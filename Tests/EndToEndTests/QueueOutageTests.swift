@@ -16,10 +16,12 @@ import TestSupport
         defer { if !stopped { cluster.stop() } }
         let queue = try cluster.freshDatabase("outage")
         try server.put("big.bin", randomBytes: 500_000)
-        // 50 KB, then a stall until the client goes: the transfer is in flight when the database goes.
+        // 50 KB, then a stall until the client goes: the transfer is in flight
+        // when the database goes (--timeout 300: the default 30 s could end the
+        // stall first on a loaded machine, and the download with it).
         let path = try job.write("job.lua", "dl.add('\(server.url("/files/big.bin?stall=50000&stall_times=1"))')\n")
         let worker = try Subprocess(
-            Paths.binary, ["run", path, "-d", out, "--queue", queue, "--name", "outage", "--lease", "2", "--json"], timeout: 150)
+            Paths.binary, ["run", path, "-d", out, "--queue", queue, "--name", "outage", "--lease", "2", "--json", "--timeout", "300"], timeout: 150)
         let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
         #expect(busy)
         let started = Date()
