@@ -105,12 +105,13 @@ enum HelpText {
                                   (a daemon; stop it with SIGTERM)
           --no-queue              run without a shared queue, whatever $DLPIPE_QUEUE or
                                   dl.config{ queue } say (also: --queue '')
-          with a queue, --state is a usage error: the queue's database holds the state
+          with a queue, --state is a usage error: the queue's database holds the state;
+          -d DIR belongs to one job at a time: another job's workers there is exit 3
 
         EXIT CODES:
           0 all finished, unchanged or skipped; 1 at least one failed; 2 usage error
-          or a script failed to load; 3 another run holds the directory's lock;
-          4 the queue's database cannot be reached at start, or a worker lost it
+          or a script failed to load; 3 another run holds the directory's lock (or
+          another queue job's workers write there); 4 the queue's database cannot be reached at start, or a worker lost it
           for longer than it waits (max(60 s, 2 x lease)), or lost its lease;
           130 stopped by SIGINT or SIGTERM; a done handler may return its own
 

@@ -285,7 +285,7 @@ import TestSupport
     @Test func aWorkerFrozenInsideATransactionIsTakenBackOnceTheServerEndsItsSession() throws {
         // The frozen worker's connection is a worker's link: a transaction
         // left idle for its lease (2 s) ends its session on the server.
-        let frozenLink = QueueLink(try PostgresAddress(url), label: "frozen", idleInTransaction: 2)
+        let frozenLink = QueueWorker.link(try PostgresAddress(url), "frozen", idleInTransaction: 2)
         let aliveConnection = try connect()
         let queue = try SharedQueue.open(job: "frozen-in-transaction", limits: JobLimits(perHost: 4), on: aliveConnection)
         _ = try queue.add(requests(2, hosts: ["a.test"]), on: aliveConnection)

@@ -182,6 +182,12 @@ import TestSupport
         #expect(try victim.first?.optionalText("secret") == nil, "the cancelled row keeps its credentials")
         // The run counts it: done's s.cancelled is job-wide.
         #expect(run.stderr.contains("done counts cancelled 1"), "\(run.stderr)")
+        // The worker that cancelled it says so once, as a run without a queue
+        // does, under its row's id, and its summary counts it.
+        let id = try rows(queue, "SELECT id FROM dlpipe.downloads WHERE url LIKE '%victim%'").first?.int("id")
+        let lines = run.stderr.split(separator: "\n").filter { $0.hasPrefix("cancelled ") }
+        #expect(lines == ["cancelled \(server.url("/files/victim.bin")) [\(id ?? 0)]"], "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").last?.contains("1 cancelled") == true, "\(run.stderr)")
     }
 
     @Test func aQueueConfiguredAfterTheFirstAddIsALoadError() async throws {

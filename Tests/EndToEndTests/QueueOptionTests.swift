@@ -73,6 +73,20 @@ import TestSupport
         try expectNothingDone(run)
     }
 
+    /// A server that answers and refuses: still exit 4 at start (the worker
+    /// cannot reach its queue), and the line says what is wrong.
+    @Test func aMissingDatabaseIsSaidSo() async throws {
+        let url = try PostgresCluster.shared().freshDatabase("cli")
+        let missing = url.replacingOccurrences(of: "/cli_", with: "/nosuch_")
+        for command in [["run", try jobFile(), "-d", out, "--name", "mirror"], ["status", "--name", "mirror"]] {
+            let run = try await DLPipeRun.run(command + ["--queue", missing])
+            #expect(run.status == 4, "\(run.stderr)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+            #expect(run.stderr.hasPrefix("dlpipe: cannot reach the queue: the database does not exist (SQLSTATE 3D000): cannot connect to "), "\(run.stderr)")
+        }
+        try expectNothingDone(try await DLPipeRun.run(["run", try jobFile(), "-d", out, "--name", "m", "--queue", missing]))
+    }
+
     /// A database that answers, given each of the three ways: the job runs
     /// as a worker of the queue (one worker alone: the whole job).
     @Test(arguments: ["option", "environment", "config"])

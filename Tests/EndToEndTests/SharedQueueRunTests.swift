@@ -187,6 +187,9 @@ import TestSupport
         #expect(survivor.status == 0, "\(survivor.stderr)")
         #expect(woken.status == 4, "\(woken.stderr)")
         #expect(woken.stderr.contains("this worker lost its lease"), "\(woken.stderr)")
+        // It says why and what it did: frozen, not cut off from the database.
+        #expect(woken.stderr.contains("it was stopped or frozen") && woken.stderr.contains("longer than its lease (--lease 2.0 s)"), "\(woken.stderr)")
+        #expect(woken.stderr.contains("keeps none it cannot place safely") && woken.stderr.contains("(exit 4)"), "\(woken.stderr)")
         expectWholeAndAlone(files)
         #expect(Set(nginx.requests(matching: "/slow" + dir).map(\.uri)).count == 20)
     }

@@ -38,7 +38,7 @@ struct AfterStop {
             return { reply(outcome) }
         case .stop(let done):
             return done
-        case .pause, .resume, .cancel, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
+        case .pause, .resume, .cancel, .cancelledInQueue, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
             .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed, .holdStarts, .releaseStarts:
             return nil
         }

@@ -32,6 +32,9 @@ final class EngineLoop: @unchecked Sendable {
         /// matching `releaseStarts` (they nest).
         case holdStarts, releaseStarts
         case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
+        /// A shared queue's download that no worker held was cancelled there
+        /// by this engine's caller: counted and reported here.
+        case cancelledInQueue(DownloadInfo)
         case fail(DownloadID, DownloadError)
         case responseVerdict(DownloadID, ResponseVerdict)
         case finishedVerdict(DownloadID, FinishedVerdict)
@@ -313,6 +316,9 @@ final class EngineLoop: @unchecked Sendable {
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
         case .cancel(let id): feed(id, .cancel)
+        case .cancelledInQueue(let info):
+            summary.cancelled += 1
+            emit(.cancelled(info))
         case .fail(let id, let error):
             guard let job = job(id) else { break }
             feed(job, .fail(error))

@@ -8,8 +8,21 @@ package protocol SharedAdds: Sendable {
     /// its id back. Blocks its thread for the database's answer.
     func add(_ requests: [DownloadRequest]) -> [Int]
     /// Cancels download `number` when it waits in the queue and no worker
-    /// holds it; false otherwise (another worker's download is not touched).
-    func cancelQueued(_ number: Int) -> Bool
+    /// holds it, and tells what it was; nil otherwise (another worker's
+    /// download is not touched).
+    func cancelQueued(_ number: Int) -> CancelledInQueue?
+}
+
+/// A download cancelled while it waited in a shared queue, which no engine
+/// held: the one that cancelled it reports it (its `cancelled` line, its
+/// count), as an engine reports a queued download it cancels itself.
+package struct CancelledInQueue: Sendable {
+    /// The queue's URL of it (without credentials).
+    package let url: String
+    /// Its request's JSON as queued (QueuedRequestCodec): name, folder, meta.
+    package let request: String
+    /// Attempts made by any worker before it was cancelled.
+    package let attempts: Int
 }
 
 /// A download a shared queue's worker claimed, for `DownloadEngine.addClaimed`.

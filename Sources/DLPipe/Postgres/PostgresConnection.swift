@@ -25,14 +25,24 @@ package final class PostgresConnection {
         let keywords = ["connect_timeout", "application_name", "client_encoding", "dbname"]
         let values = [String(Self.defaultConnectTimeout), applicationName, "UTF8", address.text]
         let connection = Self.withCStrings(keywords) { keywords in
-            Self.withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
+            Self.withCStrings(values) { values in PQconnectStartParams(keywords, values, 1) }
         }
         guard let connection else { throw PostgresError(.connection, "cannot connect to \(address): out of memory") }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = String(cString: PQerrorMessage(connection))
-            PQfinish(connection)
-            throw PostgresError(.connection, "cannot connect to \(address): \(message)")
+        if PQstatus(connection) != CONNECTION_BAD {
+            // A refusal's SQLSTATE shows only in a verbose message (ServerRefusal),
+            // and the verbosity can only be set once the connection exists:
+            // PQreset then makes it again, blocking, with libpq's own host list
+            // and connect_timeout, as PQconnectdbParams would.
+            PQsetErrorVerbosity(connection, PQERRORS_VERBOSE)
+            PQreset(connection)
         }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let text = String(cString: PQerrorMessage(connection))
+            PQfinish(connection)
+            let refusal = ServerRefusal(verboseMessage: text)
+            throw PostgresError(.connection, "cannot connect to \(address): \(refusal?.message ?? text)", sqlState: refusal?.sqlState)
+        }
+        PQsetErrorVerbosity(connection, PQERRORS_DEFAULT)
         // NOTICEs ("relation already exists, skipping") would go to stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection

@@ -10,20 +10,29 @@ import Foundation
 ///
 /// A call may therefore run twice, even when its first run took effect
 /// (the server committed, then the answer was lost): every call passed to
-/// `run` must be idempotent (upserts, deletes by key, reads).
+/// `run` must be idempotent (upserts, deletes by key, reads; the queue's
+/// statements are: adds find their rows, reports are guarded by tokens,
+/// claims whose answer was lost are put back by
+/// `SharedQueue.releaseUnknownClaims`). A deadlock or a serialization
+/// failure aborted the statement and changed nothing: it runs again too.
 ///
-/// Not thread-safe, like the connection it holds: its owner serialises calls.
-package final class ReconnectingConnection {
+/// Not thread-safe, like the connection it holds: its owner serialises calls
+/// (one thread each for a queue worker's links, or a Mutex).
+package final class ReconnectingConnection: @unchecked Sendable {
+    // @unchecked: one thread at a time, as said above.
     package let address: PostgresAddress
     /// Seconds of failed attempts before a call gives up (plus, at worst,
     /// one connection attempt's own timeout, 10 s unless the address sets
-    /// `connect_timeout`).
+    /// `connect_timeout`), unless the call gives its own.
     package let patience: Double
     private let applicationName: String
     /// A statement run on every new connection before its first call (the
     /// session's settings, which a reconnection must not lose).
     private let sessionSetup: String?
     private var connection: PostgresConnection?
+    /// Set when a call met a broken connection; the owner reads and clears
+    /// it (what a session held, such as LISTEN, must be done again).
+    package var reconnected = false
 
     /// How the message of a call that gave up begins.
     package static let unreachable = "the queue's database"
@@ -45,6 +54,15 @@ package final class ReconnectingConnection {
         connection = try Self.open(address, applicationName, sessionSetup)
     }
 
+    /// Connects at its first call: a queue worker's links, made before the
+    /// worker knows whether the database answers (its first call says so).
+    package init(lazy address: PostgresAddress, applicationName: String, sessionSetup: String? = nil) {
+        self.address = address
+        patience = 0
+        self.applicationName = applicationName
+        self.sessionSetup = sessionSetup
+    }
+
     private static func open(
         _ address: PostgresAddress, _ applicationName: String, _ sessionSetup: String?
     ) throws(PostgresError) -> PostgresConnection {
@@ -61,6 +79,13 @@ package final class ReconnectingConnection {
     /// one, until it succeeds, fails for another reason (thrown at once), or
     /// `patience` runs out.
     package func run<T>(_ call: (PostgresConnection) throws(PostgresError) -> T) throws(PostgresError) -> T {
+        try run(patience: patience, call)
+    }
+
+    /// `run` with a patience of this call's own (a heartbeat waits a third of
+    /// the lease, a claim the worker's whole outage). With none (0), the
+    /// first failure is thrown as it came: a database down at start.
+    package func run<T>(patience: Double, _ call: (PostgresConnection) throws(PostgresError) -> T) throws(PostgresError) -> T {
         var firstFailure: UInt64?
         var backoff = Self.firstBackoff
         var attempt = 0
@@ -74,12 +99,18 @@ package final class ReconnectingConnection {
             }
             guard error.isConnectionLoss || error.isTransient else { throw error }
             // A broken connection stays broken: the next attempt makes a new one.
-            if error.isConnectionLoss { connection = nil }
+            if error.isConnectionLoss {
+                connection = nil
+                reconnected = true
+            }
+            guard patience > 0 else { throw error }
             let now = DispatchTime.now().uptimeNanoseconds
             let started = firstFailure ?? now
             firstFailure = started
             let elapsed = Double(now - started) / 1e9
             guard elapsed < patience else {
+                // A deadlock that kept coming back is still the statement's.
+                guard error.isConnectionLoss else { throw error }
                 throw PostgresError(
                     .connection,
                     "\(Self.unreachable) at \(address) is unreachable: tried for \(Self.seconds(elapsed)) (\(attempt + 1) attempts); last error: \(error.message)",

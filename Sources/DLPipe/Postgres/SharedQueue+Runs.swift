@@ -212,20 +212,22 @@ extension SharedQueue {
 
     /// Cancels a download that waits in the queue (no worker holds it); its
     /// credentials go with it, as with every end (`report`).
-    package func cancelQueued(_ id: Int64, run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Bool {
-        !(try connection.execute(
+    package func cancelQueued(_ id: Int64, run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> CancelledInQueue? {
+        try connection.execute(
             """
             WITH cancelled AS (
               UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now(), secret = NULL
-              WHERE job_id = $1 AND id = $2 AND status = 'ready' RETURNING id
+              WHERE job_id = $1 AND id = $2 AND status = 'ready' RETURNING id, url, request::text AS request, attempts
             ),
             counted AS (
               UPDATE dlpipe.runs r SET cancelled = r.cancelled + (SELECT count(*) FROM cancelled)
               WHERE r.id = $3::bigint AND EXISTS (SELECT 1 FROM cancelled)
             )
-            SELECT id FROM cancelled
+            SELECT url, request, attempts FROM cancelled
             """, [.int(job), .int(id), run.map { .int($0) } ?? .null]
-        ).rows.isEmpty)
+        ).rows.first.map { row throws(PostgresError) in
+            CancelledInQueue(url: try row.text("url"), request: try row.text("request"), attempts: Int(try row.int("attempts")))
+        }
     }
 
     /// Puts back to ready the downloads that `worker` holds under tokens it

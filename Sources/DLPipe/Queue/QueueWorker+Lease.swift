@@ -7,8 +7,15 @@ extension QueueWorker {
     func heartbeatLoop() {
         let lease = max(2, settings.lease)
         let every = lease / 3
+        // What a lost lease is blamed on: the last heartbeat that failed since
+        // the last acknowledged one, and when this loop last ran (a worker
+        // frozen by SIGSTOP or a suspended machine does not run it at all).
+        var failure: String?
+        var lastBeat = QueueClock.now()
         while !state.withLock({ $0.stopping }) {
             let sent = QueueClock.now()
+            let stalled = sent - lastBeat
+            lastBeat = sent
             do {
                 let (acknowledged, takenBack) = try heartbeatLink.run(patience: every) { connection throws(PostgresError) in
                     let acknowledged = try queue.heartbeat(worker: worker, on: connection)
@@ -18,10 +25,14 @@ extension QueueWorker {
                     return (acknowledged, takenBack)
                 }
                 guard let acknowledged else {
-                    state.withLock { $0.leaseLost = true }
-                    fatal("this worker lost its lease: no heartbeat reached the queue for \(Int(lease)) s, so other workers took its downloads; it places nothing more and stops (its part files are removed by the others)")
+                    let silent = state.withLock { state -> Double in
+                        state.leaseLost = true
+                        return QueueClock.now() - state.lastAcknowledged
+                    }
+                    fatal(Self.lostLease(lease: lease, silent: silent, stalled: max(stalled, QueueClock.now() - sent), failure: failure))
                     return
                 }
+                failure = nil
                 state.withLock { state in
                     state.lastAcknowledged = sent
                     // Measured from when the heartbeat was sent: the database's
@@ -33,6 +44,7 @@ extension QueueWorker {
                     signal()
                 }
             } catch {
+                failure = error.message
                 let since = state.withLock { QueueClock.now() - $0.lastAcknowledged }
                 if since > settings.outage {
                     fatal("cannot reach the shared queue for \(Int(since)) s (it waits \(Int(settings.outage)) s): \(error.message); part files are kept")
@@ -42,6 +54,20 @@ extension QueueWorker {
             let left = every - (QueueClock.now() - sent)
             if left > 0 { Thread.sleep(forTimeInterval: left) }
         }
+    }
+
+    /// The line of a worker whose lease passed to the others: what happened
+    /// (it could not reach the database, or it did not run at all: frozen,
+    /// stopped, a suspended machine) and what it did about its files.
+    static func lostLease(lease: Double, silent: Double, stalled: Double, failure: String?) -> String {
+        let seconds = { (value: Double) in String(format: "%.1f s", value) }
+        let cause: String
+        if let failure, stalled < lease {
+            cause = "it could not reach the queue's database for \(seconds(silent)) (last error: \(failure))"
+        } else {
+            cause = "it was stopped or frozen (SIGSTOP, a suspended machine, a stalled connection) and its last heartbeat was \(seconds(silent)) ago"
+        }
+        return "this worker lost its lease: \(cause), longer than its lease (--lease \(seconds(lease))), so the other workers declared it dead and took back its downloads; it placed no file once its lease was unsure and keeps none it cannot place safely: it stops now (exit 4), and the others fetch those downloads again and remove its part files"
     }
 
     func listenLoop() {

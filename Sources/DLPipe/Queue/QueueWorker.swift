@@ -61,14 +61,14 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     package let partFolder: String
     let root: String
 
-    let loopLink: QueueLink
-    let addLink: Mutex<QueueLink>
-    let heartbeatLink: QueueLink
-    let listenLink: QueueLink
+    let loopLink: ReconnectingConnection
+    let addLink: Mutex<ReconnectingConnection>
+    let heartbeatLink: ReconnectingConnection
+    let listenLink: ReconnectingConnection
     /// Whether `listenLink` listens (listener thread only).
     var listening = false
     /// For `removeDeadWorkersParts`, which several threads call.
-    let partsLink: Mutex<QueueLink>
+    let partsLink: Mutex<ReconnectingConnection>
 
     struct State {
         /// Claims this worker holds, by row id: their tokens.
@@ -101,11 +101,11 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         self.root = root
         let lease = max(2, settings.lease)
         // A transaction left open longer than a lease is a frozen worker's.
-        loopLink = QueueLink(settings.address, label: "worker", idleInTransaction: lease)
-        addLink = Mutex(QueueLink(settings.address, label: "adds", idleInTransaction: lease))
-        heartbeatLink = QueueLink(settings.address, label: "heartbeat", idleInTransaction: lease)
-        listenLink = QueueLink(settings.address, label: "listen")
-        partsLink = Mutex(QueueLink(settings.address, label: "parts", idleInTransaction: lease))
+        loopLink = Self.link(settings.address, "worker", idleInTransaction: lease)
+        addLink = Mutex(Self.link(settings.address, "adds", idleInTransaction: lease))
+        heartbeatLink = Self.link(settings.address, "heartbeat", idleInTransaction: lease)
+        listenLink = Self.link(settings.address, "listen")
+        partsLink = Mutex(Self.link(settings.address, "parts", idleInTransaction: lease))
         let (queue, worker, run) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
             _ = try SchemaMigrator().migrate(connection)
             let queue = try SharedQueue.open(job: settings.name, limits: settings.limits, on: connection)
@@ -171,7 +171,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         let ends = state.withLock { $0.ends.take() }
         // A connection of its own: the claim loop's may be in the middle of
         // a statement on its thread (libpq connections are not thread-safe).
-        let link = QueueLink(settings.address, label: "leave")
+        let link = Self.link(settings.address, "leave")
         _ = try? link.run(patience: 5) { connection throws(PostgresError) in
             try report(ends, on: connection)
             try queue.takeBack(worker: worker, on: connection)
@@ -218,12 +218,12 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         return ids
     }
 
-    package func cancelQueued(_ number: Int) -> Bool {
+    package func cancelQueued(_ number: Int) -> CancelledInQueue? {
         (try? addLink.withLock { link throws(PostgresError) in
             try link.run(patience: settings.outage) { connection throws(PostgresError) in
                 try queue.cancelQueued(Int64(number), run: run, on: connection)
             }
-        }) ?? false
+        }) ?? nil
     }
 
     func fatal(_ message: String) {

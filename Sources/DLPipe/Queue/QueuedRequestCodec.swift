@@ -49,6 +49,18 @@ package enum QueuedRequestCodec {
         return request
     }
 
+    /// What the engine reports of a download cancelled in the queue (its `cancelled` event).
+    package static func info(of cancelled: CancelledInQueue, id: DownloadID) -> DownloadInfo {
+        let fields = object(cancelled.request) ?? [:]
+        var info = DownloadInfo(
+            id: id, url: cancelled.url, name: fields["name"] as? String, directory: fields["dir"] as? String ?? "",
+            path: nil, parent: (fields["parent"] as? NSNumber).map { DownloadID($0.intValue, engine: id.engine) },
+            attempt: cancelled.attempts, meta: fields["meta"] as? [String: String] ?? [:])
+        info.metaJSON = fields["meta_json"] as? String
+        info.depth = (fields["depth"] as? NSNumber)?.intValue ?? 0
+        return info
+    }
+
     /// The row's key: the engine's deduplication key, as bytes (it holds NUL
     /// separators). A key whose URL carries a password is kept as its digest,
     /// so that the password is only in `secret`.

@@ -62,11 +62,8 @@ struct QueueArguments {
     func resolve(environment: [String: String], job: JobSettings?) throws -> (address: PostgresAddress, name: String)? {
         let (text, source): (String?, String) = optOut.map { (nil, $0) } ?? given(environment: environment) ?? (job?.queue, "dl.config queue")
         guard let text else {
-            if name != nil, job != nil {
-                throw UsageError(
-                    optedOut ? "--name names a job in a shared queue, and the queue is turned off here (\(source))"
-                        : "--name names a job in a shared queue; give the queue too (--queue URL)", command: "run")
-            }
+            // Turned off, or named nowhere once the job had its say.
+            if optedOut || job != nil, let problem = withoutQueue { throw UsageError(problem, command: "run") }
             return nil
         }
         let address = try Self.address(text, source: source, command: "run")
@@ -75,6 +72,21 @@ struct QueueArguments {
         }
         try Self.check(name: name, command: "run")
         return (address, name)
+    }
+
+    /// What is wrong with `--name`, `--lease`, `--settle` or `--follow` when
+    /// the run has no queue; nil when none of them was given.
+    var withoutQueue: String? {
+        let what: String
+        if name != nil {
+            what = "--name names a job in a shared queue"
+        } else if lease != nil || settle != nil || follow {
+            what = "--lease, --settle and --follow are settings of a shared queue"
+        } else {
+            return nil
+        }
+        if let optOut { return what + ", and the queue is turned off here (\(optOut))" }
+        return what + "; give the queue too (--queue URL, DLPIPE_QUEUE, or the job's dl.config{ queue } before anything else it does)"
     }
 
     /// A usage error when `--state FILE` comes with a shared queue: each
@@ -149,6 +161,8 @@ enum QueueMode {
     struct Started {
         let engine: DownloadEngine
         let worker: QueueWorker
+        /// Held while the worker lives: its job writes into the directory.
+        let directoryClaim: RunLock
     }
 
     struct Failure: Error {
@@ -162,7 +176,7 @@ enum QueueMode {
             _ = try PostgresConnection(address, applicationName: "dlpipe check")
             return nil
         } catch {
-            return Failure(message: "cannot reach the queue: \(error.message)", code: ExitCode.queueUnreachable)
+            return Failure(message: error.unreachableMessage, code: ExitCode.queueUnreachable)
         }
     }
 
@@ -191,9 +205,23 @@ enum QueueMode {
             worker = try QueueWorker(settings: setup.settings(configuration), root: root)
         } catch {
             if error.kind == .connection {
-                return .failure(Failure(message: "cannot reach the queue: \(error.message)", code: ExitCode.queueUnreachable))
+                return .failure(Failure(message: error.unreachableMessage, code: ExitCode.queueUnreachable))
             }
             return .failure(Failure(message: "the queue at \(setup.address) cannot be used: \(error.message)", code: ExitCode.failed))
+        }
+        // One job per directory at a time, as one run per directory without the queue.
+        let directoryClaim: RunLock
+        do throws(DownloadError) {
+            let (lock, others) = try worker.claimDirectory()
+            guard others.isEmpty else {
+                worker.leave()
+                return .failure(Failure(
+                    message: QueueWorker.otherJobsMessage(others, directory: configuration.directory, job: setup.name), code: ExitCode.locked))
+            }
+            directoryClaim = lock
+        } catch {
+            worker.leave()
+            return .failure(Failure(message: error.message, code: ExitCode.failed))
         }
         var configuration = configuration
         configuration.claims = worker.claimedFiles
@@ -213,7 +241,7 @@ enum QueueMode {
         do throws(DownloadError) {
             let engine = try DownloadEngine(
                 configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state, shared: worker)
-            return .success(Started(engine: engine, worker: worker))
+            return .success(Started(engine: engine, worker: worker, directoryClaim: directoryClaim))
         } catch {
             worker.leave()
             return .failure(Failure(message: error.message, code: ExitCode.failed))

@@ -43,7 +43,7 @@ enum QueueStatusCommand {
             }
         } catch where error.kind == .connection {
             // The password never shows: messages name the address redacted.
-            Terminal.error("dlpipe: cannot reach the queue: \(error.message)")
+            Terminal.error("dlpipe: \(error.unreachableMessage)")
             return ExitCode.queueUnreachable
         } catch {
             Terminal.error("dlpipe: cannot read the queue at \(address): \(error)")

@@ -21,6 +21,11 @@ enum RunCommand {
         options.scripts.jobPath = positionals[0]
         let environment = ProcessInfo.processInfo.environment
         let early = try queue.resolve(environment: environment, job: nil)
+        if early == nil {
+            // Queue options with no queue named yet: only the job can still
+            // name one, before its first effect (HeldUsageError).
+            options.scripts.usageUnlessJobNamesQueue = queue.withoutQueue
+        }
         try queue.refuse(statePath: options.state, environment: environment, job: nil)
         guard try RecordReplay.prepare(&options, record: record, replay: replay) else { return ExitCode.usage }
         // The ids of the job's top-level adds depend on it (ProvisionalIDs).
@@ -46,8 +51,8 @@ enum RunCommand {
             // Named by dl.config{ queue }: dl.store lives there from now on.
             session.useStore(QueueMode.store(setup.address, name: setup.name))
         }
-        if setup == nil, queue.lease != nil || queue.settle != nil || queue.follow {
-            throw UsageError("--lease, --settle and --follow are settings of a shared queue; give the queue too (--queue URL)", command: "run")
+        if setup == nil, let problem = queue.withoutQueue {
+            throw UsageError(problem, command: "run")
         }
         return await RunDriver.run(options: options, session: session, requests: [], queue: setup)
     }

@@ -44,11 +44,13 @@ enum RunDriver {
         }
         let engine: DownloadEngine
         var worker: QueueWorker?
+        var directoryClaim: RunLock?
+        defer { withExtendedLifetime(directoryClaim) {} }
         do {
             let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })
             if let queue {
                 switch QueueMode.start(queue, configuration: configuration, hooks: hooks) {
-                case .success(let started): (engine, worker) = (started.engine, started.worker)
+                case .success(let started): (engine, worker, directoryClaim) = (started.engine, started.worker, started.directoryClaim)
                 case .failure(let failure):
                     Terminal.error("dlpipe: \(failure.message)")
                     return failure.code
@@ -155,6 +157,11 @@ enum RunDriver {
         do {
             return try ScriptSession(options, log: log, warn: warn)
         } catch {
+            if error.isUsage {
+                Terminal.error("dlpipe: \(error.message)")
+                Terminal.error("Try 'dlpipe run --help' for more information.")
+                return nil
+            }
             Terminal.error(Terminal.cleanLines(error.message))
             return nil
         }

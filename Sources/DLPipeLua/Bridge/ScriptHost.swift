@@ -5,7 +5,13 @@ import Foundation
 public struct ScriptError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public var description: String { message }
+    /// A usage error of the command line (exit 2 with its hint), not the script's.
+    public private(set) var isUsage = false
     init(_ message: String) { self.message = message }
+    init(usage message: String) {
+        self.message = message
+        isUsage = true
+    }
     init(_ error: LuaError) {
         message = error.kind == .runtime ? SandboxHint.annotate(error.message) : error.message
         if let traceback = error.traceback, !traceback.isEmpty { message += "\n" + traceback }
@@ -78,6 +84,8 @@ final class ScriptHost: @unchecked Sendable {
     private(set) var topLevel: TopLevelAdds? = TopLevelAdds()
     /// How those adds are numbered (negative in a shared queue's run).
     var provisional = ProvisionalIDs()
+    /// A usage error that waits for the job's `dl.config{ queue }` (HeldUsageError).
+    var heldUsage = HeldUsageError()
     /// Every URL and target that `dl.add` took in this run after the start,
     /// with the id it gave, for an engine that forgets ended requests.
     private var addedKeys: [String: Int] = [:]
@@ -308,7 +316,8 @@ final class ScriptHost: @unchecked Sendable {
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             }
         }
-        runtime.register("__dl.store_get") { [unowned self] args in
+        runtime.register("__dl.store_get") { [unowned self] args throws(LuaCallError) in
+            try heldUsage.check()
             guard let key = args.first?.text else { return [.nil_] }
             bindStore(configDir: args.count > 1 ? args[1].text : nil)
             if readOnlyStore, let value = overlay[key] { return [value] }
@@ -323,7 +332,8 @@ final class ScriptHost: @unchecked Sendable {
                 }
             }
         }
-        runtime.register("__dl.store_set") { [unowned self] args in
+        runtime.register("__dl.store_set") { [unowned self] args throws(LuaCallError) in
+            try heldUsage.check()
             guard let key = args.first?.text else { return [.nil_, LuaValue("a key is needed")] }
             let value = args.count > 1 ? args[1] : .nil_
             bindStore(configDir: args.count > 2 ? args[2].text : nil)
@@ -369,6 +379,7 @@ final class ScriptHost: @unchecked Sendable {
                 if settings.queue != nil {
                     if let problem = provisional.lateQueueProblem { return [LuaValue(problem)] }
                     provisional.configNamesQueue = true
+                    heldUsage.queueNamed()
                 }
                 return []
             } catch {
@@ -401,11 +412,13 @@ final class ScriptHost: @unchecked Sendable {
             guard let text = args.first?.text else { throw LuaCallError("dl.url.parse wants a URL") }
             return [URLTools.parse(text)]
         }
-        runtime.register("__dl.log") { [log] args in
+        runtime.register("__dl.log") { [unowned self, log] args throws(LuaCallError) in
+            try heldUsage.check()
             log(Self.line(args).formatted)
             return []
         }
-        runtime.register("__dl.warn") { [warn] args in
+        runtime.register("__dl.warn") { [unowned self, warn] args throws(LuaCallError) in
+            try heldUsage.check()
             warn(Self.line(args))
             return []
         }

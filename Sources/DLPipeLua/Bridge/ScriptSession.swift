@@ -36,6 +36,9 @@ public struct ScriptOptions: Sendable {
     /// (true: `--queue` or `DLPIPE_QUEUE`; false: `--no-queue`); nil when the
     /// job's `dl.config{ queue }` decides. Top-level ids depend on it (ProvisionalIDs).
     package var sharedQueue: Bool?
+    /// A usage error of the command line that stands unless the job names its
+    /// queue (`dl.config{ queue }`) before its first effect (HeldUsageError).
+    package var usageUnlessJobNamesQueue: String?
 
     public init() {}
 
@@ -131,8 +134,17 @@ public final class ScriptSession: @unchecked Sendable {
                 host.storeState = options.storeState
                 host.provisional.commandLine = options.sharedQueue
                 host.storeNamespace = options.jobPath.map(JobStore.namespace(ofJob:)) ?? JobStore.getNamespace
+                host.heldUsage.message = options.usageUnlessJobNamesQueue
                 if let job = options.jobPath {
-                    try host.load(path: job, displayName: job, isJob: true)
+                    do throws(ScriptError) {
+                        try host.load(path: job, displayName: job, isJob: true)
+                    } catch {
+                        // The held usage error, raised at the job's first effect, is what
+                        // went wrong; any other load error (a bad queue address) is the job's.
+                        if let usage = host.heldUsage.raised { throw ScriptError(usage: usage) }
+                        throw error
+                    }
+                    if let usage = host.heldUsage.verdict { throw ScriptError(usage: usage) }
                 }
                 let settings = try JobSettings(host.config())
                 if options.budget == nil, let jobBudget = settings.budget { host.budget = jobBudget }

@@ -1,0 +1,82 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which jobs' workers write into an output directory now. Two jobs (two
+/// `--name`s) in one directory take each other's final names, so that each
+/// one's files come out as `name.1.ext` (a trial saw it, and no word of it):
+/// a worker refuses a directory that another job's workers use, as a run
+/// without the queue refuses a directory that another run uses (exit 3).
+///
+/// Every worker holds its job folder's `active` file (under
+/// `DIR/.dlpipe/queue/JOB/`) locked shared while it lives: the kernel drops
+/// the lock when the worker dies, however it dies, so a job whose workers
+/// all ended is no job here. Whether another job's file is held is asked
+/// with a non-blocking exclusive lock, let go at once. flock works on NFS
+/// as the directory's own lock does (Linux maps it to NFS byte-range locks).
+extension QueueWorker {
+    /// A job's folder in use by a worker of it, when `DirectoryClaim` found one.
+    package struct OtherJob: Sendable, Equatable {
+        /// Its id in the queue (its folder's name).
+        package let id: Int64
+        /// Its `--name` in this worker's database; nil when this database has
+        /// no job of that id (a job of another queue database).
+        package let name: String?
+    }
+
+    /// Marks this worker's job as writing into the output directory (the lock
+    /// it returns must live as long as the worker), and lists the other jobs
+    /// whose workers write there now.
+    package func claimDirectory() throws(DownloadError) -> (lock: RunLock, others: [OtherJob]) {
+        let jobs = root + "/.dlpipe/queue"
+        // The part folder's mode, as `start` makes it (the lock file's folder).
+        try? FileManager.default.createDirectory(
+            atPath: root + "/" + partFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let lock: RunLock
+        do throws(RunLock.Failure) {
+            lock = try RunLock(path: root + "/" + partFolder + "/active", wait: false, shared: true)
+        } catch {
+            switch error {
+            case .io(let message): throw DownloadError(.io, message)
+            // Only a probe of another job's worker holds it alone, for an instant.
+            case .held(_, let path): throw DownloadError(.io, "\(path) stays locked by another process")
+            }
+        }
+        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: jobs)) ?? [])
+            .compactMap(Int64.init).filter { $0 != queue.job && Self.isActive(jobs + "/\($0)/active") }.sorted()
+        guard !ids.isEmpty else { return (lock, []) }
+        // Their names, as this database knows them (a name only helps the message).
+        var names: [Int64: String] = [:]
+        let rows = try? loopLink.run(patience: 5) { connection throws(PostgresError) in
+            try connection.execute("SELECT id, name FROM dlpipe.jobs WHERE id = ANY($1::bigint[])", [.intArray(ids)]).rows
+        }
+        for row in rows ?? [] {
+            if let id = try? row.int("id"), let name = try? row.text("name") { names[id] = name }
+        }
+        return (lock, ids.map { OtherJob(id: $0, name: names[$0]) })
+    }
+
+    /// Whether some process holds the lock file at `path` (a worker of its job).
+    private static func isActive(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            return errno == EWOULDBLOCK
+        }
+        flock(fd, LOCK_UN)
+        return false
+    }
+
+    /// The line of a worker that found other jobs in its directory.
+    package static func otherJobsMessage(_ others: [OtherJob], directory: String, job: String) -> String {
+        let named = others.map { other in
+            other.name.map { "\($0.debugDescription) (queue job \(other.id))" } ?? "queue job \(other.id) of another queue database"
+        }.joined(separator: ", ")
+        return "another job's workers write into \(directory) now: \(named); job \(job.debugDescription) would take their file names "
+            + "and they its (each job's files would come out as name.1.ext). Give each job its own -d, or run them one after the other"
+    }
+}

@@ -1,0 +1,73 @@
+@testable import DLPipe
+import Foundation
+import Testing
+import TestSupport
+
+/// Two jobs (two `--name`s) in one output directory take each other's file
+/// names (a trial found its files doubled as name.1.ext, and no word of
+/// it): a worker refuses a directory that another job's workers write into
+/// now (exit 3, as a run without the queue on a busy directory), and takes
+/// it once they are gone. (QueueEdgeTests' server, job folder and output directory.)
+extension QueueEdgeTests {
+    @Test func aSecondJobInABusyDirectoryIsRefusedUntilTheFirstIsGone() async throws {
+        let queue = try PostgresCluster.shared().freshDatabase("dir")
+        // Job "first" holds one download that stalls after 50 KB until its client
+        // goes (--timeout 300: the default 30 s ran out on a loaded machine).
+        try server.put("big.bin", randomBytes: 500_000)
+        let first = try job.write("first.lua", "dl.add('\(server.url("/files/big.bin?stall=50000&stall_times=1"))')\n")
+        try server.put("b.bin", randomBytes: 300)
+        let second = try job.write("second.lua", "dl.add('\(server.url("/files/b.bin"))')\n")
+        let worker = try Subprocess(
+            Paths.binary, ["run", first, "-d", out, "--queue", queue, "--name", "first", "--settle", "0", "--json", "--timeout", "300"], timeout: 180)
+        let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
+        #expect(busy)
+        let refused = try await DLPipeRun.run(["run", second, "-d", out, "--queue", queue, "--name", "second", "--settle", "0"])
+        #expect(refused.status == 3, "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("another job's workers write into \(out) now: \"first\" (queue job "), "\(refused.stderr)")
+        #expect(refused.stderr.contains("Give each job its own -d"), "\(refused.stderr)")
+        #expect(try server.requests(matching: "/files/b.bin").isEmpty)
+        // A second worker of the same job is welcome (it finds nothing to claim and ends with the run).
+        let stopped = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in
+            worker.signal(SIGTERM)
+            return worker.finish()
+        }
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        // The first job's workers are gone: the second job takes the directory.
+        let later = try await DLPipeRun.run(["run", second, "-d", out, "--queue", queue, "--name", "second", "--settle", "0"])
+        #expect(later.status == 0, "\(later.stderr)")
+        #expect(listing(out) == ["b.bin"])
+    }
+
+    @Test func workersOfOneJobShareTheDirectory() async throws {
+        let queue = try PostgresCluster.shared().freshDatabase("dir-same")
+        try server.put("big.bin", randomBytes: 500_000)
+        let path = try job.write("job.lua", "dl.add('\(server.url("/files/big.bin?stall=50000&stall_times=1"))')\n")
+        // A stall never times out here (30 s by default, which a loaded machine reached).
+        let arguments = ["run", path, "-d", out, "--queue", queue, "--name", "same", "--settle", "0", "--timeout", "300"]
+        let worker = try Subprocess(Paths.binary, arguments + ["--json"], timeout: 180)
+        let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
+        #expect(busy)
+        // Another worker of the same job joins: no refusal, it waits for the run with the first.
+        let joining = try Subprocess(Paths.binary, arguments, timeout: 180)
+        let (beating, first, second) = await offThePool { () -> (Bool, (status: Int32, stdout: String, stderr: String), (status: Int32, stdout: String, stderr: String)) in
+            // Its first heartbeat after registering comes from its running
+            // threads, which start only past the directory's check.
+            let connection = try? PostgresConnection(PostgresAddress(queue))
+            let deadline = Date().addingTimeInterval(30)
+            var beating = false
+            while !beating && Date() < deadline {
+                beating = !((try? connection?.execute(
+                    "SELECT 1 FROM dlpipe.workers WHERE pid = $1 AND heartbeat_at > started_at AND stopped_at IS NULL",
+                    [.int(Int64(joining.pid))]).rows.isEmpty) ?? true)
+                if !beating { usleep(50_000) }
+            }
+            worker.signal(SIGTERM)
+            return (beating, worker.finish(), joining.finish())
+        }
+        #expect(beating, "the joining worker never started")
+        #expect(first.status == 130, "\(first.stderr)")
+        #expect(!second.stderr.contains("another job"), "\(second.stderr)")
+        #expect(second.status == 0, "\(second.stderr)")
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A worker whose database stays away longer than it waits (max(60 s, 2 x
+/// lease)) says so and exits 4, keeping its part files: the path of its
+/// links' reconnects with backoff (ReconnectingConnection) to the end.
+/// It takes a minute: the wait is the product's.
+@Suite struct QueueOutageTests {
+    @Test func aDatabaseAwayLongerThanTheWorkerWaitsIsExitFourWithPartFilesKept() async throws {
+        let server = try FaultServer()
+        let job = try LuaJob()
+        let out = try TempDir.make("queue-outage")
+        let cluster = try PostgresCluster.ownCluster()
+        var stopped = false
+        defer { if !stopped { cluster.stop() } }
+        let queue = try cluster.freshDatabase("outage")
+        try server.put("big.bin", randomBytes: 500_000)
+        // 50 KB, then a stall until the client goes: the transfer is in flight
+        // when the database goes (--timeout 300: the default 30 s could end the
+        // stall first on a loaded machine, and the download with it).
+        let path = try job.write("job.lua", "dl.add('\(server.url("/files/big.bin?stall=50000&stall_times=1"))')\n")
+        let worker = try Subprocess(
+            Paths.binary, ["run", path, "-d", out, "--queue", queue, "--name", "outage", "--lease", "2", "--json", "--timeout", "300"], timeout: 150)
+        let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
+        #expect(busy)
+        let started = Date()
+        cluster.stop()
+        stopped = true
+        let ended = await offThePool { worker.finish() }
+        let waited = Date().timeIntervalSince(started)
+        #expect(ended.status == 4, "\(ended.stderr)")
+        #expect(ended.stderr.contains("cannot reach the shared queue for") && ended.stderr.contains("part files are kept"), "\(ended.stderr)")
+        // It waited its outage (60 s with a lease of 2 s), not less.
+        #expect(waited >= 59, "exited after \(waited) s")
+        let parts = FileManager.default.enumerator(atPath: out)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".part") } ?? []
+        #expect(parts.count == 1, "\(parts)")
+        #expect(!FileManager.default.fileExists(atPath: out + "/big.bin"))
+    }
+}
