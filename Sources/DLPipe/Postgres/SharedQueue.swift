@@ -75,10 +75,10 @@ package struct SharedQueue: Sendable {
     @discardableResult
     package func takeBack(worker: Int64? = nil, waitingAtMost: Double? = nil, on connection: PostgresConnection) throws(PostgresError) -> Int {
         guard let waitingAtMost else {
-            return try retryingDeadlocks { () throws(PostgresError) in try takeBackNow(worker: worker, on: connection) }
+            return try retryingDeadlocks(on: connection) { () throws(PostgresError) in try takeBackNow(worker: worker, on: connection) }
         }
         do {
-            return try retryingDeadlocks { () throws(PostgresError) in
+            return try retryingDeadlocks(on: connection) { () throws(PostgresError) in
                 try connection.transaction { () throws(PostgresError) in
                     try connection.run("SET LOCAL lock_timeout = \(max(1, Int(waitingAtMost * 1000)))")
                     return try takeBackNow(worker: worker, on: connection)
@@ -272,7 +272,7 @@ package struct SharedQueue: Sendable {
     /// same statement (finished, unchanged, failed, handled, skipped, bytes).
     package func report(_ reports: [ClaimReport], run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
         guard !reports.isEmpty else { return [] }
-        let rows = try retryingDeadlocks { () throws(PostgresError) in
+        let rows = try retryingDeadlocks(on: connection) { () throws(PostgresError) in
             try connection.executePrepared(
                 "dlpipe_report",
                 """
@@ -342,13 +342,16 @@ package struct SharedQueue: Sendable {
 
     /// Runs `statement` again when the server broke a deadlock by aborting
     /// it: two batches of reports can lock the same host rows in different
-    /// orders, and the aborted one changed nothing.
-    private func retryingDeadlocks<T>(_ statement: () throws(PostgresError) -> T) throws(PostgresError) -> T {
+    /// orders, and the aborted one changed nothing. Inside a transaction the
+    /// whole transaction was aborted: the error goes to its caller, which
+    /// runs the transaction again (`QueueLink.run`); running the statement
+    /// alone again would only meet "current transaction is aborted".
+    private func retryingDeadlocks<T>(on connection: PostgresConnection, _ statement: () throws(PostgresError) -> T) throws(PostgresError) -> T {
         var attempt = 0
         while true {
             do {
                 return try statement()
-            } catch where error.isTransient && attempt < 5 {
+            } catch where error.isTransient && attempt < 5 && !connection.inTransaction {
                 attempt += 1
             }
         }
