@@ -109,9 +109,11 @@ package struct SharedQueue: Sendable {
               FROM dead WHERE d.worker_id = dead.id AND d.status = 'running'
               RETURNING d.id, d.slot_host
             ),
+            -- A row whose transfer ended gave its slot back then (slot_host
+            -- NULL, as the row's lock shows it): it gives none here.
             slots AS (
               UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
-              FROM (SELECT slot_host, count(*)::int AS n FROM back GROUP BY slot_host) c
+              FROM (SELECT slot_host, count(*)::int AS n FROM back WHERE slot_host IS NOT NULL GROUP BY slot_host) c
               WHERE h.job_id = $1 AND h.host = c.slot_host
             ),
             names AS (
@@ -290,17 +292,23 @@ package struct SharedQueue: Sendable {
                       ended_at = CASE WHEN i.status = 'ready' THEN NULL ELSE now() END
                   FROM input i
                   WHERE d.job_id = $1 AND d.id = i.id AND d.claim_token = i.token AND d.status = 'running'
-                  RETURNING d.id, d.slot_host
+                  RETURNING d.id, d.slot_host, d.host
                 ),
-                -- A server's Retry-After holds its host back for every worker.
+                -- A row whose transfer ended gave its slot back then (its
+                -- slot_host is NULL, read under the row's lock): only the
+                -- others give one back here. A server's Retry-After holds
+                -- its host back for every worker, slot or not.
                 slots AS (
                   UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n,
                     next_at = CASE WHEN c.hold > 0 THEN greatest(h.next_at, now() + make_interval(secs => c.hold)) ELSE h.next_at END
                   FROM (
-                    SELECT e.slot_host, count(*)::int AS n, max(i.hold) AS hold
-                    FROM ended e JOIN input i ON i.id = e.id GROUP BY e.slot_host
+                    SELECT host, sum(n)::int AS n, max(hold) AS hold FROM (
+                      SELECT e.slot_host AS host, 1 AS n, 0::float8 AS hold FROM ended e WHERE e.slot_host IS NOT NULL
+                      UNION ALL
+                      SELECT e.host, 0, i.hold FROM ended e JOIN input i ON i.id = e.id WHERE i.hold > 0
+                    ) each GROUP BY host
                   ) c
-                  WHERE h.job_id = $1 AND h.host = c.slot_host
+                  WHERE h.job_id = $1 AND h.host = c.host
                 ),
                 names AS (
                   DELETE FROM dlpipe.names n USING ended WHERE n.job_id = $1 AND n.download_id = ended.id
