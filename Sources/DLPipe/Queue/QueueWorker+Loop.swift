@@ -155,7 +155,14 @@ extension QueueWorker {
             // host's row was locked by another worker's claim) is tried again
             // soon, without spinning.
             let wait = nextDue.map { min(Self.pollInterval, max(0.02, $0)) } ?? Self.pollInterval
-            if !woke { _ = wakeSignal.wait(timeout: .now() + wait) }
+            if woke {
+                // The next cycle runs now, and sees what woke it. The
+                // signal it left counted must not wake a later wait too:
+                // each one left was a cycle run for nothing.
+                while wakeSignal.wait(timeout: .now()) == .success {}
+            } else {
+                _ = wakeSignal.wait(timeout: .now() + wait)
+            }
         }
     }
 
