@@ -113,8 +113,7 @@ extension QueueWorker {
                     // The slots given back, the report and the next claim
                     // commit together: one flush of the database's log.
                     return try connection.transaction { () throws(PostgresError) -> [ClaimedDownload] in
-                        try queue.giveBack(gives.map { ($0.key, $0.value) }, on: connection)
-                        try report(ends, on: connection)
+                        try report(ends, freeing: gives.map { ($0.key, $0.value) }, on: connection)
                         if reconnected {
                             // A claim whose answer the break swallowed is held by
                             // nobody that knows it: back to ready. Known are the
@@ -169,14 +168,16 @@ extension QueueWorker {
     /// Reports ends under their tokens and adds the accepted ones to the run's
     /// counts, in one statement. A late end (the claim was taken back
     /// meanwhile) changes nothing.
-    func report(_ ends: [ClaimEnd], on connection: PostgresConnection) throws(PostgresError) {
-        guard !ends.isEmpty else { return }
+    /// The host slots of `freeing` (transfers that ended, their files still
+    /// to place) go back in the same statement.
+    func report(_ ends: [ClaimEnd], freeing: [(id: Int64, token: Int64)] = [], on connection: PostgresConnection) throws(PostgresError) {
+        guard !ends.isEmpty || !freeing.isEmpty else { return }
         _ = try queue.report(
             ends.map {
                 ClaimReport(
                     id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error, unchanged: $0.unchanged, bytes: $0.bytes,
                     holdHost: $0.holdHost)
-            }, run: run, on: connection)
+            }, freeing: freeing, run: run, on: connection)
     }
 
     /// Starts claimed downloads in the engine; how many.
