@@ -29,7 +29,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// Seconds the job must have had nothing ready or running before its
         /// run ends (workers started a few seconds apart join one run).
         package var settle: Double = 5
-        /// Downloads this worker holds at once.
+        /// Transfers this worker runs at once (claims holding a host slot);
+        /// it holds up to 4 x as many more whose files wait to be placed.
         package var concurrency: Int = 8
         /// `--follow`: never exit when a run ends; wait for the next one.
         package var follow = false
