@@ -105,6 +105,7 @@ extension QueueWorker {
             do {
                 let room = room(held: held, transferring: transferring)
                 let claims = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                    loopSession.store(connection.serverPID, ordering: .relaxed)
                     let reconnected = loopLink.reconnected
                     loopLink.reconnected = false
                     if ends.isEmpty && gives.isEmpty && !reconnected {

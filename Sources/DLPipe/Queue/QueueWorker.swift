@@ -63,6 +63,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let root: String
 
     let loopLink: QueueLink
+    /// The server process of the claim loop's connection: the listener
+    /// leaves its notifications alone (that loop knows what it just did).
+    let loopSession = Atomic<Int32>(0)
     let addLink: Mutex<QueueLink>
     let heartbeatLink: QueueLink
     let listenLink: QueueLink
