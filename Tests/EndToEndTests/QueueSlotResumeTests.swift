@@ -41,7 +41,13 @@ import TestSupport
         engine.addClaimed([ClaimedRequest(number: 7, request: DownloadRequest(url: server.url("/files/slow.bin?throttle=20000")))])
         let id = try #require(engine.downloadID(number: 7))
         try await offThePool(seconds: 20, "the transfer's response") { receiving.wait() }
-        #expect(engine.pause(id))
+        guard engine.pause(id) else {
+            let outcome = try await within(seconds: 5, "the outcome") { await engine.outcome(of: id) }
+            let given = handedBack.withLock { $0.map { "\($0.number) after \($0.delay) s: \(String(describing: $0.error))" } }
+            Issue.record("the download was not open to pause: outcome \(String(describing: outcome)), handed back \(given)")
+            await engine.stop()
+            return
+        }
         try await offThePool(seconds: 20, "the pause") { paused.wait() }
         // The paused transfer ended: its slot goes back, once.
         #expect(ended.withLock { $0 } == [7])
