@@ -12,7 +12,7 @@ import TestSupport
 @Suite struct QueueSlotResumeTests {
     @Test func aDownloadResumedAfterItsTransferEndedGoesBackToTheQueue() async throws {
         let server = try FaultServer()
-        try server.put("slow.bin", randomBytes: 200_000)
+        try server.put("slow.bin", randomBytes: 1_000_000)
         let out = try TempDir.make("queueslot-resume")
         let ended = Mutex<[Int]>([])
         let handedBack = Mutex<[(number: Int, delay: Double, error: DownloadError?)]>([])
@@ -37,8 +37,10 @@ import TestSupport
             if case .response = event { receiving.signal() }
             if case .paused = event { paused.signal() }
         }
-        // 200 KB at 20 KB/s: its transfer lasts 10 s, and is paused in it.
-        engine.addClaimed([ClaimedRequest(number: 7, request: DownloadRequest(url: server.url("/files/slow.bin?throttle=20000")))])
+        // 1 MB at 10 KB/s: its transfer would last 100 s (the test stops it
+        // long before), so it is surely paused in it, however late a loaded
+        // machine delivers the response's event.
+        engine.addClaimed([ClaimedRequest(number: 7, request: DownloadRequest(url: server.url("/files/slow.bin?throttle=10000")))])
         let id = try #require(engine.downloadID(number: 7))
         try await offThePool(seconds: 20, "the transfer's response") { receiving.wait() }
         guard engine.pause(id) else {
