@@ -392,21 +392,6 @@ import TestSupport
         #expect(try queue.takeBack(worker: worker, on: connection) == 1)  // it leaves: its claim goes back
         #expect(try queue.heartbeat(worker: worker, on: connection) == nil)
     }
-
-    /// Calls `probe` until it returns a value, at most `seconds`.
-    private func pollUntil<T>(seconds: Double, _ probe: () throws -> T?) throws -> T {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let value = try probe() { return value }
-            usleep(100_000)
-        }
-        throw PollTimedOut(seconds: seconds)
-    }
-}
-
-private struct PollTimedOut: Error, CustomStringConvertible {
-    let seconds: Double
-    var description: String { "the condition did not hold within \(seconds) s" }
 }
 
 /// What the concurrent workers claimed, seen from outside the database.

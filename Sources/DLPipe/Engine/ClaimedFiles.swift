@@ -19,16 +19,25 @@ package struct ClaimedFiles: Sendable {
     /// `delay` seconds: the queue schedules the retry (its `run_at`), and any
     /// worker may take it then. The local engine forgets the download, as if
     /// it had ended, without a terminal event.
-    package let handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError) -> Void)?
+    /// (`error` is nil for a download that goes back without a failure: one
+    /// resumed after its transfer ended, whose host slot went back.)
+    package let handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError?) -> Void)?
+    /// Download `number`'s transfer ended (its body is checked and waits
+    /// for placement, or the transfer stopped): the queue's host slot it
+    /// holds may go to another transfer. Called once per download, on the
+    /// engine thread; a later transfer of it goes back through `handBack`.
+    package let transferEnded: (@Sendable (_ number: Int) -> Void)?
 
     package init(
         folder: String, worker: Int64, mayPlace: @escaping @Sendable () -> Bool,
-        handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError) -> Void)? = nil
+        handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError?) -> Void)? = nil,
+        transferEnded: (@Sendable (_ number: Int) -> Void)? = nil
     ) {
         self.folder = folder
         self.worker = worker
         self.mayPlace = mayPlace
         self.handBack = handBack
+        self.transferEnded = transferEnded
     }
 
     /// The part file of the final name `relative`.

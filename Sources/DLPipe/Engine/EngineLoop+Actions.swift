@@ -87,12 +87,27 @@ extension EngineLoop {
                 job.retryGeneration += 1
                 timers.push((EngineLoop.now() + delay, job.id, job.retryGeneration))
             case .enqueue:
+                if job.slotGivenBack, let handBack = configuration.claims?.handBack {
+                    // A shared queue's download resumed after its transfer
+                    // ended: its host slot went back, so another transfer
+                    // would run outside the job-wide per_host. The queue
+                    // takes it again (ready now), and a claim brings a slot.
+                    handOver(job)
+                    handBack(job.id.rawValue, 0, nil)
+                    break
+                }
                 pausedJobs.remove(job.id)
                 scheduler.enqueue(job.id, host: job.host, priority: job.request.priority)
             case .dequeue:
                 scheduler.withdraw(job.id)
             case .releaseSlot:
                 scheduler.finished(job.id)
+                if let transferEnded = configuration.claims?.transferEnded, !job.slotGivenBack {
+                    // A shared queue's host slot counts transfers: it goes
+                    // back now, while the file waits for its batch.
+                    job.slotGivenBack = true
+                    transferEnded(job.id.rawValue)
+                }
             case .emitRetrying(let error, let delay):
                 emit(.retrying(job.info(root: root), error, delay: delay))
             case .emitFinished:

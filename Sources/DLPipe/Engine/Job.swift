@@ -79,6 +79,10 @@ final class Job {
     var wantsIdentity = false
     /// Counts retry timers set, so a stale timer is recognised.
     var retryGeneration = 0
+    /// A shared queue's download whose transfer ended and whose host slot
+    /// went back to the queue (`ClaimedFiles.transferEnded`): another
+    /// transfer of it needs a new claim.
+    var slotGivenBack = false
     /// Body bytes received in this run, across attempts.
     var receivedThisRun: Int64 = 0
     /// The SHA-256 the state recorded for the file on disk (reported on a 304).

@@ -55,6 +55,10 @@ package final class PostgresConnection {
     /// a break when a call fails).
     package var isOpen: Bool { PQstatus(handle) == CONNECTION_OK }
 
+    /// Whether a transaction is open (or aborted and not yet rolled back):
+    /// a statement that failed in one cannot simply run again.
+    package var inTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
+
     /// The server process serving this connection (`pg_backend_pid()`).
     package var serverPID: Int32 { PQbackendPID(handle) }
 

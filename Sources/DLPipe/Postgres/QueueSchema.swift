@@ -17,7 +17,19 @@ package enum QueueSchema {
         SchemaMigration(version: 2, what: "placed times, released and script-written files, credential keys", sql: version2),
         SchemaMigration(version: 3, what: "runs count skipped downloads and bytes", sql: runCounts),
         SchemaMigration(version: 4, what: "runs count cancelled downloads", sql: runCancelled),
+        SchemaMigration(version: 5, what: "a host slot counts transfers: a running row may have given its slot back", sql: slotsCountTransfers),
     ]
+
+    /// A claim gives its host's slot back when its transfer ends, and stays
+    /// running (under its token) while its file waits to be placed: a
+    /// running row holds a slot when `slot_host` is set, and none when it is
+    /// NULL. Version 1's check (running exactly when a token and a slot are
+    /// set; unnamed, so PostgreSQL called it `downloads_check`) becomes: a
+    /// running row has a token, and a row with a token is running.
+    private static let slotsCountTransfers = """
+        ALTER TABLE dlpipe.downloads DROP CONSTRAINT downloads_check;
+        ALTER TABLE dlpipe.downloads ADD CONSTRAINT downloads_claim_token CHECK ((status = 'running') = (claim_token IS NOT NULL));
+        """
 
     /// `s.cancelled` of `done`, job-wide: downloads cancelled while a worker
     /// held them, and queued ones cancelled before any worker took them.

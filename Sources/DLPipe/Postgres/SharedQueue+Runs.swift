@@ -243,7 +243,7 @@ extension SharedQueue {
             ),
             slots AS (
               UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
-              FROM (SELECT slot_host, count(*)::int AS n FROM back GROUP BY slot_host) c
+              FROM (SELECT slot_host, count(*)::int AS n FROM back WHERE slot_host IS NOT NULL GROUP BY slot_host) c
               WHERE h.job_id = $1 AND h.host = c.slot_host
             )
             SELECT count(*) AS n FROM back

@@ -75,10 +75,10 @@ package struct SharedQueue: Sendable {
     @discardableResult
     package func takeBack(worker: Int64? = nil, waitingAtMost: Double? = nil, on connection: PostgresConnection) throws(PostgresError) -> Int {
         guard let waitingAtMost else {
-            return try retryingDeadlocks { () throws(PostgresError) in try takeBackNow(worker: worker, on: connection) }
+            return try retryingDeadlocks(on: connection) { () throws(PostgresError) in try takeBackNow(worker: worker, on: connection) }
         }
         do {
-            return try retryingDeadlocks { () throws(PostgresError) in
+            return try retryingDeadlocks(on: connection) { () throws(PostgresError) in
                 try connection.transaction { () throws(PostgresError) in
                     try connection.run("SET LOCAL lock_timeout = \(max(1, Int(waitingAtMost * 1000)))")
                     return try takeBackNow(worker: worker, on: connection)
@@ -109,9 +109,11 @@ package struct SharedQueue: Sendable {
               FROM dead WHERE d.worker_id = dead.id AND d.status = 'running'
               RETURNING d.id, d.slot_host
             ),
+            -- A row whose transfer ended gave its slot back then (slot_host
+            -- NULL, as the row's lock shows it): it gives none here.
             slots AS (
               UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
-              FROM (SELECT slot_host, count(*)::int AS n FROM back GROUP BY slot_host) c
+              FROM (SELECT slot_host, count(*)::int AS n FROM back WHERE slot_host IS NOT NULL GROUP BY slot_host) c
               WHERE h.job_id = $1 AND h.host = c.slot_host
             ),
             names AS (
@@ -271,8 +273,21 @@ package struct SharedQueue: Sendable {
     /// With `run`, the reports taken are added to that run's counts in the
     /// same statement (finished, unchanged, failed, handled, skipped, bytes).
     package func report(_ reports: [ClaimReport], run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
-        guard !reports.isEmpty else { return [] }
-        let rows = try retryingDeadlocks { () throws(PostgresError) in
+        try report(reports, freeing: [], run: run, on: connection).taken
+    }
+
+    /// `report`, and the host slots of `freeing` given back in the same
+    /// statement (`giveBack`): one statement locks the hosts rows in one
+    /// order for both, so that two workers' transactions never lock a hosts
+    /// row and the run's row in opposite orders (a deadlock, which
+    /// PostgreSQL finds only after a second). `freeing` and `reports` must
+    /// not share a row. Returns the ids of the reports taken and how many
+    /// slots went back.
+    func report(
+        _ reports: [ClaimReport], freeing: [(id: Int64, token: Int64)], run: Int64? = nil, on connection: PostgresConnection
+    ) throws(PostgresError) -> (taken: Set<Int64>, freed: Int) {
+        guard !reports.isEmpty || !freeing.isEmpty else { return ([], 0) }
+        let rows = try retryingDeadlocks(on: connection) { () throws(PostgresError) in
             try connection.executePrepared(
                 "dlpipe_report",
                 """
@@ -290,17 +305,39 @@ package struct SharedQueue: Sendable {
                       ended_at = CASE WHEN i.status = 'ready' THEN NULL ELSE now() END
                   FROM input i
                   WHERE d.job_id = $1 AND d.id = i.id AND d.claim_token = i.token AND d.status = 'running'
-                  RETURNING d.id, d.slot_host
+                  RETURNING d.id, d.slot_host, d.host
                 ),
-                -- A server's Retry-After holds its host back for every worker.
+                -- Slots of transfers that ended, their files still to place
+                -- (giveBack): locked first, so that the slot read is the one
+                -- changed and a slot is never given back twice.
+                holding AS (
+                  SELECT d.id, d.slot_host FROM dlpipe.downloads d
+                  JOIN unnest($11::bigint[], $12::bigint[]) AS f(id, token) ON f.id = d.id
+                  WHERE d.job_id = $1 AND d.claim_token = f.token AND d.status = 'running' AND d.slot_host IS NOT NULL
+                  ORDER BY d.id
+                  FOR NO KEY UPDATE OF d
+                ),
+                freed AS (
+                  UPDATE dlpipe.downloads d SET slot_host = NULL FROM holding WHERE d.id = holding.id
+                  RETURNING d.id, holding.slot_host
+                ),
+                -- A row whose transfer ended gave its slot back then (its
+                -- slot_host is NULL, read under the row's lock): only the
+                -- others give one back here. A server's Retry-After holds
+                -- its host back for every worker, slot or not.
                 slots AS (
                   UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n,
                     next_at = CASE WHEN c.hold > 0 THEN greatest(h.next_at, now() + make_interval(secs => c.hold)) ELSE h.next_at END
                   FROM (
-                    SELECT e.slot_host, count(*)::int AS n, max(i.hold) AS hold
-                    FROM ended e JOIN input i ON i.id = e.id GROUP BY e.slot_host
+                    SELECT host, sum(n)::int AS n, max(hold) AS hold FROM (
+                      SELECT e.slot_host AS host, 1 AS n, 0::float8 AS hold FROM ended e WHERE e.slot_host IS NOT NULL
+                      UNION ALL
+                      SELECT f.slot_host, 1, 0 FROM freed f
+                      UNION ALL
+                      SELECT e.host, 0, i.hold FROM ended e JOIN input i ON i.id = e.id WHERE i.hold > 0
+                    ) each GROUP BY host
                   ) c
-                  WHERE h.job_id = $1 AND h.host = c.slot_host
+                  WHERE h.job_id = $1 AND h.host = c.host
                 ),
                 names AS (
                   DELETE FROM dlpipe.names n USING ended WHERE n.job_id = $1 AND n.download_id = ended.id
@@ -320,35 +357,46 @@ package struct SharedQueue: Sendable {
                       coalesce(sum(i.bytes) FILTER (WHERE i.status = 'finished'), 0) AS bytes
                     FROM ended e JOIN input i ON i.id = e.id
                   ) c
-                  WHERE r.id = $7::bigint
+                  -- Slots given back alone count nothing: the run's row is left alone.
+                  WHERE r.id = $7::bigint AND EXISTS (SELECT 1 FROM ended)
                 ),
                 -- Slots came free: workers waiting for one look now, not at their next poll.
                 notified AS (
-                  SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM ended LIMIT 1) anything
+                  SELECT pg_notify('\(QueueSchema.workChannel)', $1::text)
+                  FROM (SELECT 1 FROM ended UNION ALL SELECT 1 FROM freed LIMIT 1) anything
                 )
-                SELECT id, (SELECT count(*) FROM notified) AS notified FROM ended
+                SELECT id, true AS ended, (SELECT count(*) FROM notified) AS notified FROM ended
+                UNION ALL
+                SELECT id, false, 0 FROM freed
                 """,
                 [.int(job), .intArray(reports.map(\.id)), .intArray(reports.map(\.token)),
                  .textArray(reports.map(\.outcome.status)), .textArray(reports.map { String($0.outcome.delay) }),
                  .textArray(reports.map(\.error)), run.map { .int($0) } ?? .null,
                  .textArray(reports.map { $0.unchanged ? "t" : "f" }), .intArray(reports.map(\.bytes)),
-                 .textArray(reports.map { String(max(0, $0.holdHost)) })]
+                 .textArray(reports.map { String(max(0, $0.holdHost)) }),
+                 .intArray(freeing.map(\.id)), .intArray(freeing.map(\.token))]
             ).rows
         }
         var taken = Set<Int64>()
-        for row in rows { taken.insert(try row.int("id")) }
-        return taken
+        var freed = 0
+        for row in rows {
+            if try row.bool("ended") { taken.insert(try row.int("id")) } else { freed += 1 }
+        }
+        return (taken, freed)
     }
 
     /// Runs `statement` again when the server broke a deadlock by aborting
     /// it: two batches of reports can lock the same host rows in different
-    /// orders, and the aborted one changed nothing.
-    private func retryingDeadlocks<T>(_ statement: () throws(PostgresError) -> T) throws(PostgresError) -> T {
+    /// orders, and the aborted one changed nothing. Inside a transaction the
+    /// whole transaction was aborted: the error goes to its caller, which
+    /// runs the transaction again (`QueueLink.run`); running the statement
+    /// alone again would only meet "current transaction is aborted".
+    private func retryingDeadlocks<T>(on connection: PostgresConnection, _ statement: () throws(PostgresError) -> T) throws(PostgresError) -> T {
         var attempt = 0
         while true {
             do {
                 return try statement()
-            } catch where error.isTransient && attempt < 5 {
+            } catch where error.isTransient && attempt < 5 && !connection.inTransaction {
                 attempt += 1
             }
         }

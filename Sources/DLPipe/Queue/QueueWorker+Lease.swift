@@ -82,7 +82,11 @@ extension QueueWorker {
                     let job = String(queue.job)
                     while !state.withLock({ $0.stopping }) {
                         let received = try connection.notifications(waitingUpTo: 1)
-                        if received.contains(where: { $0.payload == job }) { signal() }
+                        // The claim loop's own notifications (its reports and
+                        // slots given back) would only wake it for a cycle
+                        // that finds nothing new; adds and others' wake it.
+                        let own = loopSession.load(ordering: .relaxed)
+                        if received.contains(where: { $0.payload == job && $0.senderPID != own }) { signal() }
                     }
                 }
             } catch {

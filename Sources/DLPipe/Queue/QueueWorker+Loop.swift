@@ -30,7 +30,21 @@ extension QueueWorker {
         }
         let known = state.withLock { state -> Bool in
             guard let token = state.held.removeValue(forKey: id) else { return false }
+            state.letGo(id)
             state.ends.append(ClaimEnd(id: id, token: token, outcome: outcome, error: error, unchanged: unchanged, bytes: bytes))
+            return true
+        }
+        if known { signal() }
+    }
+
+    /// A claimed download's transfer ended (on the engine thread: quick, no
+    /// database): its host slot goes back in the next cycle, while its file
+    /// waits for its batch, and the worker may claim another in its place.
+    func noteTransferEnded(_ number: Int) {
+        let id = Int64(number)
+        let known = state.withLock { state -> Bool in
+            guard let token = state.held[id], state.slotFree.insert(id).inserted else { return false }
+            state.slotsToGive[id] = token
             return true
         }
         if known { signal() }
@@ -38,55 +52,69 @@ extension QueueWorker {
 
     /// A failed attempt whose retry the queue schedules (on the engine thread:
     /// quick, no database): reported as ready again after `delay`.
-    func noteRetry(_ number: Int, after delay: Double, _ error: DownloadError) {
+    func noteRetry(_ number: Int, after delay: Double, _ error: DownloadError?) {
         let id = Int64(number)
         let known = state.withLock { state -> Bool in
             guard let token = state.held.removeValue(forKey: id) else { return false }
+            state.letGo(id)
             state.ends.append(ClaimEnd(
-                id: id, token: token, outcome: .retry(after: delay), error: error.description, unchanged: false, bytes: 0,
+                id: id, token: token, outcome: .retry(after: delay), error: error?.description, unchanged: false, bytes: 0,
                 // The server asked to be left alone: not by this worker only.
-                holdHost: error.retryAfter.map { min($0, delay) } ?? 0))
+                holdHost: error?.retryAfter.map { min($0, delay) } ?? 0))
             return true
         }
         if known { signal() }
     }
 
-    /// Downloads a worker holds at most: its concurrency. Holding more (a
-    /// batch waiting in its engine) would take host slots that the job's
-    /// per-host limit counts, from workers that could run them now.
-    var holdLimit: Int { settings.concurrency }
+    /// Claims a worker holds at most that are not transferring: those whose
+    /// transfer ended and whose files wait for their batch to be placed and
+    /// reported. They hold no host slot; the bound keeps memory small and a
+    /// worker's share of a small job fair.
+    var waitingLimit: Int { 4 * settings.concurrency }
+
+    /// Claims to ask for now: while fewer than the concurrency transfer (a
+    /// claim holds its host slot until its transfer ends, so the job-wide
+    /// per_host counts transfers), and the held ones stay within the bound.
+    func room(held: Int, transferring: Int) -> Int {
+        max(0, min(settings.concurrency - transferring, settings.concurrency + waitingLimit - held))
+    }
 
     func claimLoop() {
         while true {
-            var (stopping, ends, held) = state.withLock { state in
+            var (stopping, ends, gives, held, transferring) = state.withLock { state in
                 state.wake = false
-                return (state.stopping, state.ends.take(), state.held.count)
+                return (state.stopping, state.ends.take(), state.slotsToGive.take(), state.held.count, state.transferring)
             }
             let drainWaiting = drain.isAsked
             if stopping { return }
-            if !ends.isEmpty && held > 0 {
+            if !(ends.isEmpty && gives.isEmpty) && held > 0 {
                 // Ends come in bursts: a moment's wait lets one report (one
                 // commit) carry the ends of the transfers finishing together.
                 usleep(1000)
                 state.withLock { state in
                     ends += state.ends.take()
+                    gives.merge(state.slotsToGive.take()) { first, _ in first }
                     held = state.held.count
+                    transferring = state.transferring
                 }
             }
+            // An end reported now gives its slot back itself.
+            for end in ends { gives[end.id] = nil }
             // When the next claimable download comes due, if sooner than the poll.
             var nextDue: Double?
             do {
-                let room = holdLimit - held
+                let room = room(held: held, transferring: transferring)
                 let claims = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                    loopSession.store(connection.serverPID, ordering: .relaxed)
                     let reconnected = loopLink.reconnected
                     loopLink.reconnected = false
-                    if ends.isEmpty && !reconnected {
+                    if ends.isEmpty && gives.isEmpty && !reconnected {
                         return room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : []
                     }
-                    // The report and the next claim commit together: one
-                    // flush of the database's log for both.
+                    // The slots given back, the report and the next claim
+                    // commit together: one flush of the database's log.
                     return try connection.transaction { () throws(PostgresError) -> [ClaimedDownload] in
-                        try report(ends, on: connection)
+                        try report(ends, freeing: gives.map { ($0.key, $0.value) }, on: connection)
                         if reconnected {
                             // A claim whose answer the break swallowed is held by
                             // nobody that knows it: back to ready. Known are the
@@ -127,21 +155,30 @@ extension QueueWorker {
             // host's row was locked by another worker's claim) is tried again
             // soon, without spinning.
             let wait = nextDue.map { min(Self.pollInterval, max(0.02, $0)) } ?? Self.pollInterval
-            if !woke { _ = wakeSignal.wait(timeout: .now() + wait) }
+            if woke {
+                // The next cycle runs now, and sees what woke it. The
+                // signal it left counted must not wake a later wait too:
+                // each one left was a cycle run for nothing.
+                while wakeSignal.wait(timeout: .now()) == .success {}
+            } else {
+                _ = wakeSignal.wait(timeout: .now() + wait)
+            }
         }
     }
 
     /// Reports ends under their tokens and adds the accepted ones to the run's
     /// counts, in one statement. A late end (the claim was taken back
     /// meanwhile) changes nothing.
-    func report(_ ends: [ClaimEnd], on connection: PostgresConnection) throws(PostgresError) {
-        guard !ends.isEmpty else { return }
+    /// The host slots of `freeing` (transfers that ended, their files still
+    /// to place) go back in the same statement.
+    func report(_ ends: [ClaimEnd], freeing: [(id: Int64, token: Int64)] = [], on connection: PostgresConnection) throws(PostgresError) {
+        guard !ends.isEmpty || !freeing.isEmpty else { return }
         _ = try queue.report(
             ends.map {
                 ClaimReport(
                     id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error, unchanged: $0.unchanged, bytes: $0.bytes,
                     holdHost: $0.holdHost)
-            }, run: run, on: connection)
+            }, freeing: freeing, run: run, on: connection)
     }
 
     /// Starts claimed downloads in the engine; how many.

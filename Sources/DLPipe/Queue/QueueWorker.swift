@@ -29,7 +29,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// Seconds the job must have had nothing ready or running before its
         /// run ends (workers started a few seconds apart join one run).
         package var settle: Double = 5
-        /// Downloads this worker holds at once.
+        /// Transfers this worker runs at once (claims holding a host slot);
+        /// it holds up to 4 x as many more whose files wait to be placed.
         package var concurrency: Int = 8
         /// `--follow`: never exit when a run ends; wait for the next one.
         package var follow = false
@@ -62,6 +63,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let root: String
 
     let loopLink: ReconnectingConnection
+    /// The server process of the claim loop's connection: the listener
+    /// leaves its notifications alone (that loop knows what it just did).
+    let loopSession = Atomic<Int32>(0)
     let addLink: Mutex<ReconnectingConnection>
     let heartbeatLink: ReconnectingConnection
     let listenLink: ReconnectingConnection
@@ -75,12 +79,29 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var held: [Int64: Int64] = [:]
         /// Ends not reported yet.
         var ends: [ClaimEnd] = []
+        /// Held claims whose transfer ended: their host slot went back, or
+        /// goes back with the next cycle (`slotsToGive`). The others transfer
+        /// (or wait in the engine for a transfer) and hold a slot each.
+        var slotFree: Set<Int64> = []
+        /// Host slots to give back, by row id: their tokens.
+        var slotsToGive: [Int64: Int64] = [:]
         var wake = false
         var stopping = false
         /// Monotonic time until which a file may be placed (lease, less a margin).
         var placeUntil: Double = 0
         var lastAcknowledged: Double = 0
         var leaseLost = false
+
+        /// Held claims that hold a host slot: transferring, or waiting in
+        /// the engine for a transfer.
+        var transferring: Int { held.count - slotFree.count }
+
+        /// A held claim ends here (reported, or handed back to the queue):
+        /// its report gives its slot back if it still holds one.
+        mutating func letGo(_ id: Int64) {
+            slotFree.remove(id)
+            slotsToGive[id] = nil
+        }
     }
     let state = Mutex(State())
     /// The engine's drained calls and the worker's answers.
@@ -136,7 +157,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             mayPlace: { [self] in
                 state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
             },
-            handBack: { [self] number, delay, error in noteRetry(number, after: delay, error) })
+            handBack: { [self] number, delay, error in noteRetry(number, after: delay, error) },
+            transferEnded: { [self] number in noteTransferEnded(number) })
     }
 
     /// The hooks the engine gets: the job's, with `drained` answered by the worker.
@@ -251,6 +273,14 @@ extension Array {
     /// The elements, leaving the array empty.
     mutating func take() -> [Element] {
         defer { self = [] }
+        return self
+    }
+}
+
+extension Dictionary {
+    /// The entries, leaving the dictionary empty.
+    mutating func take() -> Self {
+        defer { self = [:] }
         return self
     }
 }

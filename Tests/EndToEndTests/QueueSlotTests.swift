@@ -1,0 +1,95 @@
+@testable import DLPipe
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+/// A worker gives a host slot back when a transfer ends (schema version 5):
+/// it holds more claims than its `-j` while their files wait to be placed,
+/// and the job-wide `per_host` still bounds its transfers.
+@Suite struct QueueSlotTests {
+    let nginx: Nginx
+    let dir = Nginx.uniquePath()
+    let job: LuaJob
+    let out: String
+    let queue: String
+
+    init() throws {
+        nginx = try Nginx.shared()
+        job = try LuaJob()
+        out = try TempDir.make("slot-out")
+        queue = try PostgresCluster.shared().freshDatabase("slot")
+    }
+
+    @Test func aWorkerHoldsMoreClaimsThanItsConcurrencyWhileItsTransfersStayWithinPerHost() async throws {
+        // 24 files of 3 KB from /slow/ (100 KB/s: 30 ms each) on one host,
+        // and a `finished` handler that keeps the Lua thread 0.1 s of CPU per
+        // file: the files wait for their handler long after their transfers
+        // ended. (A budget of 20 s: on a loaded machine that CPU time takes
+        // longer, and a handler's budget counts from its call.)
+        let host = "slot.queue.test"
+        let files = try (0..<24).map { index in
+            let name = "f\(index).bin"
+            let bytes = try nginx.put("/slow" + dir + "/" + name, randomBytes: 3_000 + index, seed: UInt64(index + 1))
+            return (name: name, url: nginx.url("/slow" + dir + "/" + name, host: host, tls: false), bytes: bytes)
+        }
+        let jobFile = try job.write("job.lua", "dl.config{ budget = 20 }\n" + files.map { "dl.add('\($0.url)')\n" }.joined() + """
+            dl.on("finished", function(d)
+              local t = os.clock() while os.clock() - t < 0.1 do end
+            end)
+            """)
+        let worker = try Subprocess(
+            Paths.binary,
+            ["run", jobFile, "-d", out, "--queue", queue, "--name", "slots", "--settle", "1", "-j", "2", "--per-host", "2",
+             "--resolve", "\(host):\(nginx.plainPort):127.0.0.1"],
+            environment: ["NO_COLOR": "1"], timeout: 120)
+        let ended = Atomic<Bool>(false)
+        let finishing = Task { await offThePool { () -> (status: Int32, stdout: String, stderr: String) in
+            defer { ended.store(true, ordering: .releasing) }
+            return worker.finish()
+        } }
+        // Snapshots of the queue while the worker runs: the claims it holds,
+        // and the host's in_flight against the running rows holding a slot.
+        // The queue counts hosts with their port.
+        let hostRow = "\(host):\(nginx.plainPort)"
+        let seen = await offThePool { [queue] () -> (mostRunning: Int64, mostInFlight: Int64, mismatches: [String]) in
+            var (mostRunning, mostInFlight, mismatches) = (Int64(0), Int64(0), [String]())
+            guard let connection = try? PostgresConnection(PostgresAddress(queue)) else { return (0, 0, ["no connection"]) }
+            while !ended.load(ordering: .acquiring) {
+                guard let row = try? connection.execute(
+                    """
+                    SELECT h.in_flight,
+                      (SELECT count(*) FROM dlpipe.downloads d WHERE d.job_id = h.job_id AND d.status = 'running') AS running,
+                      (SELECT count(*) FROM dlpipe.downloads d WHERE d.job_id = h.job_id AND d.status = 'running' AND d.slot_host = h.host) AS slots
+                    FROM dlpipe.hosts h WHERE h.host = $1
+                    """, [.text(hostRow)]).rows.first,
+                    let inFlight = try? row.int("in_flight"), let running = try? row.int("running"), let slots = try? row.int("slots")
+                else {
+                    usleep(10_000)  // the worker has not queued the job yet
+                    continue
+                }
+                if inFlight != slots { mismatches.append("in_flight \(inFlight), rows holding a slot \(slots)") }
+                mostRunning = max(mostRunning, running)
+                mostInFlight = max(mostInFlight, inFlight)
+                usleep(5_000)  // the sampling period, not a wait for a condition
+            }
+            return (mostRunning, mostInFlight, mismatches)
+        }
+        let run = await finishing.value
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(seen.mismatches.isEmpty, "\(seen.mismatches.prefix(5))")
+        #expect(seen.mostInFlight <= 2, "in_flight reached \(seen.mostInFlight) under --per-host 2")
+        // Claims outnumbered -j: slots went back while files waited for their handler.
+        #expect(seen.mostRunning > 2, "the worker never held more than \(seen.mostRunning) claims")
+        let served = nginx.requests(matching: "/slow" + dir)
+        #expect(served.count == 24 && Set(served.map(\.uri)).count == 24, "served \(served.count) requests for 24 files")
+        #expect(Nginx.peak(served) <= 2, "the host served \(Nginx.peak(served)) at once under --per-host 2")
+        #expect(listing(out) == files.map(\.name).sorted())
+        let broken = files.filter { !sameBytes(out + "/" + $0.name, $0.bytes) }.map(\.name)
+        #expect(broken.isEmpty, "not whole: \(broken)")
+        // Every slot went back, once: the host's count is zero, not below.
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        #expect(try connection.execute("SELECT in_flight AS n FROM dlpipe.hosts WHERE host = $1", [.text(hostRow)]).rows[0].int("n") == 0)
+        print("slots: at most \(seen.mostRunning) claims held at once by a worker of -j 2")
+    }
+}
