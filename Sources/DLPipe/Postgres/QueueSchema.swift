@@ -9,6 +9,9 @@ package enum QueueSchema {
 
     /// The channel of NOTIFY for new work; the payload is the job's id.
     package static let workChannel = "dlpipe_work"
+    /// After the job's id in a NOTIFY's payload: the job's run ended (or was
+    /// ended by its last worker's leaving), so every worker looks now.
+    package static let runEndedSuffix = " ended"
 
     package static var latest: Int { migrations.last?.version ?? 0 }
 
@@ -17,6 +20,7 @@ package enum QueueSchema {
         SchemaMigration(version: 2, what: "placed times, released and script-written files, credential keys", sql: version2),
         SchemaMigration(version: 3, what: "runs count skipped downloads and bytes", sql: runCounts),
         SchemaMigration(version: 4, what: "runs count cancelled downloads", sql: runCancelled),
+        SchemaMigration(version: runWorkersVersion, what: "a run's counts kept per worker, its top-level adds and queued count", sql: runWorkers),
     ]
 
     /// `s.cancelled` of `done`, job-wide: downloads cancelled while a worker

@@ -268,9 +268,10 @@ package struct SharedQueue: Sendable {
     /// whose reports were taken: a late report from a worker declared dead
     /// is not among them, and changed nothing.
     ///
-    /// With `run`, the reports taken are added to that run's counts in the
-    /// same statement (finished, unchanged, failed, handled, skipped, bytes).
-    package func report(_ reports: [ClaimReport], run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
+    /// With `run`, the reports taken are added to the counts of `worker` in
+    /// that run (`run_workers`), in the same statement (finished, unchanged,
+    /// failed, handled, skipped, cancelled, bytes).
+    package func report(_ reports: [ClaimReport], run: Int64? = nil, worker: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
         guard !reports.isEmpty else { return [] }
         let rows = try retryingDeadlocks { () throws(PostgresError) in
             try connection.executePrepared(
@@ -305,11 +306,11 @@ package struct SharedQueue: Sendable {
                 names AS (
                   DELETE FROM dlpipe.names n USING ended WHERE n.job_id = $1 AND n.download_id = ended.id
                 ),
+                -- Into this worker's own row of the run, not the run's one row:
+                -- reports of different workers do not wait for each other.
                 counted AS (
-                  UPDATE dlpipe.runs r SET
-                    finished = r.finished + c.finished, unchanged = r.unchanged + c.unchanged,
-                    failed = r.failed + c.failed, handled = r.handled + c.handled,
-                    skipped = r.skipped + c.skipped, bytes = r.bytes + c.bytes, cancelled = r.cancelled + c.cancelled
+                  INSERT INTO dlpipe.run_workers AS r (run_id, worker_id, finished, unchanged, failed, handled, skipped, cancelled, bytes)
+                  SELECT $7::bigint, $11::bigint, c.finished, c.unchanged, c.failed, c.handled, c.skipped, c.cancelled, c.bytes
                   FROM (
                     SELECT count(*) FILTER (WHERE i.status = 'finished' AND NOT i.unchanged) AS finished,
                       count(*) FILTER (WHERE i.status = 'finished' AND i.unchanged) AS unchanged,
@@ -320,7 +321,12 @@ package struct SharedQueue: Sendable {
                       coalesce(sum(i.bytes) FILTER (WHERE i.status = 'finished'), 0) AS bytes
                     FROM ended e JOIN input i ON i.id = e.id
                   ) c
-                  WHERE r.id = $7::bigint
+                  WHERE $7::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM ended e JOIN input i ON i.id = e.id WHERE i.status <> 'ready')
+                  ON CONFLICT (run_id, worker_id) DO UPDATE SET
+                    finished = r.finished + excluded.finished, unchanged = r.unchanged + excluded.unchanged,
+                    failed = r.failed + excluded.failed, handled = r.handled + excluded.handled,
+                    skipped = r.skipped + excluded.skipped, bytes = r.bytes + excluded.bytes,
+                    cancelled = r.cancelled + excluded.cancelled
                 ),
                 -- Slots came free: workers waiting for one look now, not at their next poll.
                 notified AS (
@@ -332,7 +338,7 @@ package struct SharedQueue: Sendable {
                  .textArray(reports.map(\.outcome.status)), .textArray(reports.map { String($0.outcome.delay) }),
                  .textArray(reports.map(\.error)), run.map { .int($0) } ?? .null,
                  .textArray(reports.map { $0.unchanged ? "t" : "f" }), .intArray(reports.map(\.bytes)),
-                 .textArray(reports.map { String(max(0, $0.holdHost)) })]
+                 .textArray(reports.map { String(max(0, $0.holdHost)) }), .int(worker ?? 0)]
             ).rows
         }
         var taken = Set<Int64>()

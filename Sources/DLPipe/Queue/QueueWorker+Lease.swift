@@ -54,9 +54,16 @@ extension QueueWorker {
                         listening = true
                     }
                     let job = String(queue.job)
+                    let ended = job + QueueSchema.runEndedSuffix
                     while !state.withLock({ $0.stopping }) {
                         let received = try connection.notifications(waitingUpTo: 1)
-                        if received.contains(where: { $0.payload == job }) { signal() }
+                        if received.contains(where: { $0.payload == ended }) {
+                            // The run ended: look at it now, not at the next poll.
+                            state.withLock { $0.lookWanted = true }
+                            signal()
+                        } else if received.contains(where: { $0.payload == job }) {
+                            signal()
+                        }
                     }
                 }
             } catch {
