@@ -66,10 +66,14 @@ class Cluster:
                     "listen_addresses = ''", "unix_socket_directories = '%s'" % folder]
         if stats:
             settings += ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = all",
-                         "track_wal_io_timing = on"]
+                         "track_wal_io_timing = on",
+                         # Every lock wait past 1 ms is logged, with its length when it ends:
+                         # workers queueing behind one hot row show as waits (lock_waits()).
+                         "log_lock_waits = on", "deadlock_timeout = '1ms'"]
         with open(os.path.join(data, "postgresql.conf"), "a") as f:
             f.write("\n".join(settings) + "\n")
-        log = os.path.join(folder, "server.log")
+        log = self.log = os.path.join(folder, "server.log")
+        self.log_mark = 0
         try:
             self._tool("pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "start")
         except subprocess.CalledProcessError:
@@ -122,6 +126,7 @@ class Cluster:
         if self.stats:
             self.sql("SELECT pg_stat_statements_reset()")
             self.sql("SELECT pg_stat_reset_shared('wal')")
+            self.log_mark = os.path.getsize(self.log)
         return name
 
     def drop(self, database):
@@ -155,4 +160,19 @@ class Cluster:
             "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '%s') "
             "ORDER BY total_exec_time DESC" % database)
         wal = self.sql("SELECT wal_records, wal_write, wal_sync, round(wal_sync_time::numeric, 1) FROM pg_stat_wal")
-        return [(int(c), int(r), float(t), q) for c, r, t, q in rows], tuple(wal[0])
+        return [(int(c), int(r), float(t), q) for c, r, t, q in rows], tuple(wal[0]) + self.lock_waits()
+
+    def lock_waits(self):
+        """(waits, ms waited) of the lock waits longer than 1 ms since the last fresh
+        database: the server logs each one that ends ("... acquired ... after N ms")."""
+        waits, waited = 0, 0.0
+        with open(self.log, errors="replace") as f:
+            f.seek(self.log_mark)
+            for line in f:
+                if " acquired " in line and " after " in line and line.rstrip().endswith(" ms"):
+                    waits += 1
+                    try:
+                        waited += float(line.rstrip().rsplit(" ", 2)[-2])
+                    except ValueError:
+                        pass
+        return waits, round(waited, 1)
