@@ -62,7 +62,10 @@ import TestSupport
         // would exit up to 30 s after it; by the run's NOTIFY, at once.
         let poll = 30.0
         let bound = 5.0  // well under the poll, generous for a loaded machine
-        let urls = try files(48, size: 20_000)  // 0.2 s each; 6 slots: about 2 s with 3 workers
+        // 0.6 s each: the first worker alone (-j 2) would need about 15 s, so
+        // the others, started once it queued the top level, join its run even
+        // on a loaded machine; with all three, about 5 s.
+        let urls = try files(48, size: 60_000)
         let jobFile = try job.write("job.lua", urls.map { "dl.add('\($0)')\n" }.joined())
         let environment = ["DLPIPE_QUEUE_POLL_SECONDS": String(poll)]
         let extra = ["--settle", "0"]
