@@ -191,6 +191,8 @@ extension QueueWorker {
     /// or a poll interval passed since its last look (a settle time running
     /// out, another worker that died).
     private func lookIsDue(reported: Bool) -> Bool {
+        // 0.9: the loop sleeps a poll interval at most, so the look a poll
+        // ago is a little less than one interval old when the poll wakes it.
         state.withLock { state in
             reported || state.lookWanted || QueueClock.now() - state.lastLook >= Self.pollInterval * 0.9
         }

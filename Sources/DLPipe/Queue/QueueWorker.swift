@@ -82,7 +82,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var lastAcknowledged: Double = 0
         var leaseLost = false
         /// Something this worker's look at the run waits on changed: its
-        /// engine asked `drained`, or the run ended (`lookAtRunIfDue`).
+        /// engine asked `drained`, or the run ended (`lookIsDue`).
         var lookWanted = false
         /// Monotonic time of the last look at the run.
         var lastLook: Double = 0
@@ -206,7 +206,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     }
 
     /// Sends `rows` to the queue in pieces; their ids (0: refused by the
-    /// job's max_downloads), or nil after a fatal error.
+    /// job's max_downloads), all 0 after a fatal error (the worker stops).
     @discardableResult
     func send(_ rows: [QueuedRequest]) -> [Int] {
         var ids: [Int] = []
