@@ -153,6 +153,54 @@ import TestSupport
         #expect(try queue.queuedTopLevel(top, digest: digest, run: next, on: setup) == nil)
     }
 
+    @Test func workersStartingTogetherSendTheTopLevelOnceAndADeadSendersTurnPasses() throws {
+        let setup = try connect()
+        let queue = try SharedQueue.open(job: "together", limits: JobLimits(perHost: 2), on: setup)
+        let worker = try queue.register(hostname: "a", pid: 1, lease: 30, on: setup)
+        let run = try queue.joinRun(worker: worker, on: setup)
+        let top = requests(300)
+        let digest = SharedQueue.topLevelDigest(top)
+
+        // A sender that dies holding the turn (its session ends): the next
+        // worker's turn comes, finds no record, and sends them all.
+        let dying = try connect()
+        let died = DispatchSemaphore(value: 0)
+        let waiterSent = Mutex<Bool?>(nil)
+        try queue.oneTopLevelAtATime(digest: digest, run: run, on: dying) { () throws(PostgresError) in
+            _ = try queue.enqueue(Array(top.prefix(100)), run: run, on: dying)
+            Thread.detachNewThread { [url] in
+                let sent = try? PostgresConnection(PostgresAddress(url)).withTurn(queue, top, digest, run, worker)
+                waiterSent.withLock { $0 = sent }
+                died.signal()
+            }
+            // The waiter cannot go on while this one holds the turn.
+            #expect(died.wait(timeout: .now() + 0.5) == .timedOut)
+            // The sender's session ends (a killed worker): the waiter's turn.
+            try setup.execute("SELECT pg_terminate_backend($1)", [.int(Int64(dying.serverPID))])
+            #expect(died.wait(timeout: .now() + 30) == .success)
+        }
+        #expect(waiterSent.withLock { $0 } == true, "the waiter found a record of a top level sent in part")
+        #expect(try setup.execute("SELECT count(*) AS n FROM dlpipe.downloads WHERE run_id = $1", [.int(run)]).rows[0].int("n") == 300)
+
+        // Four workers at once on a fresh run: one sends, three read.
+        try setup.execute("UPDATE dlpipe.downloads SET status = 'finished' WHERE job_id = $1", [.int(queue.job)])
+        try queue.endRun(run, exitCode: 0, on: setup)
+        let next = try queue.joinRun(worker: worker, on: setup)
+        let sent = Mutex<[Bool]>([])
+        let group = DispatchGroup()
+        for _ in 0..<4 {
+            group.enter()
+            Thread.detachNewThread { [url] in
+                defer { group.leave() }
+                if let one = try? PostgresConnection(PostgresAddress(url)).withTurn(queue, top, digest, next, worker) {
+                    sent.withLock { $0.append(one) }
+                }
+            }
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(sent.withLock { $0.map { $0 ? 1 : 0 }.sorted() } == [0, 0, 0, 1])
+    }
+
     @Test func maxDownloadsCountsTheRunsAddsOfEveryWorker() async throws {
         let setup = try connect()
         let queue = try SharedQueue.open(job: "limit", limits: JobLimits(perHost: 2, maxDownloads: 10), on: setup)
@@ -197,5 +245,18 @@ import TestSupport
             "SELECT queued, (SELECT count(*) FROM dlpipe.downloads WHERE run_id = $1) AS rows FROM dlpipe.runs WHERE id = $1",
             [.int(raceRun)]).rows[0]
         #expect(try counted.int("queued") == 25 && counted.int("rows") == 25)
+    }
+}
+
+extension PostgresConnection {
+    /// What a worker does with its top level: in its turn, reads the ids
+    /// when they were recorded, else sends them and records them. Whether it sent.
+    fileprivate func withTurn(_ queue: SharedQueue, _ top: [QueuedRequest], _ digest: [UInt8], _ run: Int64, _ worker: Int64) throws -> Bool {
+        try queue.oneTopLevelAtATime(digest: digest, run: run, on: self) { () throws(PostgresError) -> Bool in
+            if try queue.queuedTopLevel(top, digest: digest, run: run, on: self) != nil { return false }
+            _ = try queue.enqueue(top, run: run, on: self)
+            try queue.recordTopLevel(digest: digest, run: run, worker: worker, on: self)
+            return true
+        }
     }
 }

@@ -163,16 +163,34 @@ class Cluster:
         return [(int(c), int(r), float(t), q) for c, r, t, q in rows], tuple(wal[0]) + self.lock_waits()
 
     def lock_waits(self):
-        """(waits, ms waited) of the lock waits longer than 1 ms since the last fresh
-        database: the server logs each one that ends ("... acquired ... after N ms")."""
-        waits, waited = 0, 0.0
+        """(waits, ms waited, by what) of the lock waits longer than 1 ms since the last
+        fresh database: the server logs each one that ends ("... acquired X on Y after N
+        ms"), then where (CONTEXT: ... relation "R") and the statement; by what is
+        [(waits, ms, "lock, relation: statement")], the longest first."""
+        waits, waited, kinds = 0, 0.0, {}
         with open(self.log, errors="replace") as f:
             f.seek(self.log_mark)
-            for line in f:
-                if " acquired " in line and " after " in line and line.rstrip().endswith(" ms"):
-                    waits += 1
-                    try:
-                        waited += float(line.rstrip().rsplit(" ", 2)[-2])
-                    except ValueError:
-                        pass
-        return waits, round(waited, 1)
+            lines = f.read().splitlines()
+        for index, line in enumerate(lines):
+            if " acquired " not in line or not line.rstrip().endswith(" ms"):
+                continue
+            try:
+                ms = float(line.rstrip().rsplit(" ", 2)[-2])
+            except ValueError:
+                continue
+            lock = line.split(" acquired ", 1)[1].rsplit(" after ", 1)[0]
+            lock = " ".join(word for word in lock.split() if not word[:1].isdigit() and not word.startswith("("))
+            relation, statement = "", ""
+            for after in lines[index + 1:index + 4]:
+                if "CONTEXT:" in after and 'relation "' in after:
+                    relation = after.split('relation "', 1)[1].split('"', 1)[0]
+                elif "STATEMENT:" in after:
+                    statement = " ".join(after.split("STATEMENT:", 1)[1].split())[:60]
+                    break
+            key = "%s%s: %s" % (lock, ", " + relation if relation else "", statement)
+            count, total = kinds.get(key, (0, 0.0))
+            kinds[key] = (count + 1, total + ms)
+            waits += 1
+            waited += ms
+        by = sorted(((c, round(t, 1), k) for k, (c, t) in kinds.items()), key=lambda x: -x[1])
+        return waits, round(waited, 1), by

@@ -57,6 +57,21 @@ extension SharedQueue {
         return ids
     }
 
+    /// Runs `body` (the look for a record, the adds, the record) while no
+    /// other worker does it for the same top level of the same run: workers
+    /// that cron starts at one moment would otherwise all send theirs, each
+    /// locking the others' rows. A session advisory lock keyed by the digest
+    /// and the run: a worker that dies while it holds it lets it go with its
+    /// session, and the next finds no record and sends them all.
+    package func oneTopLevelAtATime<T>(digest: [UInt8], run: Int64, on connection: PostgresConnection, _ body: () throws(PostgresError) -> T) throws(PostgresError) -> T {
+        var mixed = UInt64(bitPattern: run) &* 0x9E37_79B9_7F4A_7C15
+        for byte in digest.prefix(8) { mixed = (mixed << 8 | mixed >> 56) ^ UInt64(byte) }
+        let key = Int64(bitPattern: mixed)
+        try connection.execute("SELECT pg_advisory_lock($1)", [.int(key)])
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [.int(key)]) }
+        return try body()
+    }
+
     /// Records that `worker` queued a top level of `digest` whole for `run`.
     package func recordTopLevel(digest: [UInt8], run: Int64, worker: Int64, on connection: PostgresConnection) throws(PostgresError) {
         try connection.execute(
