@@ -64,8 +64,13 @@ import TestSupport
             for worker in workers {
                 group.addTask {
                     await offThePool {
+                        // The exit's time from waitid, not from the pipes' end:
+                        // a child that another test spawned meanwhile may hold
+                        // a copy of their write ends for a while.
+                        worker.waitForExit()
+                        let exited = Date().timeIntervalSince1970
                         let result = worker.finish()
-                        return (result.status, result.stderr, Date().timeIntervalSince1970)
+                        return (result.status, result.stderr, exited)
                     }
                 }
             }
