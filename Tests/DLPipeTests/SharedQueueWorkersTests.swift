@@ -201,6 +201,25 @@ import TestSupport
         #expect(sent.withLock { $0.map { $0 ? 1 : 0 }.sorted() } == [0, 0, 0, 1])
     }
 
+    @Test func aTurnHeldPastItsPatienceIsNotWaitedFor() throws {
+        // As a lock a transaction-mode pooler kept on a session nobody owns:
+        // the next worker sends after its patience instead of waiting forever.
+        let (holder, waiter) = (try connect(), try connect())
+        let queue = try SharedQueue.open(job: "stuck-turn", limits: JobLimits(perHost: 2), on: holder)
+        let digest = SharedQueue.topLevelDigest(requests(3))
+        let waited = try queue.oneTopLevelAtATime(digest: digest, run: 1, on: holder) { () throws(PostgresError) -> Double in
+            let start = Date()
+            return try queue.oneTopLevelAtATime(digest: digest, run: 1, patience: 0.4, on: waiter) { () throws(PostgresError) in
+                Date().timeIntervalSince(start)
+            }
+        }
+        #expect(waited >= 0.4 && waited < 10, "waited \(waited) s")
+        // A free turn is taken at once.
+        let start = Date()
+        try queue.oneTopLevelAtATime(digest: digest, run: 1, patience: 5, on: waiter) { () throws(PostgresError) in }
+        #expect(Date().timeIntervalSince(start) < 2)
+    }
+
     @Test func maxDownloadsCountsTheRunsAddsOfEveryWorker() async throws {
         let setup = try connect()
         let queue = try SharedQueue.open(job: "limit", limits: JobLimits(perHost: 2, maxDownloads: 10), on: setup)

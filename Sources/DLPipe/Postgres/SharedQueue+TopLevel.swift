@@ -1,3 +1,5 @@
+import Foundation
+
 /// A job's top-level adds, sent once per run (docs/scale-out.md, "Top-level
 /// adds"): every worker runs the job file's top level, and each used to send
 /// all its adds (40,000 rows for 10,000 downloads with 4 workers). A worker
@@ -63,12 +65,24 @@ extension SharedQueue {
     /// locking the others' rows. A session advisory lock keyed by the digest
     /// and the run: a worker that dies while it holds it lets it go with its
     /// session, and the next finds no record and sends them all.
-    package func oneTopLevelAtATime<T>(digest: [UInt8], run: Int64, on connection: PostgresConnection, _ body: () throws(PostgresError) -> T) throws(PostgresError) -> T {
+    ///
+    /// Waited for at most `patience` seconds (tried every 50 ms), then `body`
+    /// runs without it (sending is idempotent): a transaction-mode pooler
+    /// may keep the lock on a server session that no worker owns any more.
+    package func oneTopLevelAtATime<T>(
+        digest: [UInt8], run: Int64, patience: Double = 30, on connection: PostgresConnection, _ body: () throws(PostgresError) -> T
+    ) throws(PostgresError) -> T {
         var mixed = UInt64(bitPattern: run) &* 0x9E37_79B9_7F4A_7C15
         for byte in digest.prefix(8) { mixed = (mixed << 8 | mixed >> 56) ^ UInt64(byte) }
         let key = Int64(bitPattern: mixed)
-        try connection.execute("SELECT pg_advisory_lock($1)", [.int(key)])
-        defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [.int(key)]) }
+        let deadline = QueueClock.now() + patience
+        var locked = false
+        while true {
+            locked = try connection.execute("SELECT pg_try_advisory_lock($1) AS locked", [.int(key)]).rows[0].bool("locked")
+            if locked || QueueClock.now() >= deadline { break }
+            usleep(50_000)
+        }
+        defer { if locked { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [.int(key)]) } }
         return try body()
     }
 
