@@ -1,5 +1,6 @@
 @testable import DLPipe
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -60,24 +61,26 @@ import TestSupport
         // All three at once, as cron starts them: one sends the top level, the
         // others wait for its turn to end and read the ids.
         let workers = try (0..<3).map { _ in try spawnWorker(jobFile, extra, environment: environment) }
-        let exits = await withTaskGroup(of: (Int32, String, Double).self) { group in
-            for worker in workers {
-                group.addTask {
-                    await offThePool {
-                        // The exit's time from waitid, not from the pipes' end:
-                        // a child that another test spawned meanwhile may hold
-                        // a copy of their write ends for a while.
-                        worker.waitForExit()
-                        let exited = Date().timeIntervalSince1970
-                        let result = worker.finish()
-                        return (result.status, result.stderr, exited)
-                    }
-                }
+        // Each exit's time taken by a thread of its own, started now and
+        // blocked in waitid: not by a task, which a busy test process may
+        // start long after the exits (three equal lags of 22 s in a run of
+        // 135 tests at once), nor from the pipes' end, which a child another
+        // test spawned meanwhile may hold open.
+        let exitTimes = Mutex<[Int: Double]>([:])
+        let exited = DispatchGroup()
+        for (index, worker) in workers.enumerated() {
+            exited.enter()
+            Thread.detachNewThread {
+                worker.waitForExit()
+                let now = Date().timeIntervalSince1970
+                exitTimes.withLock { $0[index] = now }
+                exited.leave()
             }
-            var all: [(Int32, String, Double)] = []
-            for await exit in group { all.append(exit) }
-            return all
         }
+        _ = await offThePool { exited.wait(timeout: .now() + 150) }
+        let outputs = await offThePool { workers.map { $0.finish() } }
+        let times = exitTimes.withLock { $0 }
+        let exits = outputs.enumerated().map { ($1.status, $1.stderr, times[$0] ?? .infinity) }
         for (status, stderr, _) in exits { #expect(status == 0, "\(stderr)") }
         let db = try connection()
         let runs = try db.execute("SELECT id, extract(epoch FROM ended_at)::float8 AS ended FROM dlpipe.runs ORDER BY id").rows
