@@ -66,10 +66,14 @@ class Cluster:
                     "listen_addresses = ''", "unix_socket_directories = '%s'" % folder]
         if stats:
             settings += ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = all",
-                         "track_wal_io_timing = on"]
+                         "track_wal_io_timing = on",
+                         # Every lock wait past 1 ms is logged, with its length when it ends:
+                         # workers queueing behind one hot row show as waits (lock_waits()).
+                         "log_lock_waits = on", "deadlock_timeout = '1ms'"]
         with open(os.path.join(data, "postgresql.conf"), "a") as f:
             f.write("\n".join(settings) + "\n")
-        log = os.path.join(folder, "server.log")
+        log = self.log = os.path.join(folder, "server.log")
+        self.log_mark = 0
         try:
             self._tool("pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "start")
         except subprocess.CalledProcessError:
@@ -122,6 +126,7 @@ class Cluster:
         if self.stats:
             self.sql("SELECT pg_stat_statements_reset()")
             self.sql("SELECT pg_stat_reset_shared('wal')")
+            self.log_mark = os.path.getsize(self.log)
         return name
 
     def drop(self, database):
@@ -155,4 +160,37 @@ class Cluster:
             "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '%s') "
             "ORDER BY total_exec_time DESC" % database)
         wal = self.sql("SELECT wal_records, wal_write, wal_sync, round(wal_sync_time::numeric, 1) FROM pg_stat_wal")
-        return [(int(c), int(r), float(t), q) for c, r, t, q in rows], tuple(wal[0])
+        return [(int(c), int(r), float(t), q) for c, r, t, q in rows], tuple(wal[0]) + self.lock_waits()
+
+    def lock_waits(self):
+        """(waits, ms waited, by what) of the lock waits longer than 1 ms since the last
+        fresh database: the server logs each one that ends ("... acquired X on Y after N
+        ms"), then where (CONTEXT: ... relation "R") and the statement; by what is
+        [(waits, ms, "lock, relation: statement")], the longest first."""
+        waits, waited, kinds = 0, 0.0, {}
+        with open(self.log, errors="replace") as f:
+            f.seek(self.log_mark)
+            lines = f.read().splitlines()
+        for index, line in enumerate(lines):
+            if " acquired " not in line or not line.rstrip().endswith(" ms"):
+                continue
+            try:
+                ms = float(line.rstrip().rsplit(" ", 2)[-2])
+            except ValueError:
+                continue
+            lock = line.split(" acquired ", 1)[1].rsplit(" after ", 1)[0]
+            lock = " ".join(word for word in lock.split() if not word[:1].isdigit() and not word.startswith("("))
+            relation, statement = "", ""
+            for after in lines[index + 1:index + 4]:
+                if "CONTEXT:" in after and 'relation "' in after:
+                    relation = after.split('relation "', 1)[1].split('"', 1)[0]
+                elif "STATEMENT:" in after:
+                    statement = " ".join(after.split("STATEMENT:", 1)[1].split())[:60]
+                    break
+            key = "%s%s: %s" % (lock, ", " + relation if relation else "", statement)
+            count, total = kinds.get(key, (0, 0.0))
+            kinds[key] = (count + 1, total + ms)
+            waits += 1
+            waited += ms
+        by = sorted(((c, round(t, 1), k) for k, (c, t) in kinds.items()), key=lambda x: -x[1])
+        return waits, round(waited, 1), by

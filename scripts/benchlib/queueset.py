@@ -149,10 +149,12 @@ def claims_table(runs, results):
 
 def statement_report(name, count, statements, wal):
     """What one run sent, per statement: calls, calls per download, rows, time."""
-    records, writes, syncs, sync_ms = wal
+    records, writes, syncs, sync_ms, waits, waited, by = wal
     lines = ["", "-- %s: statements (pg_stat_statements), %s downloads" % (name, format(count, ",")),
              "   WAL: %s records, %s writes, %s syncs, %s ms syncing" % (records, writes, syncs, sync_ms),
-             "   %8s %9s %9s %10s  %s" % ("calls", "per file", "rows", "total ms", "statement")]
+             "   lock waits over 1 ms: %d, %.1f ms in all" % (waits, waited)]
+    lines += ["   %5d waits %8.1f ms  %s" % kind for kind in by[:6]]
+    lines += ["   %8s %9s %9s %10s  %s" % ("calls", "per file", "rows", "total ms", "statement")]
     for calls, rows, total, query in statements[:14]:
         lines.append("   %8d %9.3f %9d %10.1f  %s" % (calls, calls / count, rows, total, query[:90]))
     return "\n".join(lines)

@@ -5,8 +5,12 @@
 package protocol SharedAdds: Sendable {
     /// Queues `requests` (URLs normalised) and returns their ids in the
     /// queue, in order: a request the queue holds already for this run gets
-    /// its id back. Blocks its thread for the database's answer.
+    /// its id back; 0 for a request the job's `max_downloads` refused (the
+    /// run queued that many already). Blocks its thread for the database's answer.
     func add(_ requests: [DownloadRequest]) -> [Int]
+    /// `add` for the job's top-level adds: a worker whose run already has
+    /// the same top level queued whole gets their ids without sending them.
+    func addTopLevel(_ requests: [DownloadRequest]) -> [Int]
     /// Cancels download `number` when it waits in the queue and no worker
     /// holds it, and tells what it was; nil otherwise (another worker's
     /// download is not touched).
@@ -23,6 +27,10 @@ package struct CancelledInQueue: Sendable {
     package let request: String
     /// Attempts made by any worker before it was cancelled.
     package let attempts: Int
+}
+
+extension SharedAdds {
+    package func addTopLevel(_ requests: [DownloadRequest]) -> [Int] { add(requests) }
 }
 
 /// A download a shared queue's worker claimed, for `DownloadEngine.addClaimed`.

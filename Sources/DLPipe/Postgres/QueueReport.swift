@@ -42,7 +42,7 @@ extension QueueReport {
                 hostsInFlight: try hosts.first?.int("hosts") ?? 0,
                 inFlight: try hosts.first?.int("in_flight_total") ?? 0,
                 failures: try failures(of: job.id, on: connection),
-                runs: try runs(of: job.id, on: connection)))
+                runs: try runs(of: job.id, version: version, on: connection)))
         }
     }
 
@@ -88,14 +88,20 @@ extension QueueReport {
         }
     }
 
-    private static func runs(of job: Int64, on connection: PostgresConnection) throws(PostgresError) -> [QueueRunStatus] {
-        try connection.execute(
+    /// The run's own counts plus its workers' (`run_workers`, from the
+    /// schema version that has them).
+    private static func runs(of job: Int64, version: Int, on connection: PostgresConnection) throws(PostgresError) -> [QueueRunStatus] {
+        let perWorker = version >= QueueSchema.runWorkersVersion
+            ? "CROSS JOIN LATERAL (\(SharedQueue.workerCountsSQL("r.id"))) c"
+            : "CROSS JOIN (SELECT 0 AS finished, 0 AS unchanged, 0 AS failed, 0 AS handled) c"
+        return try connection.execute(
             """
-            SELECT id, exit_code, finished, unchanged, failed, handled, done_worker,
+            SELECT id, exit_code, r.finished + c.finished AS finished, r.unchanged + c.unchanged AS unchanged,
+              r.failed + c.failed AS failed, r.handled + c.handled AS handled, done_worker,
               greatest(0, extract(epoch FROM now() - started_at))::float8 AS started_ago,
               extract(epoch FROM now() - ended_at)::float8 AS ended_ago,
               CASE WHEN ended_at IS NULL THEN extract(epoch FROM now() - idle_since)::float8 END AS idle_ago
-            FROM dlpipe.runs
+            FROM dlpipe.runs r \(perWorker)
             WHERE job_id = $1
             ORDER BY started_at DESC, id DESC
             LIMIT $2

@@ -9,6 +9,9 @@ package enum QueueSchema {
 
     /// The channel of NOTIFY for new work; the payload is the job's id.
     package static let workChannel = "dlpipe_work"
+    /// After the job's id in a NOTIFY's payload: the job's run ended (or was
+    /// ended by its last worker's leaving), so every worker looks now.
+    package static let runEndedSuffix = " ended"
 
     package static var latest: Int { migrations.last?.version ?? 0 }
 
@@ -18,6 +21,7 @@ package enum QueueSchema {
         SchemaMigration(version: 3, what: "runs count skipped downloads and bytes", sql: runCounts),
         SchemaMigration(version: 4, what: "runs count cancelled downloads", sql: runCancelled),
         SchemaMigration(version: 5, what: "a host slot counts transfers: a running row may have given its slot back", sql: slotsCountTransfers),
+        SchemaMigration(version: runWorkersVersion, what: "a run's counts kept per worker, its top-level adds and queued count", sql: runWorkers),
     ]
 
     /// A claim gives its host's slot back when its transfer ends, and stays

@@ -25,12 +25,19 @@ extension SharedQueue {
     package func endOrphanedRun(except worker: Int64, on connection: PostgresConnection) throws(PostgresError) -> Bool {
         !(try connection.execute(
             """
-            UPDATE dlpipe.runs r SET ended_at = now(), exit_code = 130
-            WHERE r.job_id = $1 AND r.ended_at IS NULL
-              AND NOT EXISTS (
-                SELECT 1 FROM dlpipe.workers w
-                WHERE w.run_id = r.id AND w.id <> $2 AND w.stopped_at IS NULL AND w.lease_until > now())
-            RETURNING r.id
+            WITH ended AS (
+              UPDATE dlpipe.runs r SET ended_at = now(), exit_code = 130
+              WHERE r.job_id = $1 AND r.ended_at IS NULL
+                AND NOT EXISTS (
+                  SELECT 1 FROM dlpipe.workers w
+                  WHERE w.run_id = r.id AND w.id <> $2 AND w.stopped_at IS NULL AND w.lease_until > now())
+              RETURNING r.id
+            ),
+            -- A --follow worker still in an older run hears of it too.
+            notified AS (
+              SELECT pg_notify('\(QueueSchema.workChannel)', $1::text || '\(QueueSchema.runEndedSuffix)') FROM (SELECT 1 FROM ended LIMIT 1) anything
+            )
+            SELECT id, (SELECT count(*) FROM notified) AS notified FROM ended
             """, [.int(job), .int(worker)]
         ).rows.isEmpty)
     }
@@ -63,7 +70,9 @@ extension SharedQueue {
     /// the job knows already is one row: queued again (ready) when it ended in
     /// an earlier run, left as it is when this run has it (the first add of a
     /// run queues it, later ones get its id). The run is busy again; one
-    /// NOTIFY goes out when anything was queued.
+    /// NOTIFY goes out when anything was queued. With the job's
+    /// `max_downloads`, the run queues at most that many downloads, whichever
+    /// workers add them: a request past it is refused, and its id is 0.
     package func enqueue(_ requests: [QueuedRequest], run: Int64, on connection: PostgresConnection) throws(PostgresError) -> [Int64] {
         guard !requests.isEmpty else { return [] }
         // A key another worker inserted while this statement ran is neither
@@ -71,7 +80,14 @@ extension SharedQueue {
         var tries = 0
         while true {
             do {
-                return try enqueueOnce(requests, run: run, on: connection)
+                guard limits.maxDownloads != nil else { return try enqueueOnce(requests, run: run, on: connection) }
+                // With a limit, the run's row is locked before the add's
+                // statement takes its snapshot: it then sees every add that
+                // counted before it, and refuses only what is past the limit.
+                return try connection.transaction { () throws(PostgresError) -> [Int64] in
+                    try connection.execute("SELECT 1 FROM dlpipe.runs WHERE id = $1 FOR NO KEY UPDATE", [.int(run)])
+                    return try enqueueOnce(requests, run: run, on: connection)
+                }
             } catch where error.kind == .unexpected && tries < 3 {
                 tries += 1
             }
@@ -85,15 +101,35 @@ extension SharedQueue {
               SELECT * FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
                 WITH ORDINALITY AS t(key, url, host, priority, request, secret, position)
             ),
+            -- The job's max_downloads is the run's: the room left, read under
+            -- the run's row lock, so that adds of several workers at once
+            -- never queue more than it. No limit, no lock and no count.
+            room AS (
+              SELECT j.max_downloads - r.queued AS left FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id
+              WHERE r.id = $8 AND j.max_downloads IS NOT NULL
+              FOR NO KEY UPDATE OF r
+            ),
+            -- What this add would queue, first added first; past the room, refused.
+            fresh AS (
+              SELECT f.key, row_number() OVER (ORDER BY f.position) AS turn FROM (
+                SELECT DISTINCT ON (i.key) i.key, i.position FROM input i
+                LEFT JOIN dlpipe.downloads d ON d.job_id = $1 AND d.key = i.key
+                WHERE d.id IS NULL OR (d.run_id IS DISTINCT FROM $8 AND d.status NOT IN ('ready', 'running'))
+                ORDER BY i.key, i.position
+              ) f
+            ),
+            refused AS (
+              SELECT key FROM fresh WHERE turn > (SELECT greatest(0, "left") FROM room)
+            ),
             new_hosts AS (
               INSERT INTO dlpipe.hosts (job_id, host)
-              SELECT DISTINCT $1::bigint, host FROM input ORDER BY 2
+              SELECT DISTINCT $1::bigint, host FROM input WHERE key NOT IN (SELECT key FROM refused) ORDER BY 2
               ON CONFLICT DO NOTHING
             ),
             queued AS (
               INSERT INTO dlpipe.downloads AS d (job_id, key, url, host, priority, request, secret, run_id)
               SELECT DISTINCT ON (key) $1, key, url, host, priority, request::jsonb, secret::jsonb, $8
-              FROM input ORDER BY key, position
+              FROM input WHERE key NOT IN (SELECT key FROM refused) ORDER BY key, position
               ON CONFLICT (job_id, key) DO UPDATE SET
                 status = 'ready', run_id = excluded.run_id, run_at = now(), attempts = 0, last_error = NULL,
                 ended_at = NULL, url = excluded.url, host = excluded.host, priority = excluded.priority,
@@ -101,9 +137,12 @@ extension SharedQueue {
               WHERE d.run_id IS DISTINCT FROM excluded.run_id AND d.status NOT IN ('ready', 'running')
               RETURNING d.id, d.key
             ),
+            -- The run is busy again (written only when it was idle), and its
+            -- count of queued downloads grows while the job has a limit.
             busy AS (
-              UPDATE dlpipe.runs SET idle_since = NULL
-              WHERE id = $8 AND EXISTS (SELECT 1 FROM queued)
+              UPDATE dlpipe.runs SET idle_since = NULL,
+                queued = queued + CASE WHEN EXISTS (SELECT 1 FROM room) THEN (SELECT count(*) FROM queued) ELSE 0 END
+              WHERE id = $8 AND EXISTS (SELECT 1 FROM queued) AND (idle_since IS NOT NULL OR EXISTS (SELECT 1 FROM room))
             ),
             notified AS (
               SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM queued LIMIT 1) anything
@@ -113,9 +152,11 @@ extension SharedQueue {
               UNION ALL
               SELECT d.id, d.key FROM dlpipe.downloads d
               WHERE d.job_id = $1 AND d.key IN (SELECT key FROM input) AND d.key NOT IN (SELECT key FROM queued)
+                AND d.key NOT IN (SELECT key FROM refused)
             )
-            SELECT ids.id, i.position, (SELECT count(*) FROM notified) AS notified
-            FROM input i JOIN ids ON ids.key = i.key ORDER BY i.position
+            SELECT ids.id, i.position, i.key IN (SELECT key FROM refused) AS refused,
+              (SELECT count(*) FROM notified) AS notified
+            FROM input i LEFT JOIN ids ON ids.key = i.key ORDER BY i.position
             """,
             [.int(job), .bytesArray(requests.map(\.key)), .textArray(requests.map(\.url)),
              .textArray(requests.map(\.host)), .intArray(requests.map { Int64($0.priority) }),
@@ -123,7 +164,13 @@ extension SharedQueue {
         ).rows
         var ids: [Int64] = []
         ids.reserveCapacity(rows.count)
-        for row in rows { ids.append(try row.int("id")) }
+        for row in rows {
+            if try row.bool("refused") {
+                ids.append(0)
+            } else if let id = try row.optionalInt("id") {
+                ids.append(id)
+            }
+        }
         guard ids.count == requests.count else {
             throw PostgresError(.unexpected, "the queue answered \(ids.count) ids for \(requests.count) requests")
         }
@@ -132,17 +179,21 @@ extension SharedQueue {
 
     /// Whether the job has work (ready, scheduled or running anywhere), how
     /// the run stands, and whether it has been idle for `settle` seconds
-    /// (database clock). Marks the run idle from now when it has no work, busy when it has.
+    /// (database clock). Marks the run idle from now when it has no work and
+    /// was not idle, busy when it has and was idle; otherwise writes nothing.
     package func look(run: Int64, settle: Double, on connection: PostgresConnection) throws(PostgresError) -> RunLook {
         let row = try connection.execute(
             """
             WITH work AS (
               SELECT EXISTS (SELECT 1 FROM dlpipe.downloads WHERE job_id = $1 AND status IN ('ready', 'running')) AS busy
             ),
+            -- Written only when it changes: every worker looks, and a write
+            -- would hold the run's row until its commit's flush.
             marked AS (
               UPDATE dlpipe.runs r
-              SET idle_since = CASE WHEN work.busy THEN NULL ELSE coalesce(r.idle_since, now()) END
+              SET idle_since = CASE WHEN work.busy THEN NULL ELSE now() END
               FROM work WHERE r.id = $2 AND r.ended_at IS NULL
+                AND r.idle_since IS DISTINCT FROM CASE WHEN work.busy THEN NULL ELSE coalesce(r.idle_since, now()) END
               RETURNING r.idle_since
             )
             SELECT work.busy, r.ended_at IS NOT NULL AS ended, r.exit_code,
@@ -157,17 +208,24 @@ extension SharedQueue {
     }
 
     /// Takes the run's `done` for `worker` when the run settled idle and no
-    /// live worker took it; the job-wide counts when it was taken.
+    /// live worker took it; the job-wide counts when it was taken: the run's
+    /// own and every worker's (`run_workers`), read in the snapshot that found
+    /// nothing ready or running, so every report is in them.
     package func takeDone(run: Int64, worker: Int64, settle: Double, on connection: PostgresConnection) throws(PostgresError) -> RunSummary? {
         guard let row = try connection.execute(
             """
+            WITH workers AS (\(Self.workerCountsSQL("$2"))
+            )
             UPDATE dlpipe.runs r SET done_worker = $3, done_at = now()
+            FROM workers c
             WHERE r.id = $2 AND r.ended_at IS NULL AND r.idle_since <= now() - make_interval(secs => $4)
               AND (r.done_worker IS NULL OR r.done_worker = $3 OR NOT EXISTS (
                 SELECT 1 FROM dlpipe.workers w WHERE w.id = r.done_worker AND w.stopped_at IS NULL))
               AND NOT EXISTS (SELECT 1 FROM dlpipe.downloads WHERE job_id = $1 AND status IN ('ready', 'running'))
-            RETURNING finished, unchanged, failed, handled, skipped, bytes, cancelled,
-              extract(epoch FROM now() - started_at)::float8 AS seconds
+            RETURNING r.finished + c.finished AS finished, r.unchanged + c.unchanged AS unchanged,
+              r.failed + c.failed AS failed, r.handled + c.handled AS handled, r.skipped + c.skipped AS skipped,
+              r.bytes + c.bytes AS bytes, r.cancelled + c.cancelled AS cancelled,
+              extract(epoch FROM now() - r.started_at)::float8 AS seconds
             """, [.int(job), .int(run), .int(worker), .double(settle)]
         ).rows.first else { return nil }
         var summary = RunSummary()
@@ -202,9 +260,11 @@ extension SharedQueue {
             old_workers AS (
               DELETE FROM dlpipe.workers WHERE job_id = $1 AND stopped_at < now() - interval '7 days'
             ),
-            -- The other workers learn it now, not at their next poll.
+            -- The other workers learn it now, not at their next poll; the
+            -- payload tells them it is the run's end (they look at the run
+            -- for it, and not for every report's NOTIFY).
             notified AS (
-              SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM ended LIMIT 1) anything
+              SELECT pg_notify('\(QueueSchema.workChannel)', $1::text || '\(QueueSchema.runEndedSuffix)') FROM (SELECT 1 FROM ended LIMIT 1) anything
             )
             SELECT count(*), (SELECT count(*) FROM notified) AS notified FROM ended
             """, [.int(job), .int(run), .int(Int64(exitCode))])
@@ -212,7 +272,7 @@ extension SharedQueue {
 
     /// Cancels a download that waits in the queue (no worker holds it); its
     /// credentials go with it, as with every end (`report`).
-    package func cancelQueued(_ id: Int64, run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> CancelledInQueue? {
+    package func cancelQueued(_ id: Int64, run: Int64? = nil, worker: Int64 = 0, on connection: PostgresConnection) throws(PostgresError) -> CancelledInQueue? {
         try connection.execute(
             """
             WITH cancelled AS (
@@ -220,11 +280,13 @@ extension SharedQueue {
               WHERE job_id = $1 AND id = $2 AND status = 'ready' RETURNING id, url, request::text AS request, attempts
             ),
             counted AS (
-              UPDATE dlpipe.runs r SET cancelled = r.cancelled + (SELECT count(*) FROM cancelled)
-              WHERE r.id = $3::bigint AND EXISTS (SELECT 1 FROM cancelled)
+              INSERT INTO dlpipe.run_workers AS r (run_id, worker_id, cancelled)
+              SELECT $3::bigint, $4::bigint, count(*) FROM cancelled
+              WHERE $3::bigint IS NOT NULL HAVING count(*) > 0
+              ON CONFLICT (run_id, worker_id) DO UPDATE SET cancelled = r.cancelled + excluded.cancelled
             )
             SELECT url, request, attempts FROM cancelled
-            """, [.int(job), .int(id), run.map { .int($0) } ?? .null]
+            """, [.int(job), .int(id), run.map { .int($0) } ?? .null, .int(worker)]
         ).rows.first.map { row throws(PostgresError) in
             CancelledInQueue(url: try row.text("url"), request: try row.text("request"), attempts: Int(try row.int("attempts")))
         }
@@ -275,4 +337,18 @@ package struct RunLook: Sendable, Equatable {
 
 extension Int64 {
     fileprivate var asInt: Int { Int(self) }
+}
+
+extension SharedQueue {
+    /// A run's counts summed over its workers' rows (`run_workers`), as one
+    /// row (zeros when none reported): `run` is the SQL of the run's id.
+    static func workerCountsSQL(_ run: String) -> String {
+        """
+        SELECT coalesce(sum(finished), 0)::bigint AS finished, coalesce(sum(unchanged), 0)::bigint AS unchanged,
+          coalesce(sum(failed), 0)::bigint AS failed, coalesce(sum(handled), 0)::bigint AS handled,
+          coalesce(sum(skipped), 0)::bigint AS skipped, coalesce(sum(cancelled), 0)::bigint AS cancelled,
+          coalesce(sum(bytes), 0)::bigint AS bytes
+        FROM dlpipe.run_workers WHERE run_id = \(run)
+        """
+    }
 }

@@ -270,10 +270,11 @@ package struct SharedQueue: Sendable {
     /// whose reports were taken: a late report from a worker declared dead
     /// is not among them, and changed nothing.
     ///
-    /// With `run`, the reports taken are added to that run's counts in the
-    /// same statement (finished, unchanged, failed, handled, skipped, bytes).
-    package func report(_ reports: [ClaimReport], run: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
-        try report(reports, freeing: [], run: run, on: connection).taken
+    /// With `run`, the reports taken are added to the counts of `worker` in
+    /// that run (`run_workers`), in the same statement (finished, unchanged,
+    /// failed, handled, skipped, cancelled, bytes).
+    package func report(_ reports: [ClaimReport], run: Int64? = nil, worker: Int64? = nil, on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
+        try report(reports, freeing: [], run: run, worker: worker, on: connection).taken
     }
 
     /// `report`, and the host slots of `freeing` given back in the same
@@ -284,7 +285,8 @@ package struct SharedQueue: Sendable {
     /// not share a row. Returns the ids of the reports taken and how many
     /// slots went back.
     func report(
-        _ reports: [ClaimReport], freeing: [(id: Int64, token: Int64)], run: Int64? = nil, on connection: PostgresConnection
+        _ reports: [ClaimReport], freeing: [(id: Int64, token: Int64)], run: Int64? = nil, worker: Int64? = nil,
+        on connection: PostgresConnection
     ) throws(PostgresError) -> (taken: Set<Int64>, freed: Int) {
         guard !reports.isEmpty || !freeing.isEmpty else { return ([], 0) }
         let rows = try retryingDeadlocks(on: connection) { () throws(PostgresError) in
@@ -342,11 +344,11 @@ package struct SharedQueue: Sendable {
                 names AS (
                   DELETE FROM dlpipe.names n USING ended WHERE n.job_id = $1 AND n.download_id = ended.id
                 ),
+                -- Into this worker's own row of the run, not the run's one row:
+                -- reports of different workers do not wait for each other.
                 counted AS (
-                  UPDATE dlpipe.runs r SET
-                    finished = r.finished + c.finished, unchanged = r.unchanged + c.unchanged,
-                    failed = r.failed + c.failed, handled = r.handled + c.handled,
-                    skipped = r.skipped + c.skipped, bytes = r.bytes + c.bytes, cancelled = r.cancelled + c.cancelled
+                  INSERT INTO dlpipe.run_workers AS r (run_id, worker_id, finished, unchanged, failed, handled, skipped, cancelled, bytes)
+                  SELECT $7::bigint, $13::bigint, c.finished, c.unchanged, c.failed, c.handled, c.skipped, c.cancelled, c.bytes
                   FROM (
                     SELECT count(*) FILTER (WHERE i.status = 'finished' AND NOT i.unchanged) AS finished,
                       count(*) FILTER (WHERE i.status = 'finished' AND i.unchanged) AS unchanged,
@@ -357,8 +359,13 @@ package struct SharedQueue: Sendable {
                       coalesce(sum(i.bytes) FILTER (WHERE i.status = 'finished'), 0) AS bytes
                     FROM ended e JOIN input i ON i.id = e.id
                   ) c
-                  -- Slots given back alone count nothing: the run's row is left alone.
-                  WHERE r.id = $7::bigint AND EXISTS (SELECT 1 FROM ended)
+                  -- Slots given back alone, and retries, count nothing.
+                  WHERE $7::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM ended e JOIN input i ON i.id = e.id WHERE i.status <> 'ready')
+                  ON CONFLICT (run_id, worker_id) DO UPDATE SET
+                    finished = r.finished + excluded.finished, unchanged = r.unchanged + excluded.unchanged,
+                    failed = r.failed + excluded.failed, handled = r.handled + excluded.handled,
+                    skipped = r.skipped + excluded.skipped, bytes = r.bytes + excluded.bytes,
+                    cancelled = r.cancelled + excluded.cancelled
                 ),
                 -- Slots came free: workers waiting for one look now, not at their next poll.
                 notified AS (
@@ -374,7 +381,7 @@ package struct SharedQueue: Sendable {
                  .textArray(reports.map(\.error)), run.map { .int($0) } ?? .null,
                  .textArray(reports.map { $0.unchanged ? "t" : "f" }), .intArray(reports.map(\.bytes)),
                  .textArray(reports.map { String(max(0, $0.holdHost)) }),
-                 .intArray(freeing.map(\.id)), .intArray(freeing.map(\.token))]
+                 .intArray(freeing.map(\.id)), .intArray(freeing.map(\.token)), .int(worker ?? 0)]
             ).rows
         }
         var taken = Set<Int64>()

@@ -80,13 +80,20 @@ extension QueueWorker {
                         listening = true
                     }
                     let job = String(queue.job)
+                    let ended = job + QueueSchema.runEndedSuffix
                     while !state.withLock({ $0.stopping }) {
                         let received = try connection.notifications(waitingUpTo: 1)
                         // The claim loop's own notifications (its reports and
                         // slots given back) would only wake it for a cycle
                         // that finds nothing new; adds and others' wake it.
                         let own = loopSession.load(ordering: .relaxed)
-                        if received.contains(where: { $0.payload == job && $0.senderPID != own }) { signal() }
+                        if received.contains(where: { $0.payload == ended }) {
+                            // The run ended: look at it now, not at the next poll.
+                            state.withLock { $0.lookWanted = true }
+                            signal()
+                        } else if received.contains(where: { $0.payload == job && $0.senderPID != own }) {
+                            signal()
+                        }
                     }
                 }
             } catch {

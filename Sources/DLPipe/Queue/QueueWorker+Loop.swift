@@ -5,7 +5,14 @@ import Foundation
 extension QueueWorker {
     /// Seconds between two looks at the queue when nothing wakes the loop: the
     /// fallback of LISTEN, and the clock of retries and host delays.
-    static let pollInterval = 1.0
+    /// `DLPIPE_QUEUE_POLL_SECONDS` sets it for tests that must tell a wake-up
+    /// by NOTIFY from one by the poll (0.05 to 600 s; anything else is ignored).
+    static let pollInterval: Double = {
+        guard let text = ProcessInfo.processInfo.environment["DLPIPE_QUEUE_POLL_SECONDS"], let seconds = Double(text),
+            (0.05...600).contains(seconds)
+        else { return 1.0 }
+        return seconds
+    }()
 
     /// A download's terminal event (on the engine thread: quick, no database).
     func noteEnd(_ event: DownloadEvent) {
@@ -141,7 +148,7 @@ extension QueueWorker {
                 if claimed > 0 {
                     // The engine was told of them before its drained call is answered.
                     answerDrain(nil)
-                } else if drainWaiting && held == 0 {
+                } else if drainWaiting && held == 0 && lookIsDue(reported: !ends.isEmpty) {
                     if try lookAtRun() { return }
                 }
             } catch {
@@ -178,7 +185,7 @@ extension QueueWorker {
                 ClaimReport(
                     id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error, unchanged: $0.unchanged, bytes: $0.bytes,
                     holdHost: $0.holdHost)
-            }, freeing: freeing, run: run, on: connection)
+            }, freeing: freeing, run: run, worker: worker, on: connection)
     }
 
     /// Starts claimed downloads in the engine; how many.
@@ -212,9 +219,29 @@ extension QueueWorker {
         return started.count
     }
 
+    /// Whether a drained worker looks at the run in this turn of its loop.
+    /// Not at every wake: each report of every worker sends a NOTIFY, and a
+    /// look at each of them (with 4 workers, 719 looks in a run of 10,000
+    /// files) only finds the run busy again. It looks when something it
+    /// waits on changed: its engine just drained, it just reported ends (the
+    /// last ones of the run may be its own), the run ended (a NOTIFY says so),
+    /// or a poll interval passed since its last look (a settle time running
+    /// out, another worker that died).
+    private func lookIsDue(reported: Bool) -> Bool {
+        // 0.9: the loop sleeps a poll interval at most, so the look a poll
+        // ago is a little less than one interval old when the poll wakes it.
+        state.withLock { state in
+            reported || state.lookWanted || QueueClock.now() - state.lastLook >= Self.pollInterval * 0.9
+        }
+    }
+
     /// The local engine drained and nothing was claimed: is the run over?
     /// True when this worker answered the engine with the run's exit code.
     private func lookAtRun() throws(PostgresError) -> Bool {
+        state.withLock { state in
+            state.lookWanted = false
+            state.lastLook = QueueClock.now()
+        }
         let look = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
             try queue.look(run: run, settle: settings.settle, on: connection)
         }

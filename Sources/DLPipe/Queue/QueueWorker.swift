@@ -91,6 +91,11 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var placeUntil: Double = 0
         var lastAcknowledged: Double = 0
         var leaseLost = false
+        /// Something this worker's look at the run waits on changed: its
+        /// engine asked `drained`, or the run ended (`lookIsDue`).
+        var lookWanted = false
+        /// Monotonic time of the last look at the run.
+        var lastLook: Double = 0
 
         /// Held claims that hold a host slot: transferring, or waiting in
         /// the engine for a transfer.
@@ -166,7 +171,10 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var wrapped = hooks ?? DownloadHooks()
         doneHook = hooks?.drained
         wrapped.drained = { [self] _, reply in
-            if !drain.ask(reply) { signal() }
+            if !drain.ask(reply) {
+                state.withLock { $0.lookWanted = true }
+                signal()
+            }
         }
         return wrapped
     }
@@ -216,7 +224,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     // MARK: SharedAdds
 
     package func add(_ requests: [DownloadRequest]) -> [Int] {
-        let rows = requests.map(QueuedRequestCodec.encode)
+        send(requests.map(QueuedRequestCodec.encode))
+    }
+
+    /// Sends `rows` to the queue in pieces; their ids (0: refused by the
+    /// job's max_downloads), all 0 after a fatal error (the worker stops).
+    @discardableResult
+    func send(_ rows: [QueuedRequest]) -> [Int] {
         var ids: [Int] = []
         ids.reserveCapacity(rows.count)
         do {
@@ -234,7 +248,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             }
         } catch {
             fatal("cannot queue downloads in the shared queue: \(error.message)")
-            return requests.map { _ in 0 }
+            return rows.map { _ in 0 }
         }
         signal()
         return ids
@@ -243,7 +257,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     package func cancelQueued(_ number: Int) -> CancelledInQueue? {
         (try? addLink.withLock { link throws(PostgresError) in
             try link.run(patience: settings.outage) { connection throws(PostgresError) in
-                try queue.cancelQueued(Int64(number), run: run, on: connection)
+                try queue.cancelQueued(Int64(number), run: run, worker: worker, on: connection)
             }
         }) ?? nil
     }

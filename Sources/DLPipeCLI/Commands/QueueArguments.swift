@@ -139,13 +139,16 @@ struct QueueSetup {
     /// them: only then does this worker change the job's limits.
     var givesPerHost = true
     var givesHostDelay = true
+    /// The job file's `max_downloads`: the job's run queues at most that
+    /// many, over every worker (nil: no job-wide limit).
+    var maxDownloads: Int?
 
     /// The worker's settings for a run with `configuration`.
     func settings(_ configuration: EngineConfiguration) -> QueueWorker.Settings {
         var settings = QueueWorker.Settings(
             address: address, name: name,
             limits: JobLimits(
-                perHost: configuration.perHost, hostDelay: configuration.hostDelay,
+                perHost: configuration.perHost, hostDelay: configuration.hostDelay, maxDownloads: maxDownloads,
                 givesPerHost: givesPerHost, givesHostDelay: givesHostDelay))
         if let lease { settings.lease = lease }
         if let settle { settings.settle = settle }

@@ -45,7 +45,8 @@ enum RunCommand {
             QueueSetup(
                 address: address, name: name, lease: queue.lease, settle: queue.settle, follow: queue.follow,
                 givesPerHost: options.perHost != nil || session.settings.perHost != nil,
-                givesHostDelay: options.hostDelay != nil || session.settings.hostDelay != nil)
+                givesHostDelay: options.hostDelay != nil || session.settings.hostDelay != nil,
+                maxDownloads: session.settings.maxDownloads)
         }
         if let setup, early == nil {
             // Named by dl.config{ queue }: dl.store lives there from now on.

@@ -531,6 +531,11 @@ final class ScriptHost: @unchecked Sendable {
         }
         if let engine {
             let id = engine.add(request).rawValue
+            // 0: a shared queue's run has queued the job's max_downloads,
+            // counted over every worker; refused as past the limit here.
+            if id == 0 && engine.isShared {
+                return [.nil_, .nil_, LuaValue("the job's run already has \(maxDownloads) downloads queued by its workers, the most it may queue (dl.config{ max_downloads = N }); later adds are dropped")]
+            }
             // The command line's engine keeps this rule itself: no second table.
             if !engine.deduplicatesWholeRun { addedKeys[key] = id }
             return [.integer(Int64(id))]

@@ -188,7 +188,7 @@ public final class ScriptSession: @unchecked Sendable {
             // All at once: a download added first must not start before one of
             // a higher priority added after it is even queued.
             guard let topLevel = host.topLevel else { return true }
-            let ids = engine.add(contentsOf: topLevel.requests())
+            let ids = engine.addTopLevel(contentsOf: topLevel.requests())
             // A shared queue numbers downloads by its rows: the ids a job saw
             // at load are its own then (docs/scale-out.md says so).
             for (index, id) in ids.enumerated() where !engine.isShared {
@@ -196,6 +196,12 @@ public final class ScriptSession: @unchecked Sendable {
             }
             // A provisional id names its row from now on (dl.cancel, dl.pause, dl.resume).
             if engine.isShared { host.provisional.queued(ids.map(\.rawValue)) }
+            // A shared queue's run that queued its max_downloads already (by
+            // other workers' adds) refuses the rest: id 0.
+            let refused = ids.filter { $0.rawValue == 0 }.count
+            if engine.isShared && refused > 0 {
+                host.report(ScriptLine(place: "", download: nil, text: "\(refused) of the downloads added at load were not queued: the job's run already queued its max_downloads (dl.config{ max_downloads = N }), counted over every worker"))
+            }
             if let failure = topLevel.readFailure {
                 host.report(ScriptLine(place: "", download: nil, text: "\(failure.message); \(topLevel.count - ids.count) of the downloads added at load were not queued"))
             }
