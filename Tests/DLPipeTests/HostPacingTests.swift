@@ -43,4 +43,21 @@ import Testing
         let after = pacing.isHeld("a:80", now: 1.1)
         #expect(!after, "the hold is over")
     }
+
+    /// A shared queue's claim says the host is due by the database's clock:
+    /// the worker that got the Retry-After lets its own hold go for it.
+    @Test func aClaimFromTheSharedQueueLiftsThisEnginesHoldOfItsHost() {
+        var pacing = HostPacing(delay: 0)
+        pacing.holdBack("a:80", for: 300, now: 0)
+        pacing.holdBack("b:80", for: 300, now: 0)
+        #expect(pacing.reserve("a:80", now: 1) == 299)
+        pacing.liftHold("a:80")
+        let held = pacing.isHeld("a:80", now: 2)
+        #expect(!held)
+        #expect(pacing.reserve("a:80", now: 2) == 0, "the claim starts at once")
+        #expect(pacing.reserve("b:80", now: 2) == 298, "another host keeps its hold")
+        pacing.liftHold("c:80")
+        #expect(pacing.reserve("c:80", now: 2) == 0, "a host never held is untouched")
+    }
 }
+

@@ -39,7 +39,8 @@ struct AfterStop {
         case .stop(let done):
             return done
         case .pause, .resume, .cancel, .cancelledInQueue, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
-            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed, .holdStarts, .releaseStarts:
+            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed, .holdStarts, .releaseStarts,
+            .hostsDueByQueue:
             return nil
         }
     }

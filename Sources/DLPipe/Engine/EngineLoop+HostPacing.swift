@@ -31,4 +31,14 @@ extension EngineLoop {
         guard let host = URLParts(url)?.hostPort else { return }
         hostPacing.holdBack(host, for: seconds, now: EngineLoop.now())
     }
+
+    /// Claims of a shared queue came for these URLs' hosts: the queue holds
+    /// hosts back for every worker, so a Retry-After hold of this engine's
+    /// own ends there (`HostPacing.liftHold`).
+    func hostsDueByQueue(_ urls: [String]) {
+        for url in urls {
+            guard let host = URLParts(url)?.hostPort else { continue }
+            hostPacing.liftHold(host)
+        }
+    }
 }

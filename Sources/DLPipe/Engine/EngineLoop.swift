@@ -31,6 +31,9 @@ final class EngineLoop: @unchecked Sendable {
         /// A list is being added in pieces: no download starts until the
         /// matching `releaseStarts` (they nest).
         case holdStarts, releaseStarts
+        /// A shared queue's claims for these URLs: their hosts are due by the
+        /// queue's clock (`hostsDueByQueue`).
+        case hostsDueByQueue([String])
         case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
         /// A shared queue's download that no worker held was cancelled there
         /// by this engine's caller: counted and reported here.
@@ -313,6 +316,7 @@ final class EngineLoop: @unchecked Sendable {
         case .addAll(let requests): for admitted in requests { add(admitted) }
         case .holdStarts: startsHeld += 1
         case .releaseStarts: startsHeld -= 1
+        case .hostsDueByQueue(let urls): hostsDueByQueue(urls)
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
         case .cancel(let id): feed(id, .cancel)

@@ -46,4 +46,14 @@ struct HostPacing {
         heldUntil[host] = nil
         return false
     }
+
+    /// A shared queue handed this worker a download of `host`: the database,
+    /// whose clock holds a Retry-After for every worker (`hosts.next_at`),
+    /// says the host is due. A hold of this engine's own clock that outlasts
+    /// it (the worker that got the Retry-After holds the host too) must not
+    /// keep the claim waiting, so it goes.
+    mutating func liftHold(_ host: String) {
+        guard heldUntil.removeValue(forKey: host) != nil else { return }
+        nextAllowed[host] = nil
+    }
 }

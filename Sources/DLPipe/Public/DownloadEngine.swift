@@ -235,6 +235,7 @@ public final class DownloadEngine: Sendable {
     package func addClaimed(_ claimed: [ClaimedRequest]) {
         loop.post(.holdStarts)
         defer { loop.post(.releaseStarts) }
+        loop.post(.hostsDueByQueue(claimed.map(\.request.url)))
         registry.admitNumbered(claimed) { new in
             if !new.isEmpty { loop.post(.addAll(new)) }
         }
