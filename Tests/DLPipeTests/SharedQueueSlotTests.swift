@@ -216,13 +216,17 @@ import TestSupport
         let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
         let claims = try queue.claim(worker: worker, limit: 10, on: connection)
         #expect(claims.count == 2)
-        // Version 4 refuses a running row without a slot.
-        let refused = #expect(throws: PostgresError.self) { try queue.giveBack([(claims[0].id, claims[0].token)], on: connection) }
+        // Version 4 refuses a running row without a slot. (Asked by hand:
+        // `giveBack` goes through the report's statement, which names
+        // version 6's table.)
+        let refused = #expect(throws: PostgresError.self) {
+            try connection.execute("UPDATE dlpipe.downloads SET slot_host = NULL WHERE id = $1", [.int(claims[0].id)])
+        }
         #expect(refused?.sqlState == "23514")
 
         // A worker of this build migrates it; the claims running meanwhile keep their slots.
         let migrated = try SchemaMigrator().migrate(connection)
-        #expect(migrated.from == 4 && migrated.applied == [5])
+        #expect(migrated.from == 4 && migrated.applied == [5, 6])
         #expect(try inFlight(connection, queue) == 2)
         #expect(try queue.giveBack([(claims[0].id, claims[0].token)], on: connection) == 1)
         #expect(try inFlight(connection, queue) == 1)

@@ -21,10 +21,17 @@ import TestSupport
         // stall first on a loaded machine, and the download with it).
         let path = try job.write("job.lua", "dl.add('\(server.url("/files/big.bin?stall=50000&stall_times=1"))')\n")
         let worker = try Subprocess(
-            Paths.binary, ["run", path, "-d", out, "--queue", queue, "--name", "outage", "--lease", "2", "--json", "--timeout", "300"], timeout: 150)
+            Paths.binary, ["run", path, "-d", out, "--queue", queue, "--name", "outage", "--lease", "2", "--json", "--timeout", "300"],
+            // The watchdog counts from the spawn: the 60 s outage, plus the
+            // start, which took 114 s at the start of a full suite on two
+            // cores (with 150 s the watchdog killed the worker 36 s into its
+            // outage).
+            timeout: 300)
+        let spawned = Date()
         let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
         #expect(busy)
         let started = Date()
+        print("queue outage: the transfer was under way \(Int(started.timeIntervalSince(spawned))) s after the spawn")
         cluster.stop()
         stopped = true
         let ended = await offThePool { worker.finish() }
