@@ -37,10 +37,11 @@ import TestSupport
             if case .response = event { receiving.signal() }
             if case .paused = event { paused.signal() }
         }
-        // 1 MB at 10 KB/s: its transfer would last 100 s (the test stops it
+        // 1 MB at 2 KB/s: its transfer would last 500 s (the test stops it
         // long before), so it is surely paused in it, however late a loaded
-        // machine delivers the response's event.
-        engine.addClaimed([ClaimedRequest(number: 7, request: DownloadRequest(url: server.url("/files/slow.bin?throttle=10000")))])
+        // machine delivers the response's event (at 10 KB/s, 100 s, a full
+        // suite on two cores resumed the test after the transfer had ended).
+        engine.addClaimed([ClaimedRequest(number: 7, request: DownloadRequest(url: server.url("/files/slow.bin?throttle=2000")))])
         let id = try #require(engine.downloadID(number: 7))
         try await offThePool(seconds: 20, "the transfer's response") { receiving.wait() }
         guard engine.pause(id) else {

@@ -41,7 +41,10 @@ import TestSupport
         try Subprocess(
             Paths.binary,
             ["run", jobFile, "-d", out, "--queue", queue, "--name", "workers", "-j", "2", "--per-host", "2"] + resolving + extra,
-            environment: environment.merging(["NO_COLOR": "1"]) { a, _ in a }, timeout: 120)
+            environment: environment.merging(["NO_COLOR": "1"]) { a, _ in a },
+            // The watchdog counts from the spawn; in a full suite on two cores a
+            // test's await came back up to 150 s late, so 120 s killed live workers.
+            timeout: 300)
     }
 
     private func connection() throws -> PostgresConnection { try PostgresConnection(PostgresAddress(queue)) }

@@ -93,7 +93,10 @@ import TestSupport
         try Subprocess(
             Paths.binary,
             ["run", jobFile, "-d", out, "--queue", queue ?? self.queue, "--name", "mirror", "--settle", "1", "-j", "4", "--per-host", "2"]
-                + resolving + extra, environment: ["NO_COLOR": "1"], timeout: 120)
+                + resolving + extra, environment: ["NO_COLOR": "1"],
+            // The watchdog counts from the spawn; in a full suite on two cores a
+            // test's await came back up to 150 s late, so 120 s killed live workers.
+            timeout: 300)
     }
 
     @Test func killedWorkersLoseNothingAndDoubleNothing() async throws {
@@ -357,7 +360,10 @@ import TestSupport
     private func spawnWorker(_ jobFile: String, _ extra: [String] = []) throws -> Subprocess {
         try Subprocess(
             Paths.binary, ["run", jobFile, "-d", out, "--queue", queue, "--name", "retries", "--settle", "1"] + extra,
-            environment: ["NO_COLOR": "1"], timeout: 120)
+            environment: ["NO_COLOR": "1"],
+            // The watchdog counts from the spawn; in a full suite on two cores a
+            // test's await came back up to 150 s late, so 120 s killed live workers.
+            timeout: 300)
     }
 
     /// The row of the job's one download.
