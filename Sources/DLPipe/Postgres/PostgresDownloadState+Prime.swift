@@ -14,8 +14,17 @@ extension PostgresDownloadState {
         var byStored: [[UInt8]: String] = [:]
         for key in keys { byStored[storedKey(key)] = key }
         guard let rows = try? call("read the state", { connection throws(PostgresError) in
+            // One index lookup per key, whatever the table's statistics say:
+            // `key = ANY($2)` let the planner, on a table not analyzed yet (a
+            // new job's, for its first minute), scan all of the job's rows in
+            // each read-ahead. A LATERAL subquery with a LIMIT is not pulled
+            // up into a join, so it can only run as a lookup per key.
             try connection.execute(
-                "SELECT key, \(Self.columns) FROM dlpipe.url_facts WHERE job_id = $1 AND key = ANY($2::bytea[])",
+                """
+                SELECT f.* FROM unnest($2::bytea[]) AS wanted(key) CROSS JOIN LATERAL (
+                  SELECT key, \(Self.columns) FROM dlpipe.url_facts WHERE job_id = $1 AND key = wanted.key LIMIT 1
+                ) f
+                """,
                 [.int(job), .bytesArray(Array(byStored.keys))]
             ).rows
         }) else { return }

@@ -113,7 +113,11 @@ extension SharedQueue {
             fresh AS (
               SELECT f.key, row_number() OVER (ORDER BY f.position) AS turn FROM (
                 SELECT DISTINCT ON (i.key) i.key, i.position FROM input i
-                LEFT JOIN dlpipe.downloads d ON d.job_id = $1 AND d.key = i.key
+                -- LATERAL with a LIMIT: one index lookup per key, never a scan
+                -- of the job's rows (see PostgresDownloadState.prime).
+                LEFT JOIN LATERAL (
+                  SELECT d.id, d.run_id, d.status FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = i.key LIMIT 1
+                ) d ON true
                 WHERE d.id IS NULL OR (d.run_id IS DISTINCT FROM $8 AND d.status NOT IN ('ready', 'running'))
                 ORDER BY i.key, i.position
               ) f
@@ -150,9 +154,10 @@ extension SharedQueue {
             ids AS (
               SELECT id, key FROM queued
               UNION ALL
-              SELECT d.id, d.key FROM dlpipe.downloads d
-              WHERE d.job_id = $1 AND d.key IN (SELECT key FROM input) AND d.key NOT IN (SELECT key FROM queued)
-                AND d.key NOT IN (SELECT key FROM refused)
+              SELECT DISTINCT d.id, d.key FROM input i CROSS JOIN LATERAL (
+                SELECT d.id, d.key FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = i.key LIMIT 1
+              ) d
+              WHERE i.key NOT IN (SELECT key FROM queued) AND i.key NOT IN (SELECT key FROM refused)
             )
             SELECT ids.id, i.position, i.key IN (SELECT key FROM refused) AS refused,
               (SELECT count(*) FROM notified) AS notified

@@ -47,7 +47,9 @@ extension SharedQueue {
         let rows = try connection.execute(
             """
             SELECT d.id FROM unnest($2::bytea[]) WITH ORDINALITY AS k(key, position)
-            JOIN dlpipe.downloads d ON d.job_id = $1 AND d.key = k.key
+            CROSS JOIN LATERAL (  -- a lookup per key (see PostgresDownloadState.prime)
+              SELECT d.id, d.run_id, d.status FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = k.key LIMIT 1
+            ) d
             WHERE d.run_id = $3 OR d.status IN ('ready', 'running')
             ORDER BY k.position
             """, [.int(job), .bytesArray(requests.map(\.key)), .int(run)]

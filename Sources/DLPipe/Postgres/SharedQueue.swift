@@ -306,7 +306,13 @@ package struct SharedQueue: Sendable {
                       run_at = CASE WHEN i.status = 'ready' THEN now() + make_interval(secs => i.delay) ELSE d.run_at END,
                       ended_at = CASE WHEN i.status = 'ready' THEN NULL ELSE now() END
                   FROM input i
-                  WHERE d.job_id = $1 AND d.id = i.id AND d.claim_token = i.token AND d.status = 'running'
+                  -- The row by its id alone: a token is running's (the table's
+                  -- check) and one claim's (a sequence of all jobs), so it says
+                  -- the job and the status too. Naming them here let the
+                  -- planner, without statistics (a new job's table), scan the
+                  -- job's whole key index and every running entry, dead ones
+                  -- included, in each report.
+                  WHERE d.id = i.id AND d.claim_token = i.token
                   RETURNING d.id, d.slot_host, d.host
                 ),
                 -- Slots of transfers that ended, their files still to place
@@ -315,7 +321,7 @@ package struct SharedQueue: Sendable {
                 holding AS (
                   SELECT d.id, d.slot_host FROM dlpipe.downloads d
                   JOIN unnest($11::bigint[], $12::bigint[]) AS f(id, token) ON f.id = d.id
-                  WHERE d.job_id = $1 AND d.claim_token = f.token AND d.status = 'running' AND d.slot_host IS NOT NULL
+                  WHERE d.claim_token = f.token AND d.slot_host IS NOT NULL  -- by id alone, as in ended
                   ORDER BY d.id
                   FOR NO KEY UPDATE OF d
                 ),
