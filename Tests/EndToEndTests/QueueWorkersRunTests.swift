@@ -23,13 +23,9 @@ import TestSupport
     }
 
     private func spawnWorker(_ jobFile: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> Subprocess {
-        try Subprocess(
-            Paths.binary,
+        try .queueWorker(
             ["run", jobFile, "-d", out, "--queue", queue, "--name", "workers", "-j", "2", "--per-host", "2"] + resolving + extra,
-            environment: environment.merging(["NO_COLOR": "1"]) { a, _ in a },
-            // The watchdog counts from the spawn; in a full suite on two cores a
-            // test's await came back up to 150 s late, so 120 s killed live workers.
-            timeout: 300)
+            environment: environment)
     }
 
     private func connection() throws -> PostgresConnection { try PostgresConnection(PostgresAddress(queue)) }

@@ -75,13 +75,9 @@ import TestSupport
 
     /// Starts a worker whose output the test reads at the end.
     private func spawnWorker(_ jobFile: String, _ extra: [String] = [], queue: String? = nil) throws -> Subprocess {
-        try Subprocess(
-            Paths.binary,
+        try .queueWorker(
             ["run", jobFile, "-d", out, "--queue", queue ?? self.queue, "--name", "mirror", "--settle", "1", "-j", "4", "--per-host", "2"]
-                + resolving + extra, environment: ["NO_COLOR": "1"],
-            // The watchdog counts from the spawn; in a full suite on two cores a
-            // test's await came back up to 150 s late, so 120 s killed live workers.
-            timeout: 300)
+                + resolving + extra)
     }
 
     @Test func killedWorkersLoseNothingAndDoubleNothing() async throws {
@@ -337,12 +333,7 @@ import TestSupport
     }
 
     private func spawnWorker(_ jobFile: String, _ extra: [String] = []) throws -> Subprocess {
-        try Subprocess(
-            Paths.binary, ["run", jobFile, "-d", out, "--queue", queue, "--name", "retries", "--settle", "1"] + extra,
-            environment: ["NO_COLOR": "1"],
-            // The watchdog counts from the spawn; in a full suite on two cores a
-            // test's await came back up to 150 s late, so 120 s killed live workers.
-            timeout: 300)
+        try .queueWorker(["run", jobFile, "-d", out, "--queue", queue, "--name", "retries", "--settle", "1"] + extra)
     }
 
     /// The row of the job's one download.
