@@ -18,14 +18,6 @@ import TestSupport
 
     private func connect() throws -> PostgresConnection { try PostgresConnection(PostgresAddress(url)) }
 
-    private func requests(_ count: Int, hosts: [String], prefix: String = "u", delay: Double = 0) -> [QueuedRequest] {
-        (0..<count).map { index in
-            let host = hosts[index % hosts.count]
-            let url = "http://\(host)/\(prefix)\(index)"
-            return QueuedRequest(key: Array((url + "\u{0}dir\u{0}").utf8), url: url, host: host, delay: delay)
-        }
-    }
-
     private func report(_ reading: QueueReading<QueueReport>) throws -> QueueReport {
         guard case .found(let report) = reading else { throw Unexpected(description: "no report: \(reading)") }
         return report
@@ -43,8 +35,8 @@ import TestSupport
         let connection = try connect()
         try SchemaMigrator().migrate(connection)
         let queue = try SharedQueue.open(job: "mirror", limits: JobLimits(perHost: 3, hostDelay: 0, maxDownloads: 500), on: connection)
-        _ = try queue.add(requests(10, hosts: ["a.test", "b.test"]), on: connection)
-        _ = try queue.add(requests(1, hosts: ["c.test"], prefix: "later", delay: 3600), on: connection)
+        _ = try queue.add(queuedRequests(10, hosts: ["a.test", "b.test"]), on: connection)
+        _ = try queue.add(queuedRequests(1, hosts: ["c.test"], prefix: "later", delay: 3600), on: connection)
         let alive = try queue.register(hostname: "web1", pid: 101, lease: 3600, on: connection)
         let frozen = try queue.register(hostname: "web2", pid: 202, lease: 2, on: connection)
         let first = try queue.claim(worker: alive, limit: 3, on: connection)
@@ -125,7 +117,7 @@ import TestSupport
         let connection = try connect()
         try SchemaMigrator().migrate(connection)
         let queue = try SharedQueue.open(job: "many", limits: JobLimits(perHost: 100), on: connection)
-        _ = try queue.add(requests(25, hosts: ["a.test"]), on: connection)
+        _ = try queue.add(queuedRequests(25, hosts: ["a.test"]), on: connection)
         let worker = try queue.register(hostname: "w", pid: 1, lease: 3600, on: connection)
         let claims = try queue.claim(worker: worker, limit: 25, on: connection)
         #expect(claims.count == 25)
@@ -150,7 +142,7 @@ import TestSupport
         try SchemaMigrator().migrate(connection)
         let busy = try SharedQueue.open(job: "busy", limits: JobLimits(perHost: 2), on: connection)
         _ = try SharedQueue.open(job: "amber", limits: JobLimits(perHost: 2), on: connection)
-        _ = try busy.add(requests(4, hosts: ["a.test"]), on: connection)
+        _ = try busy.add(queuedRequests(4, hosts: ["a.test"]), on: connection)
         let worker = try busy.register(hostname: "w", pid: 1, lease: 3600, on: connection)
         let dead = try busy.register(hostname: "w", pid: 2, lease: 2, on: connection)
         let stopped = try busy.register(hostname: "w", pid: 3, lease: 3600, on: connection)
@@ -218,7 +210,7 @@ import TestSupport
         let connection = try connect()
         try SchemaMigrator(Array(QueueSchema.migrations.prefix(1))).migrate(connection)
         let queue = try SharedQueue.open(job: "old", limits: JobLimits(perHost: 1), on: connection)
-        _ = try queue.add(requests(2, hosts: ["a.test"]), on: connection)
+        _ = try queue.add(queuedRequests(2, hosts: ["a.test"]), on: connection)
         let report = try report(QueueReport.read(job: "old", on: connection))
         #expect(report.schemaVersion == 1)
         #expect(report.job.counts.ready == 2)

@@ -22,13 +22,6 @@ import TestSupport
         return connection
     }
 
-    private func requests(_ count: Int, host: String, prefix: String = "u") -> [QueuedRequest] {
-        (0..<count).map { index in
-            let url = "http://\(host)/\(prefix)\(index)"
-            return QueuedRequest(key: Array((url + "\u{0}dir\u{0}").utf8), url: url, host: host)
-        }
-    }
-
     private func number(_ connection: PostgresConnection, _ sql: String, _ parameters: [PostgresValue]) throws -> Int64 {
         try connection.execute(sql, parameters).rows[0].int("n")
     }
@@ -40,7 +33,7 @@ import TestSupport
     @Test func aSlotGoesBackWhenItsTransferEndsOnceAndTheReportGivesNothingMore() throws {
         let connection = try connect()
         let queue = try SharedQueue.open(job: "give-back", limits: JobLimits(perHost: 2), on: connection)
-        _ = try queue.add(requests(5, host: "a.test"), on: connection)
+        _ = try queue.add(queuedRequests(5, hosts: ["a.test"]), on: connection)
         let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
         let first = try queue.claim(worker: worker, limit: 10, on: connection)
         #expect(first.count == 2)
@@ -77,7 +70,7 @@ import TestSupport
     @Test func aRetryWhoseSlotWentBackStillHoldsItsHostForEveryWorker() throws {
         let connection = try connect()
         let queue = try SharedQueue.open(job: "hold-after-give-back", limits: JobLimits(perHost: 2), on: connection)
-        _ = try queue.add(requests(3, host: "a.test"), on: connection)
+        _ = try queue.add(queuedRequests(3, hosts: ["a.test"]), on: connection)
         let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
         let claims = try queue.claim(worker: worker, limit: 1, on: connection)
         #expect(claims.count == 1)
@@ -95,7 +88,7 @@ import TestSupport
     @Test func aTakeBackGivesBackOnlyTheSlotsADeadWorkerStillHeld() throws {
         let (deadConnection, aliveConnection) = (try connect(), try connect())
         let queue = try SharedQueue.open(job: "take-back", limits: JobLimits(perHost: 3), on: deadConnection)
-        _ = try queue.add(requests(6, host: "a.test"), on: deadConnection)
+        _ = try queue.add(queuedRequests(6, hosts: ["a.test"]), on: deadConnection)
         let dead = try queue.register(hostname: "dead", pid: 1, lease: 2, on: deadConnection)
         let alive = try queue.register(hostname: "alive", pid: 2, lease: 30, on: aliveConnection)
         let held = try queue.claim(worker: dead, limit: 10, on: deadConnection)
@@ -124,7 +117,7 @@ import TestSupport
     @Test func aClaimWhoseAnswerWasLostGivesBackOnlyTheSlotItHeld() throws {
         let connection = try connect()
         let queue = try SharedQueue.open(job: "unknown", limits: JobLimits(perHost: 4), on: connection)
-        _ = try queue.add(requests(4, host: "a.test"), on: connection)
+        _ = try queue.add(queuedRequests(4, hosts: ["a.test"]), on: connection)
         let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
         let claims = try queue.claim(worker: worker, limit: 4, on: connection)
         #expect(claims.count == 4)
@@ -139,7 +132,7 @@ import TestSupport
         let perHost = 3
         let queue = try SharedQueue.open(job: "concurrent", limits: JobLimits(perHost: perHost), on: setup)
         let total = 240
-        _ = try queue.add(requests(total, host: "a.test"), on: setup)
+        _ = try queue.add(queuedRequests(total, hosts: ["a.test"]), on: setup)
         let done = Atomic<Int>(0)
         let failures = Mutex<[String]>([])
         let mostHeld = Atomic<Int>(0)
@@ -212,7 +205,7 @@ import TestSupport
         let connection = try connect(migrating: false)
         try SchemaMigrator(Array(QueueSchema.migrations.prefix(4))).migrate(connection)
         let queue = try SharedQueue.open(job: "old", limits: JobLimits(perHost: 2), on: connection)
-        _ = try queue.add(requests(3, host: "a.test"), on: connection)
+        _ = try queue.add(queuedRequests(3, hosts: ["a.test"]), on: connection)
         let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
         let claims = try queue.claim(worker: worker, limit: 10, on: connection)
         #expect(claims.count == 2)

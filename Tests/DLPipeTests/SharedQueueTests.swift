@@ -19,14 +19,6 @@ import TestSupport
 
     private func connect() throws -> PostgresConnection { try PostgresConnection(PostgresAddress(url)) }
 
-    private func requests(_ count: Int, hosts: [String], prefix: String = "u", priority: Int = 0) -> [QueuedRequest] {
-        (0..<count).map { index in
-            let host = hosts[index % hosts.count]
-            let url = "http://\(host)/\(prefix)\(index)"
-            return QueuedRequest(key: Array((url + "\u{0}dir\u{0}").utf8), url: url, host: host, priority: priority)
-        }
-    }
-
     private func count(_ connection: PostgresConnection, _ sql: String, _ parameters: [PostgresValue] = []) throws -> Int64 {
         try connection.execute(sql, parameters).rows[0].int("n")
     }
@@ -37,7 +29,7 @@ import TestSupport
         let (first, second, listener) = (try connect(), try connect(), try connect())
         let queue = try SharedQueue.open(job: "adds", limits: JobLimits(perHost: 2), on: first)
         try listener.listen(QueueSchema.workChannel)
-        let batch = requests(100, hosts: ["a.test", "b.test"])
+        let batch = queuedRequests(100, hosts: ["a.test", "b.test"])
 
         let added = try queue.add(batch, on: first)
         #expect(added.count == 100)
@@ -47,7 +39,7 @@ import TestSupport
 
         // Another worker adds the same keys and ten new ones: only the new are
         // its own, and it sends one notification for them.
-        let overlapping = Array(batch[50...]) + requests(10, hosts: ["c.test"], prefix: "new")
+        let overlapping = Array(batch[50...]) + queuedRequests(10, hosts: ["c.test"], prefix: "new")
         let secondAdded = try queue.add(overlapping, on: second)
         #expect(Set(secondAdded.keys) == Set(overlapping.suffix(10).map(\.key)))
         #expect(try listener.notifications(waitingUpTo: 5).count == 1)
@@ -62,7 +54,7 @@ import TestSupport
     @Test func twoWorkersAddingOneBatchAtOnceMakeOneRowAKey() async throws {
         let url = url
         let queue = try SharedQueue.open(job: "race", limits: JobLimits(perHost: 2), on: connect())
-        let batch = requests(300, hosts: ["a.test", "b.test", "c.test"])
+        let batch = queuedRequests(300, hosts: ["a.test", "b.test", "c.test"])
         let addedByEach = try await within(seconds: 60, "four adds at once") {
             await withTaskGroup(of: Int.self) { group in
                 for index in 0..<4 {
@@ -90,7 +82,7 @@ import TestSupport
         let perHost = 2
         let queue = try SharedQueue.open(job: "claims", limits: JobLimits(perHost: perHost), on: setup)
         let total = 240
-        _ = try queue.add(requests(total, hosts: ["a.test", "b.test", "c.test"]), on: setup)
+        _ = try queue.add(queuedRequests(total, hosts: ["a.test", "b.test", "c.test"]), on: setup)
 
         let tracker = ClaimTracker(perHost: perHost)
         let workers = 6
@@ -160,8 +152,8 @@ import TestSupport
         let connection = try connect()
         let queue = try SharedQueue.open(job: "order", limits: JobLimits(perHost: 10), on: connection)
         let worker = try queue.register(hostname: "test", pid: 1, lease: 30, on: connection)
-        _ = try queue.add(requests(6, hosts: ["a.test"], prefix: "low-a") + requests(6, hosts: ["b.test"], prefix: "low-b"), on: connection)
-        _ = try queue.add(requests(1, hosts: ["b.test"], prefix: "high", priority: 5), on: connection)
+        _ = try queue.add(queuedRequests(6, hosts: ["a.test"], prefix: "low-a") + queuedRequests(6, hosts: ["b.test"], prefix: "low-b"), on: connection)
+        _ = try queue.add(queuedRequests(1, hosts: ["b.test"], prefix: "high", priority: 5), on: connection)
         let claims = try queue.claim(worker: worker, limit: 5, on: connection)
         #expect(claims.first?.url == "http://b.test/high0")
         // The rest alternate between the hosts rather than drain one.
@@ -173,7 +165,7 @@ import TestSupport
         let connection = try connect()
         let queue = try SharedQueue.open(job: "delay", limits: JobLimits(perHost: 4, hostDelay: 30), on: connection)
         let worker = try queue.register(hostname: "test", pid: 1, lease: 30, on: connection)
-        _ = try queue.add(requests(8, hosts: ["a.test", "b.test"]), on: connection)
+        _ = try queue.add(queuedRequests(8, hosts: ["a.test", "b.test"]), on: connection)
         let first = try queue.claim(worker: worker, limit: 8, on: connection)
         #expect(first.map(\.host).sorted() == ["a.test", "b.test"])
         // The slots are free, but the next request to each host is 30 s away.
@@ -189,7 +181,7 @@ import TestSupport
         let queue = try SharedQueue.open(job: "hold", limits: JobLimits(perHost: 4), on: connection)
         let first = try queue.register(hostname: "a", pid: 1, lease: 30, on: connection)
         let second = try queue.register(hostname: "b", pid: 2, lease: 30, on: connection)
-        _ = try queue.add(requests(3, hosts: ["a.test"]) + requests(1, hosts: ["b.test"], prefix: "b"), on: connection)
+        _ = try queue.add(queuedRequests(3, hosts: ["a.test"]) + queuedRequests(1, hosts: ["b.test"], prefix: "b"), on: connection)
         let held = try queue.claim(worker: first, limit: 4, on: connection)
         let onA = try #require(held.first { $0.host == "a.test" })
         // A 503 with Retry-After: 20 on a.test: the retry, and a.test for everyone.
@@ -207,7 +199,7 @@ import TestSupport
         let queue = try SharedQueue.open(job: "due", limits: JobLimits(perHost: 1), on: connection)
         let worker = try queue.register(hostname: "test", pid: 1, lease: 30, on: connection)
         #expect(try queue.nextDue(on: connection) == nil, "nothing queued")
-        _ = try queue.add(requests(2, hosts: ["a.test"]), on: connection)
+        _ = try queue.add(queuedRequests(2, hosts: ["a.test"]), on: connection)
         #expect(try queue.nextDue(on: connection) == 0)
         // The host's one slot is taken: nothing can be claimed until it comes free.
         let held = try #require(try queue.claim(worker: worker, limit: 2, on: connection).first)
@@ -226,7 +218,7 @@ import TestSupport
         let connection = try connect()
         let queue = try SharedQueue.open(job: "retry", limits: JobLimits(perHost: 2), on: connection)
         let worker = try queue.register(hostname: "test", pid: 1, lease: 30, on: connection)
-        _ = try queue.add(requests(1, hosts: ["a.test"]), on: connection)
+        _ = try queue.add(queuedRequests(1, hosts: ["a.test"]), on: connection)
         let claim = try #require(try queue.claim(worker: worker, limit: 1, on: connection).first)
         let taken = try queue.report([ClaimReport(id: claim.id, token: claim.token, outcome: .retry(after: 1), error: "503")], on: connection)
         #expect(taken == [claim.id])
@@ -249,7 +241,7 @@ import TestSupport
     @Test func aStaleTokenChangesNothingAndAnExpiredLeaseGivesItsClaimsBack() throws {
         let (oldConnection, newConnection) = (try connect(), try connect())
         let queue = try SharedQueue.open(job: "lease", limits: JobLimits(perHost: 1), on: oldConnection)
-        _ = try queue.add(requests(3, hosts: ["a.test"]) + requests(1, hosts: ["b.test"], prefix: "b"), on: oldConnection)
+        _ = try queue.add(queuedRequests(3, hosts: ["a.test"]) + queuedRequests(1, hosts: ["b.test"], prefix: "b"), on: oldConnection)
         let old = try queue.register(hostname: "frozen", pid: 1, lease: 2, on: oldConnection)
         let new = try queue.register(hostname: "alive", pid: 2, lease: 30, on: newConnection)
         let held = try queue.claim(worker: old, limit: 10, on: oldConnection)
@@ -288,7 +280,7 @@ import TestSupport
         let frozenLink = QueueWorker.link(try PostgresAddress(url), "frozen", idleInTransaction: 2)
         let aliveConnection = try connect()
         let queue = try SharedQueue.open(job: "frozen-in-transaction", limits: JobLimits(perHost: 4), on: aliveConnection)
-        _ = try queue.add(requests(2, hosts: ["a.test"]), on: aliveConnection)
+        _ = try queue.add(queuedRequests(2, hosts: ["a.test"]), on: aliveConnection)
         let frozen = try frozenLink.run(patience: 0) { connection throws(PostgresError) in
             try queue.register(hostname: "frozen", pid: 1, lease: 2, on: connection)
         }
@@ -380,7 +372,7 @@ import TestSupport
         let connection = try connect()
         let queue = try SharedQueue.open(job: "heartbeat", limits: JobLimits(perHost: 2), on: connection)
         let worker = try queue.register(hostname: "test", pid: 1, lease: 2, on: connection)
-        _ = try queue.add(requests(1, hosts: ["a.test"]), on: connection)
+        _ = try queue.add(queuedRequests(1, hosts: ["a.test"]), on: connection)
         #expect(try queue.claim(worker: worker, limit: 1, on: connection).count == 1)
         // Heartbeats every third of the lease, for twice the lease: never taken back.
         let until = Date().addingTimeInterval(4)

@@ -19,13 +19,6 @@ import TestSupport
 
     private func connect() throws -> PostgresConnection { try PostgresConnection(PostgresAddress(url)) }
 
-    private func requests(_ count: Int, prefix: String = "u") -> [QueuedRequest] {
-        (0..<count).map { index in
-            let url = "http://a.test/\(prefix)\(index)"
-            return QueuedRequest(key: Array((url + "\u{0}dir\u{0}").utf8), url: url, host: "a.test")
-        }
-    }
-
     /// A connection that gives up on any row lock after `milliseconds`: a
     /// statement that needs a row another transaction holds fails (55P03).
     private func impatient(_ milliseconds: Int = 300) throws -> PostgresConnection {
@@ -51,7 +44,7 @@ import TestSupport
                                try queue.register(hostname: "b", pid: 2, lease: 30, on: setup))
         let run = try queue.joinRun(worker: first, on: setup)
         #expect(try queue.joinRun(worker: second, on: setup) == run)
-        _ = try queue.enqueue(requests(6), run: run, on: setup)
+        _ = try queue.enqueue(queuedRequests(6, hosts: ["a.test"]), run: run, on: setup)
         let mine = try queue.claim(worker: first, limit: 3, on: setup)
         let theirs = try queue.claim(worker: second, limit: 3, on: setup)
         #expect(mine.count == 3 && theirs.count == 3)
@@ -112,7 +105,7 @@ import TestSupport
         }
         #expect(try idleSince() == marked)
         // Work makes it busy (one write), and again only the change writes.
-        let ids = try queue.enqueue(requests(1), run: run, on: setup)
+        let ids = try queue.enqueue(queuedRequests(1, hosts: ["a.test"]), run: run, on: setup)
         #expect(ids.count == 1)
         #expect(try idleSince() == nil)
         let busy = try holdingRunRow(run) { () throws -> Bool in
@@ -127,7 +120,7 @@ import TestSupport
         let (first, second) = (try queue.register(hostname: "a", pid: 1, lease: 30, on: setup),
                                try queue.register(hostname: "b", pid: 2, lease: 30, on: setup))
         let run = try queue.joinRun(worker: first, on: setup)
-        let top = requests(50)
+        let top = queuedRequests(50, hosts: ["a.test"])
         let digest = SharedQueue.topLevelDigest(top)
         // Nothing recorded: the worker must send them.
         #expect(try queue.queuedTopLevel(top, digest: digest, run: run, on: setup) == nil)
@@ -158,7 +151,7 @@ import TestSupport
         let queue = try SharedQueue.open(job: "together", limits: JobLimits(perHost: 2), on: setup)
         let worker = try queue.register(hostname: "a", pid: 1, lease: 30, on: setup)
         let run = try queue.joinRun(worker: worker, on: setup)
-        let top = requests(300)
+        let top = queuedRequests(300, hosts: ["a.test"])
         let digest = SharedQueue.topLevelDigest(top)
 
         // A sender that dies holding the turn (its session ends): the next
@@ -206,7 +199,7 @@ import TestSupport
         // the next worker sends after its patience instead of waiting forever.
         let (holder, waiter) = (try connect(), try connect())
         let queue = try SharedQueue.open(job: "stuck-turn", limits: JobLimits(perHost: 2), on: holder)
-        let digest = SharedQueue.topLevelDigest(requests(3))
+        let digest = SharedQueue.topLevelDigest(queuedRequests(3, hosts: ["a.test"]))
         let waited = try queue.oneTopLevelAtATime(digest: digest, run: 1, on: holder) { () throws(PostgresError) -> Double in
             let start = Date()
             return try queue.oneTopLevelAtATime(digest: digest, run: 1, patience: 0.4, on: waiter) { () throws(PostgresError) in
@@ -227,13 +220,13 @@ import TestSupport
         let worker = try queue.register(hostname: "a", pid: 1, lease: 30, on: setup)
         let run = try queue.joinRun(worker: worker, on: setup)
         // One worker queues 6, another 6 others: 4 of those fit.
-        let first = try queue.enqueue(requests(6, prefix: "a"), run: run, on: setup)
+        let first = try queue.enqueue(queuedRequests(6, hosts: ["a.test"], prefix: "a"), run: run, on: setup)
         #expect(!first.contains(0))
-        let second = try queue.enqueue(requests(6, prefix: "b"), run: run, on: connect())
+        let second = try queue.enqueue(queuedRequests(6, hosts: ["a.test"], prefix: "b"), run: run, on: connect())
         #expect(second.prefix(4).allSatisfy { $0 > 0 } && second.suffix(2) == [0, 0], "\(second)")
         // Adding what the run has is no new download: its ids, nothing refused.
-        #expect(try queue.enqueue(requests(6, prefix: "a"), run: run, on: connect()) == first)
-        #expect(try queue.enqueue(requests(1, prefix: "c"), run: run, on: connect()) == [0])
+        #expect(try queue.enqueue(queuedRequests(6, hosts: ["a.test"], prefix: "a"), run: run, on: connect()) == first)
+        #expect(try queue.enqueue(queuedRequests(1, hosts: ["a.test"], prefix: "c"), run: run, on: connect()) == [0])
 
         // Several workers adding at once never queue more than the limit.
         let url = url
@@ -245,10 +238,7 @@ import TestSupport
                 for index in 0..<4 {
                     group.addTask {
                         let session = PostgresSession(try! PostgresAddress(url), label: "add-\(index)")
-                        let batch = (0..<20).map { n in
-                            let url = "http://a.test/w\(index)-\(n)"
-                            return QueuedRequest(key: Array((url + "\u{0}dir\u{0}").utf8), url: url, host: "a.test")
-                        }
+                        let batch = queuedRequests(20, hosts: ["a.test"], prefix: "w\(index)-")
                         return (try? await session.perform { connection throws(PostgresError) in
                             try racing.enqueue(batch, run: raceRun, on: connection).filter { $0 > 0 }.count
                         }) ?? -100

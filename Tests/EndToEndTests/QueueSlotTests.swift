@@ -7,18 +7,11 @@ import TestSupport
 /// A worker gives a host slot back when a transfer ends (schema version 5):
 /// it holds more claims than its `-j` while their files wait to be placed,
 /// and the job-wide `per_host` still bounds its transfers.
-@Suite struct QueueSlotTests {
-    let nginx: Nginx
-    let dir = Nginx.uniquePath()
-    let job: LuaJob
-    let out: String
-    let queue: String
+@Suite struct QueueSlotTests: QueueRunSuite {
+    let fixture: QueueRunFixture
 
     init() throws {
-        nginx = try Nginx.shared()
-        job = try LuaJob()
-        out = try TempDir.make("slot-out")
-        queue = try PostgresCluster.shared().freshDatabase("slot")
+        fixture = try QueueRunFixture(label: "slot", hosts: ["slot.queue.test"])
     }
 
     @Test func aWorkerHoldsMoreClaimsThanItsConcurrencyWhileItsTransfersStayWithinPerHost() async throws {
@@ -27,11 +20,9 @@ import TestSupport
         // file: the files wait for their handler long after their transfers
         // ended. (A budget of 20 s: on a loaded machine that CPU time takes
         // longer, and a handler's budget counts from its call.)
-        let host = "slot.queue.test"
+        let host = hosts[0]
         let files = try (0..<24).map { index in
-            let name = "f\(index).bin"
-            let bytes = try nginx.put("/slow" + dir + "/" + name, randomBytes: 3_000 + index, seed: UInt64(index + 1))
-            return (name: name, url: nginx.url("/slow" + dir + "/" + name, host: host, tls: false), bytes: bytes)
+            try fixture.slowFile("f\(index).bin", size: 3_000 + index, seed: UInt64(index + 1), hostIndex: 0)
         }
         let jobFile = try job.write("job.lua", "dl.config{ budget = 20 }\n" + files.map { "dl.add('\($0.url)')\n" }.joined() + """
             dl.on("finished", function(d)
@@ -40,8 +31,7 @@ import TestSupport
             """)
         let worker = try Subprocess(
             Paths.binary,
-            ["run", jobFile, "-d", out, "--queue", queue, "--name", "slots", "--settle", "1", "-j", "2", "--per-host", "2",
-             "--resolve", "\(host):\(nginx.plainPort):127.0.0.1"],
+            ["run", jobFile, "-d", out, "--queue", queue, "--name", "slots", "--settle", "1", "-j", "2", "--per-host", "2"] + resolving,
             environment: ["NO_COLOR": "1"], timeout: 120)
         let ended = Atomic<Bool>(false)
         let finishing = Task { await offThePool { () -> (status: Int32, stdout: String, stderr: String) in

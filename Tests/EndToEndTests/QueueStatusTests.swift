@@ -23,14 +23,6 @@ import TestSupport
 
     private func connect() throws -> PostgresConnection { try PostgresConnection(PostgresAddress(url)) }
 
-    private func requests(_ count: Int, hosts: [String]) -> [QueuedRequest] {
-        (0..<count).map { index in
-            let host = hosts[index % hosts.count]
-            let url = "http://\(host)/file\(index)"
-            return QueuedRequest(key: Array((url + "\u{0}dir\u{0}").utf8), url: url, host: host)
-        }
-    }
-
     /// Job "mirror": six downloads on two hosts, a live worker holding one
     /// (its lease an hour: a 30 s lease ran out under load in a full run),
     /// a worker whose lease ran out holding two, one failure, an ended run
@@ -41,7 +33,7 @@ import TestSupport
         try SchemaMigrator().migrate(connection)
         _ = try SharedQueue.open(job: "archive", limits: JobLimits(perHost: 1), on: connection)
         let queue = try SharedQueue.open(job: "mirror", limits: JobLimits(perHost: 2), on: connection)
-        _ = try queue.add(requests(6, hosts: ["a.test", "b.test"]), on: connection)
+        _ = try queue.add(queuedRequests(6, hosts: ["a.test", "b.test"], prefix: "file"), on: connection)
         let alive = try queue.register(hostname: "web1", pid: 4242, lease: 3600, on: connection)
         let dead = try queue.register(hostname: "web2", pid: 4343, lease: 2, on: connection)
         let mine = try queue.claim(worker: alive, limit: 2, on: connection)
@@ -134,7 +126,7 @@ import TestSupport
         try SchemaMigrator().migrate(connection)
         let queue = try SharedQueue.open(job: "wide", limits: JobLimits(perHost: 1), on: connection)
         let hosts = (0..<25).map { "h\($0).test" }
-        _ = try queue.add(requests(50, hosts: hosts), on: connection)
+        _ = try queue.add(queuedRequests(50, hosts: hosts, prefix: "file"), on: connection)
         let worker = try queue.register(hostname: "w", pid: 1, lease: 3600, on: connection)
         let first = try queue.claim(worker: worker, limit: 50, on: connection)
         #expect(first.count == 25)  // one a host

@@ -8,43 +8,24 @@ import TestSupport
 /// together when the run ends (a NOTIFY, not their polls), a worker joining
 /// a run does not send the job's top-level adds again, and `max_downloads`
 /// is the whole run's.
-@Suite struct QueueWorkersRunTests {
-    let nginx: Nginx
-    let dir = Nginx.uniquePath()
-    let job: LuaJob
-    let out: String
-    let queue: String
+@Suite struct QueueWorkersRunTests: QueueRunSuite {
+    let fixture: QueueRunFixture
 
     init() throws {
-        nginx = try Nginx.shared()
-        job = try LuaJob()
-        out = try TempDir.make("workers-out")
-        queue = try PostgresCluster.shared().freshDatabase("workers")
-    }
-
-    private let hosts = ["a.workers.test", "b.workers.test", "c.workers.test"]
-
-    private var resolving: [String] {
-        hosts.flatMap { ["--resolve", "\($0):\(nginx.plainPort):127.0.0.1"] }
+        fixture = try QueueRunFixture(label: "workers", hosts: ["a.workers.test", "b.workers.test", "c.workers.test"])
     }
 
     /// `count` files of /slow/ (100 KB/s) spread over the hosts; their URLs.
     private func files(_ count: Int, size: Int) throws -> [String] {
         try (0..<count).map { index in
-            let name = "f\(index).bin"
-            _ = try nginx.put("/slow" + dir + "/" + name, randomBytes: size, seed: UInt64(index + 1))
-            return nginx.url("/slow" + dir + "/" + name, host: hosts[index % hosts.count], tls: false)
+            try fixture.slowFile("f\(index).bin", size: size, seed: UInt64(index + 1), hostIndex: index).url
         }
     }
 
     private func spawnWorker(_ jobFile: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> Subprocess {
-        try Subprocess(
-            Paths.binary,
+        try .queueWorker(
             ["run", jobFile, "-d", out, "--queue", queue, "--name", "workers", "-j", "2", "--per-host", "2"] + resolving + extra,
-            environment: environment.merging(["NO_COLOR": "1"]) { a, _ in a },
-            // The watchdog counts from the spawn; in a full suite on two cores a
-            // test's await came back up to 150 s late, so 120 s killed live workers.
-            timeout: 300)
+            environment: environment)
     }
 
     private func connection() throws -> PostgresConnection { try PostgresConnection(PostgresAddress(queue)) }

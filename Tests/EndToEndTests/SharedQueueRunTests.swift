@@ -6,33 +6,18 @@ import TestSupport
 /// Several `dlpipe run --queue` worker processes share one job through a real
 /// PostgreSQL (issue 11): every file whole and fetched once, per-host limits
 /// across all workers, `done` once per run with the job-wide counts.
-@Suite struct SharedQueueRunTests {
-    let nginx: Nginx
-    let dir = Nginx.uniquePath()
-    let job: LuaJob
-    let out: String
-    let queue: String
+@Suite struct SharedQueueRunTests: QueueRunSuite {
+    let fixture: QueueRunFixture
 
     init() throws {
-        nginx = try Nginx.shared()
-        job = try LuaJob()
-        out = try TempDir.make("shared-out")
-        queue = try PostgresCluster.shared().freshDatabase("run")
-    }
-
-    /// Three host names, all nginx on 127.0.0.1 (dlpipe counts hosts by name).
-    private let hosts = ["a.queue.test", "b.queue.test", "c.queue.test"]
-
-    private var resolving: [String] {
-        hosts.flatMap { ["--resolve", "\($0):\(nginx.plainPort):127.0.0.1"] }
+        // Three host names, all nginx on 127.0.0.1 (dlpipe counts hosts by name).
+        fixture = try QueueRunFixture(label: "shared", hosts: ["a.queue.test", "b.queue.test", "c.queue.test"])
     }
 
     /// `count` files spread over the hosts; their URLs and bytes by name.
     private func files(_ count: Int, size: Int) throws -> [(name: String, url: String, bytes: [UInt8])] {
         try (0..<count).map { index in
-            let name = "f\(index).bin"
-            let bytes = try nginx.put("/slow" + dir + "/" + name, randomBytes: size + index, seed: UInt64(index + 1))
-            return (name, nginx.url("/slow" + dir + "/" + name, host: hosts[index % hosts.count], tls: false), bytes)
+            try fixture.slowFile("f\(index).bin", size: size + index, seed: UInt64(index + 1), hostIndex: index)
         }
     }
 
@@ -90,13 +75,9 @@ import TestSupport
 
     /// Starts a worker whose output the test reads at the end.
     private func spawnWorker(_ jobFile: String, _ extra: [String] = [], queue: String? = nil) throws -> Subprocess {
-        try Subprocess(
-            Paths.binary,
+        try .queueWorker(
             ["run", jobFile, "-d", out, "--queue", queue ?? self.queue, "--name", "mirror", "--settle", "1", "-j", "4", "--per-host", "2"]
-                + resolving + extra, environment: ["NO_COLOR": "1"],
-            // The watchdog counts from the spawn; in a full suite on two cores a
-            // test's await came back up to 150 s late, so 120 s killed live workers.
-            timeout: 300)
+                + resolving + extra)
     }
 
     @Test func killedWorkersLoseNothingAndDoubleNothing() async throws {
@@ -157,9 +138,7 @@ import TestSupport
         // in flight (files of one size ended together, and a worker frozen
         // right after them held nothing).
         let files = try (0..<20).map { index in
-            let name = "f\(index).bin"
-            let bytes = try nginx.put("/slow" + dir + "/" + name, randomBytes: 60_000 + index * 15_000, seed: UInt64(index + 1))
-            return (name: name, url: nginx.url("/slow" + dir + "/" + name, host: hosts[index % hosts.count], tls: false), bytes: bytes)
+            try fixture.slowFile("f\(index).bin", size: 60_000 + index * 15_000, seed: UInt64(index + 1), hostIndex: index)
         }
         let jobFile = try job.write("job.lua", files.map { "dl.add('\($0.url)')\n" }.joined())
         let extra = ["--lease", "2"]
@@ -242,11 +221,9 @@ import TestSupport
         var all: [(name: String, url: String, bytes: [UInt8])] = []
         for page in 0..<3 {
             let listed = try (0..<10).map { index in
-                let name = "p\(page)-\(index).bin"
-                let bytes = try nginx.put("/slow" + dir + "/" + name, randomBytes: 20_000 + index, seed: UInt64(page * 100 + index + 1))
-                let url = nginx.url("/slow" + dir + "/" + name, host: hosts[index % hosts.count], tls: false)
-                all.append((name, url, bytes))
-                return url
+                let file = try fixture.slowFile("p\(page)-\(index).bin", size: 20_000 + index, seed: UInt64(page * 100 + index + 1), hostIndex: index)
+                all.append(file)
+                return file.url
             }
             let name = "index\(page).txt"
             let bytes = try nginx.put(dir + "/" + name, bytes: Array(listed.joined(separator: "\n").utf8))
@@ -326,9 +303,7 @@ import TestSupport
         #expect(kill(follower.pid, 0) == 0, "the --follow worker exited when its run ended")
         // Another worker starts the next run with more work; the follower may take some.
         let more = try (10..<18).map { index in
-            let name = "m\(index).bin"
-            let bytes = try nginx.put("/slow" + dir + "/" + name, randomBytes: 40_000, seed: UInt64(index))
-            return (name: name, url: nginx.url("/slow" + dir + "/" + name, host: hosts[index % hosts.count], tls: false), bytes: bytes)
+            try fixture.slowFile("m\(index).bin", size: 40_000, seed: UInt64(index), hostIndex: index)
         }
         let moreJob = try job.write("more.lua", more.map { "dl.add('\($0.url)')\n" }.joined())
         let second = try await worker(moreJob)
@@ -358,12 +333,7 @@ import TestSupport
     }
 
     private func spawnWorker(_ jobFile: String, _ extra: [String] = []) throws -> Subprocess {
-        try Subprocess(
-            Paths.binary, ["run", jobFile, "-d", out, "--queue", queue, "--name", "retries", "--settle", "1"] + extra,
-            environment: ["NO_COLOR": "1"],
-            // The watchdog counts from the spawn; in a full suite on two cores a
-            // test's await came back up to 150 s late, so 120 s killed live workers.
-            timeout: 300)
+        try .queueWorker(["run", jobFile, "-d", out, "--queue", queue, "--name", "retries", "--settle", "1"] + extra)
     }
 
     /// The row of the job's one download.
