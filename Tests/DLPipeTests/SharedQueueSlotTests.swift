@@ -219,7 +219,7 @@ import TestSupport
 
         // A worker of this build migrates it; the claims running meanwhile keep their slots.
         let migrated = try SchemaMigrator().migrate(connection)
-        #expect(migrated.from == 4 && migrated.applied == [5, 6])
+        #expect(migrated.from == 4 && migrated.applied == Array(5...QueueSchema.latest))
         #expect(try inFlight(connection, queue) == 2)
         #expect(try queue.giveBack([(claims[0].id, claims[0].token)], on: connection) == 1)
         #expect(try inFlight(connection, queue) == 1)
