@@ -82,4 +82,34 @@ import TestSupport
         #expect(try connection.execute("SELECT in_flight AS n FROM dlpipe.hosts WHERE host = $1", [.text(hostRow)]).rows[0].int("n") == 0)
         print("slots: at most \(seen.mostRunning) claims held at once by a worker of -j 2")
     }
+
+    @Test func slotsHandedOverBetweenClaimsHeldAheadKeepTwoWorkersWithinPerHost() async throws {
+        // 18 files of 120 KB from /slow/ (100 KiB/s: about a second each, a
+        // smaller one would leave in one write, before nginx paces it) on one
+        // host, two workers of -j 2 under a job-wide --per-host 3: plenty
+        // ready, so each holds claims ahead and hands a slot to the next one
+        // as a transfer ends, without the database; the host never serves
+        // more than 3 at once, though the two could run 4.
+        let files = try (0..<18).map { index in
+            try fixture.slowFile("h\(index).bin", size: 120_000 + index, seed: UInt64(index + 100), hostIndex: 0)
+        }
+        let jobFile = try job.write("job.lua", files.map { "dl.add('\($0.url)')\n" }.joined())
+        let arguments = ["run", jobFile, "-d", out, "--queue", queue, "--name", "handover", "--settle", "1", "-j", "2", "--per-host", "3"] + resolving
+        let workers = try (0..<2).map { _ in try Subprocess.queueWorker(arguments) }
+        let runs = await offThePool { workers.map { $0.finish() } }
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        let served = nginx.requests(matching: "/slow" + dir)
+        #expect(served.count == 18 && Set(served.map(\.uri)).count == 18, "served \(served.count) requests for 18 files")
+        #expect(Nginx.peak(served) <= 3, "the host served \(Nginx.peak(served)) at once under --per-host 3")
+        print("hand-over: at most \(Nginx.peak(served)) served at once; \(served.map(\.end).max()! - served.map(\.start).min()!) ms from the first request to the last end")
+        #expect(listing(out) == files.map(\.name).sorted())
+        let broken = files.filter { !sameBytes(out + "/" + $0.name, $0.bytes) }.map(\.name)
+        #expect(broken.isEmpty, "not whole: \(broken)")
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        let hostRow = "\(hosts[0]):\(nginx.plainPort)"
+        #expect(try connection.execute("SELECT in_flight AS n FROM dlpipe.hosts WHERE host = $1", [.text(hostRow)]).rows[0].int("n") == 0)
+        #expect(try connection.execute(
+            "SELECT count(*) AS n FROM dlpipe.downloads d JOIN dlpipe.jobs j ON j.id = d.job_id WHERE j.name = 'handover' AND (d.status <> 'finished' OR d.attempts <> 1)"
+        ).rows[0].int("n") == 0, "every download finished at its first attempt")
+    }
 }

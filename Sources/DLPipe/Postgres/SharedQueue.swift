@@ -284,11 +284,17 @@ package struct SharedQueue: Sendable {
     /// PostgreSQL finds only after a second). `freeing` and `reports` must
     /// not share a row. Returns the ids of the reports taken and how many
     /// slots went back.
+    ///
+    /// `taking` are claims held ahead whose transfer started on a slot that
+    /// a transfer of the same worker and host handed over (its row is in
+    /// `freeing` or `reports`, or was in an earlier statement): each takes a
+    /// slot here, so that the slot moves from one row to the other and the
+    /// host's `in_flight` stays the same. `taking` shares no row with the others.
     func report(
-        _ reports: [ClaimReport], freeing: [(id: Int64, token: Int64)], run: Int64? = nil, worker: Int64? = nil,
-        on connection: PostgresConnection
+        _ reports: [ClaimReport], freeing: [(id: Int64, token: Int64)], taking: [(id: Int64, token: Int64)] = [],
+        run: Int64? = nil, worker: Int64? = nil, on connection: PostgresConnection
     ) throws(PostgresError) -> (taken: Set<Int64>, freed: Int) {
-        guard !reports.isEmpty || !freeing.isEmpty else { return ([], 0) }
+        guard !reports.isEmpty || !freeing.isEmpty || !taking.isEmpty else { return ([], 0) }
         let rows = try retryingDeadlocks(on: connection) { () throws(PostgresError) in
             try connection.executePrepared(
                 "dlpipe_report",
@@ -329,6 +335,13 @@ package struct SharedQueue: Sendable {
                   UPDATE dlpipe.downloads d SET slot_host = NULL FROM holding WHERE d.id = holding.id
                   RETURNING d.id, holding.slot_host
                 ),
+                -- Claims held ahead that started on a slot handed over.
+                took AS (
+                  UPDATE dlpipe.downloads d SET slot_host = d.host
+                  FROM unnest($14::bigint[], $15::bigint[]) AS t(id, token)
+                  WHERE d.id = t.id AND d.claim_token = t.token AND d.slot_host IS NULL
+                  RETURNING d.id, d.host
+                ),
                 -- A row whose transfer ended gave its slot back then (its
                 -- slot_host is NULL, read under the row's lock): only the
                 -- others give one back here. A server's Retry-After holds
@@ -341,6 +354,8 @@ package struct SharedQueue: Sendable {
                       SELECT e.slot_host AS host, 1 AS n, 0::float8 AS hold FROM ended e WHERE e.slot_host IS NOT NULL
                       UNION ALL
                       SELECT f.slot_host, 1, 0 FROM freed f
+                      UNION ALL
+                      SELECT t.host, -1, 0 FROM took t
                       UNION ALL
                       SELECT e.host, 0, i.hold FROM ended e JOIN input i ON i.id = e.id WHERE i.hold > 0
                     ) each GROUP BY host
@@ -387,7 +402,8 @@ package struct SharedQueue: Sendable {
                  .textArray(reports.map(\.error)), run.map { .int($0) } ?? .null,
                  .textArray(reports.map { $0.unchanged ? "t" : "f" }), .intArray(reports.map(\.bytes)),
                  .textArray(reports.map { String(max(0, $0.holdHost)) }),
-                 .intArray(freeing.map(\.id)), .intArray(freeing.map(\.token)), .int(worker ?? 0)]
+                 .intArray(freeing.map(\.id)), .intArray(freeing.map(\.token)), .int(worker ?? 0),
+                 .intArray(taking.map(\.id)), .intArray(taking.map(\.token))]
             ).rows
         }
         var taken = Set<Int64>()

@@ -232,10 +232,13 @@ public final class DownloadEngine: Sendable {
 
     /// Starts downloads a shared queue's worker claimed, each under its id
     /// in the queue (`number`). None of them is added to the queue again.
-    package func addClaimed(_ claimed: [ClaimedRequest]) {
+    /// `liftingHolds`: the queue's claim says their hosts are due now, which
+    /// ends this engine's own holds of them (`hostsDueByQueue`); a claim
+    /// held ahead and started on a slot handed over says nothing of the kind.
+    package func addClaimed(_ claimed: [ClaimedRequest], liftingHolds: Bool = true) {
         loop.post(.holdStarts)
         defer { loop.post(.releaseStarts) }
-        loop.post(.hostsDueByQueue(claimed.map(\.request.url)))
+        if liftingHolds { loop.post(.hostsDueByQueue(claimed.map(\.request.url))) }
         registry.admitNumbered(claimed) { new in
             if !new.isEmpty { loop.post(.addAll(new)) }
         }

@@ -49,10 +49,15 @@ extension QueueWorker {
     /// waits for its batch, and the worker may claim another in its place.
     func noteTransferEnded(_ number: Int) {
         let id = Int64(number)
-        let known = state.withLock { state -> Bool in
-            guard let token = state.held[id], state.slotFree.insert(id).inserted else { return false }
-            state.slotsToGive[id] = token
-            return true
+        let (known, next) = state.withLock { state -> (Bool, ClaimedRequest?) in
+            guard let token = state.held[id], state.slotFree.insert(id).inserted else { return (false, nil) }
+            return (true, state.handOver(from: id, token: token))
+        }
+        if let next, let engine = engineBox.withLock({ $0 }) {
+            // Its host's slot, handed over: the engine starts it now. Its
+            // host stays as the engine paces it (a Retry-After this engine
+            // holds is not lifted: no claim of the queue's brought it).
+            engine.addClaimed([next], liftingHolds: false)
         }
         if known { signal() }
     }
@@ -86,7 +91,22 @@ extension QueueWorker {
         max(0, min(settings.concurrency - transferring, settings.concurrency + waitingLimit - held))
     }
 
+    /// Claims held ahead at most: enough for the transfers that end while
+    /// one cycle of the claim loop runs, twice over.
+    var aheadLimit: Int { 2 * settings.concurrency }
+
+    /// Claims to ask for ahead now: up to `aheadLimit` held ahead, within
+    /// the bound on held claims; none for fewer than half of that (a
+    /// statement for a few is not worth its cost: the slots handed over
+    /// wait for no claim while some are held).
+    func aheadRoom(held: Int, ahead: Int) -> Int {
+        let room = min(aheadLimit - ahead, settings.concurrency + waitingLimit - held)
+        return room >= max(1, settings.concurrency / 2) ? room : 0
+    }
+
     func claimLoop() {
+        // Whether something came while the last cycle ran (see the gather below).
+        var busy = false
         while true {
             var (stopping, ends, gives, held, transferring) = state.withLock { state in
                 state.wake = false
@@ -94,9 +114,10 @@ extension QueueWorker {
             }
             let drainWaiting = drain.isAsked
             if stopping { return }
-            if !(ends.isEmpty && gives.isEmpty) && held > 0 {
+            if !(ends.isEmpty && gives.isEmpty) && held > 0 && !busy {
                 // Ends come in bursts: a moment's wait lets one report (one
                 // commit) carry the ends of the transfers finishing together.
+                // Not after a busy cycle: ends gathered while it ran.
                 usleep(1000)
                 state.withLock { state in
                     ends += state.ends.take()
@@ -105,23 +126,41 @@ extension QueueWorker {
                     transferring = state.transferring
                 }
             }
+            // Taken after the gives: a slot handed over is taken by its new
+            // row no later than the row it came from gives it back (the
+            // two are noted together). The other order could let the host's
+            // count fall below its transfers for a cycle, and another worker
+            // take that slot; this one can only leave it one above.
+            var (taking, stranded, aheadCount, slotHosts) = state.withLock { state in
+                let stranded = state.strandedAhead()
+                return (state.taking.take(), stranded, state.aheadCount, state.slotHosts)
+            }
             // An end reported now gives its slot back itself.
-            for end in ends { gives[end.id] = nil }
+            for end in ends {
+                gives[end.id] = nil
+                taking[end.id] = nil
+            }
             // When the next claimable download comes due, if sooner than the poll.
             var nextDue: Double?
             do {
                 let room = room(held: held, transferring: transferring)
-                let claims = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                let (promoted, claims, aheadClaims) = try loopLink.run(patience: settings.outage) {
+                    connection throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload]) in
                     loopSession.store(connection.serverPID, ordering: .relaxed)
                     let reconnected = loopLink.reconnected
                     loopLink.reconnected = false
-                    if ends.isEmpty && gives.isEmpty && !reconnected {
-                        return room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : []
-                    }
-                    // The slots given back, the report and the next claim
-                    // commit together: one flush of the database's log.
-                    return try connection.transaction { () throws(PostgresError) -> [ClaimedDownload] in
-                        try report(ends, freeing: gives.map { ($0.key, $0.value) }, on: connection)
+                    // The slots given back and taken, the report and the next
+                    // claims commit together: one flush of the database's log.
+                    return try connection.transaction { () throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload]) in
+                        try report(ends, freeing: gives.map { ($0.key, $0.value) }, taking: taking.map { ($0.key, $0.value) }, on: connection)
+                        // Claims held ahead that no transfer will hand a slot:
+                        // a slot from the queue where there is room (they come
+                        // first, as they were claimed first), else back to ready.
+                        let promoted = try queue.promoteAhead(
+                            stranded.prefix(room).map { (Int64($0.claim.number), $0.token) }, on: connection)
+                        try queue.releaseAhead(
+                            stranded.filter { !promoted.contains(Int64($0.claim.number)) }.map { (Int64($0.claim.number), $0.token) },
+                            on: connection)
                         if reconnected {
                             // A claim whose answer the break swallowed is held by
                             // nobody that knows it: back to ready. Known are the
@@ -130,9 +169,18 @@ extension QueueWorker {
                             let known = state.withLock { $0.held.values + $0.ends.map(\.token) } + ends.map(\.token)
                             try queue.releaseUnknownClaims(worker: worker, known: known, on: connection)
                         }
-                        return room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : []
+                        let left = room - promoted.count
+                        let claims = left > 0 ? try queue.claim(worker: worker, limit: left, on: connection) : []
+                        let ahead = aheadRoom(held: held + claims.count, ahead: aheadCount)
+                        guard ahead > 0 else { return (promoted, claims, []) }
+                        // From the hosts where a transfer of this worker will hand a slot over.
+                        let promotedHosts = stranded.filter { promoted.contains(Int64($0.claim.number)) }.map(\.host)
+                        let hosts = slotHosts.union(claims.map(\.host)).union(promotedHosts)
+                        return (promoted, claims, try queue.claimAhead(worker: worker, hosts: hosts.sorted(), limit: ahead, on: connection))
                     }
                 }
+                let promotedStarted = startPromoted(stranded.map(\.claim), promoted)
+                holdAhead(aheadClaims)
                 if claims.count < room {
                     // Room left and nothing more to claim now: a host delay or a
                     // retry's time may free one before the next poll.
@@ -144,7 +192,7 @@ extension QueueWorker {
                     // Work came for a run this worker has not joined yet.
                     _ = try followNextRun()
                 }
-                let claimed = start(claims)
+                let claimed = start(claims) + promotedStarted
                 if claimed > 0 {
                     // The engine was told of them before its drained call is answered.
                     answerDrain(nil)
@@ -158,6 +206,7 @@ extension QueueWorker {
                 return
             }
             let woke = state.withLock { $0.wake }
+            busy = woke
             // At least 20 ms: a download due now that this claim missed (its
             // host's row was locked by another worker's claim) is tried again
             // soon, without spinning.
@@ -178,45 +227,86 @@ extension QueueWorker {
     /// meanwhile) changes nothing.
     /// The host slots of `freeing` (transfers that ended, their files still
     /// to place) go back in the same statement.
-    func report(_ ends: [ClaimEnd], freeing: [(id: Int64, token: Int64)] = [], on connection: PostgresConnection) throws(PostgresError) {
-        guard !ends.isEmpty || !freeing.isEmpty else { return }
+    func report(
+        _ ends: [ClaimEnd], freeing: [(id: Int64, token: Int64)] = [], taking: [(id: Int64, token: Int64)] = [],
+        on connection: PostgresConnection
+    ) throws(PostgresError) {
+        guard !ends.isEmpty || !freeing.isEmpty || !taking.isEmpty else { return }
         _ = try queue.report(
             ends.map {
                 ClaimReport(
                     id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error, unchanged: $0.unchanged, bytes: $0.bytes,
                     holdHost: $0.holdHost)
-            }, freeing: freeing, run: run, worker: worker, on: connection)
+            }, freeing: freeing, taking: taking, run: run, worker: worker, on: connection)
     }
 
     /// Starts claimed downloads in the engine; how many.
     private func start(_ claims: [ClaimedDownload]) -> Int {
         guard let engine = engineBox.withLock({ $0 }) else { return 0 }
-        guard !claims.isEmpty else { return 0 }
-        var started: [ClaimedRequest] = []
-        var unreadable: [ClaimEnd] = []
+        let started = hold(claims, for: engine, ahead: false)
+        if !started.isEmpty { engine.addClaimed(started) }
+        return started.count
+    }
+
+    /// Starts the stranded claims the queue gave a slot; the others went
+    /// back to ready and are no longer this worker's.
+    private func startPromoted(_ stranded: [ClaimedRequest], _ promoted: Set<Int64>) -> Int {
+        guard !stranded.isEmpty else { return 0 }
         state.withLock { state in
-            for claim in claims {
-                guard let request = QueuedRequestCodec.decode(claim, engine: 0) else {
-                    unreadable.append(ClaimEnd(
-                        id: claim.id, token: claim.token, outcome: .failed,
-                        error: "io: the queued request cannot be read", unchanged: false, bytes: 0))
-                    continue
+            for claim in stranded {
+                let id = Int64(claim.number)
+                if promoted.contains(id) { state.promoted(id) } else { state.released(id) }
+            }
+        }
+        let started = stranded.filter { promoted.contains(Int64($0.number)) }
+        guard !started.isEmpty, let engine = engineBox.withLock({ $0 }) else { return 0 }
+        engine.addClaimed(started)
+        return started.count
+    }
+
+    /// Keeps claims made ahead until a transfer of their host hands them its slot.
+    private func holdAhead(_ claims: [ClaimedDownload]) {
+        guard let engine = engineBox.withLock({ $0 }) else { return }
+        _ = hold(claims, for: engine, ahead: true)
+    }
+
+    /// Makes claims this worker's: held under their tokens, decoded into the
+    /// engine's requests (one that cannot be read fails at once), their
+    /// records read ahead; `ahead` ones wait in `State.ahead` without a slot.
+    private func hold(_ claims: [ClaimedDownload], for engine: DownloadEngine, ahead: Bool) -> [ClaimedRequest] {
+        guard !claims.isEmpty else { return [] }
+        var decoded: [ClaimedRequest] = []
+        var unreadable: [ClaimEnd] = []
+        for claim in claims {
+            guard var request = QueuedRequestCodec.decode(claim, engine: 0) else {
+                unreadable.append(ClaimEnd(
+                    id: claim.id, token: claim.token, outcome: .failed,
+                    error: "io: the queued request cannot be read", unchanged: false, bytes: 0))
+                continue
+            }
+            // The parent's id is the queue's, as every id a worker's engine uses.
+            request.parent = request.parent.flatMap { engine.downloadID(number: $0.rawValue) }
+            // The queue counts this claim as an attempt already.
+            decoded.append(ClaimedRequest(number: Int(claim.id), request: request, priorAttempts: claim.attempts - 1))
+        }
+        // Their records in one statement, not one lookup each when they start.
+        readAhead?.prime(keys: decoded.map(\.request.deduplicationKey))
+        let tokens = Dictionary(claims.map { ($0.id, ($0.token, $0.host)) }) { first, _ in first }
+        state.withLock { state in
+            for item in decoded {
+                let id = Int64(item.number)
+                guard let (token, host) = tokens[id] else { continue }
+                state.held[id] = token
+                state.hostOf[id] = host
+                if ahead {
+                    state.slotFree.insert(id)
+                    state.ahead[host, default: []].append(item)
+                    state.aheadCount += 1
                 }
-                state.held[claim.id] = claim.token
-                // The queue counts this claim as an attempt already.
-                started.append(ClaimedRequest(number: Int(claim.id), request: request, priorAttempts: claim.attempts - 1))
             }
             state.ends.append(contentsOf: unreadable)
         }
-        // Their records in one statement, not one lookup each when they start.
-        readAhead?.prime(keys: started.map(\.request.deduplicationKey))
-        // The parent's id is the queue's, as every id a worker's engine uses.
-        engine.addClaimed(started.map { item in
-            var request = item.request
-            request.parent = request.parent.flatMap { engine.downloadID(number: $0.rawValue) }
-            return ClaimedRequest(number: item.number, request: request, priorAttempts: item.priorAttempts)
-        })
-        return started.count
+        return decoded
     }
 
     /// Whether a drained worker looks at the run in this turn of its loop.

@@ -23,6 +23,9 @@ extension QueueWorker {
                             let piece = Array(rows[start..<min(rows.count, start + 1000)])
                             ids += try queue.enqueue(piece, run: run, on: connection)
                             start += piece.count
+                            // Committed: the claim loop may take these while
+                            // the next piece goes in (on its own connection).
+                            signal()
                         }
                         // Recorded only once every piece was queued and none was
                         // refused: a worker that dies in the middle, or a run that

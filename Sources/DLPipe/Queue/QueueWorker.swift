@@ -85,6 +85,16 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var slotFree: Set<Int64> = []
         /// Host slots to give back, by row id: their tokens.
         var slotsToGive: [Int64: Int64] = [:]
+        /// The host of each held claim, by row id.
+        var hostOf: [Int64: String] = [:]
+        /// Claims held ahead, by host, first claimed first: not in the
+        /// engine yet, no slot; each waits for a transfer of its host to end
+        /// and hand its slot over (`noteTransferEnded`). In `slotFree`.
+        var ahead: [String: [ClaimedRequest]] = [:]
+        var aheadCount = 0
+        /// Claims started on a slot handed over, whose row takes the slot
+        /// with the next cycle, by row id: their tokens.
+        var taking: [Int64: Int64] = [:]
         var wake = false
         var stopping = false
         /// Monotonic time until which a file may be placed (lease, less a margin).
@@ -106,6 +116,69 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         mutating func letGo(_ id: Int64) {
             slotFree.remove(id)
             slotsToGive[id] = nil
+            hostOf[id] = nil
+            // Ended before its row took the slot it was handed: it takes
+            // none, and the row it came from gives it back.
+            taking[id] = nil
+        }
+
+        /// The slot of claim `id` (its transfer ended) goes to the next
+        /// claim held ahead for its host, if any: that claim, to start now.
+        mutating func handOver(from id: Int64, token: Int64) -> ClaimedRequest? {
+            if taking.removeValue(forKey: id) == nil {
+                // A slot its row holds in the database: given back with the
+                // next cycle (its successor's row takes one in the same
+                // statement). A slot it was handed and never took: the row
+                // it came from gives that one back.
+                slotsToGive[id] = token
+            }
+            guard let host = hostOf[id], var waiting = ahead[host], !waiting.isEmpty else { return nil }
+            let next = waiting.removeFirst()
+            ahead[host] = waiting.isEmpty ? nil : waiting
+            aheadCount -= 1
+            let number = Int64(next.number)
+            slotFree.remove(number)
+            if let nextToken = held[number] { taking[number] = nextToken }
+            return next
+        }
+
+        /// Hosts of the claims that hold a slot (transferring, or waiting in
+        /// the engine for a transfer).
+        var slotHosts: Set<String> {
+            var hosts = Set<String>()
+            for id in held.keys where !slotFree.contains(id) {
+                if let host = hostOf[id] { hosts.insert(host) }
+            }
+            return hosts
+        }
+
+        /// Claims held ahead for hosts where no transfer of this worker
+        /// runs, so none will hand them a slot: out of `ahead`, still held
+        /// (and in `slotFree`) until the queue gives them a slot
+        /// (`promoted`) or takes them back (`released`).
+        mutating func strandedAhead() -> [(claim: ClaimedRequest, token: Int64, host: String)] {
+            guard aheadCount > 0 else { return [] }
+            let live = slotHosts
+            var stranded: [(claim: ClaimedRequest, token: Int64, host: String)] = []
+            for (host, waiting) in ahead where !live.contains(host) {
+                for claim in waiting {
+                    if let token = held[Int64(claim.number)] { stranded.append((claim, token, host)) }
+                }
+                aheadCount -= waiting.count
+                ahead[host] = nil
+            }
+            return stranded
+        }
+
+        /// A stranded claim got a slot: it transfers now.
+        mutating func promoted(_ id: Int64) {
+            slotFree.remove(id)
+        }
+
+        /// A stranded claim went back to ready: no longer held.
+        mutating func released(_ id: Int64) {
+            held[id] = nil
+            letGo(id)
         }
     }
     let state = Mutex(State())
