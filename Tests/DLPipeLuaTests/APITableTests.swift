@@ -151,7 +151,7 @@ import Testing
         let download = DownloadInfo(
             id: DownloadID(1), url: "http://h/x", name: "x", directory: "d", path: "/p", parent: DownloadID(0),
             attempt: 1, meta: [:])
-        EventArgument.push(download, on: L)
+        EventArgument.push(download, ids: ProvisionalIDs(), on: L)
         guard case .table(let fields) = runtime.value(at: -1, on: L) else {
             Issue.record("no download table")
             return

@@ -69,23 +69,25 @@ enum EventArgument {
     }
 
     /// What `host.begin` and `host.once` take: the event's name, the download
-    /// (nil for `done`) and the event's argument.
-    static func push(_ event: String, _ download: DownloadInfo?, _ argument: EventArgument, on L: OpaquePointer) {
+    /// (nil for `done`) and the event's argument. `ids` gives the ids the
+    /// scripts know (a shared queue's top-level adds keep their provisional ids).
+    static func push(_ event: String, _ download: DownloadInfo?, _ argument: EventArgument, ids: ProvisionalIDs,
+                     on L: OpaquePointer) {
         LuaRuntime.pushString(event, on: L)
-        push(download, on: L)
+        push(download, ids: ids, on: L)
         argument.push(on: L)
     }
 
     /// The download's fields as the prelude's `d` proxy reads them; nil for `done`.
-    static func push(_ d: DownloadInfo?, on L: OpaquePointer) {
+    static func push(_ d: DownloadInfo?, ids: ProvisionalIDs, on L: OpaquePointer) {
         guard let d else { return lua_pushnil(L) }
         let t = LuaFieldWriter(L, fields: 8)
-        t.set("id", d.id.rawValue)
+        t.set("id", ids.shown(d.id.rawValue))
         t.set("url", d.url)
         t.set("name", d.name)
         t.set("dir", d.directory)
         t.set("path", d.path)
-        t.set("parent", d.parent?.rawValue)
+        t.set("parent", d.parent.map { ids.shown($0.rawValue) })
         t.set("attempt", d.attempt)
         // The meta the add gave, as JSON: read when this Lua state did not make
         // the add (a shared queue's worker runs downloads other workers added).

@@ -215,7 +215,7 @@ final class ScriptHost: @unchecked Sendable {
         var outcome = DispatchOutcome()
         do {
             let count = try callHost("begin", argumentCount: 3) { L in
-                EventArgument.push(event, download, argument, on: L)
+                EventArgument.push(event, download, argument, ids: provisional, on: L)
             }.first?.int ?? 0
             if count > 0, let run = hostFunctions["run"] {
                 for index in 1...count {
@@ -248,7 +248,7 @@ final class ScriptHost: @unchecked Sendable {
         let result: [LuaValue]
         do {
             result = try runtime.call(once, budget: budget, argumentCount: 3) { L in
-                EventArgument.push(event, download, argument, on: L)
+                EventArgument.push(event, download, argument, ids: provisional, on: L)
             }
         } catch {
             outcome.error = ScriptError(error)
@@ -414,23 +414,25 @@ final class ScriptHost: @unchecked Sendable {
         }
         runtime.register("__dl.log") { [unowned self, log] args throws(LuaCallError) in
             try heldUsage.check()
-            log(Self.line(args).formatted)
+            log(line(args).formatted)
             return []
         }
         runtime.register("__dl.warn") { [unowned self, warn] args throws(LuaCallError) in
             try heldUsage.check()
-            warn(Self.line(args))
+            warn(line(args))
             return []
         }
     }
 
     /// The line of a `__dl.log` or `__dl.warn` call: position, download id, text.
-    private static func line(_ args: [LuaValue]) -> ScriptLine {
+    /// The id is the engine's, as the command line's own lines about that
+    /// download print it (a shared queue's row, not a provisional id).
+    private func line(_ args: [LuaValue]) -> ScriptLine {
         let position = args.first?.text ?? ""
-        let id = args.count > 1 ? args[1].int : nil
+        let id = args.count > 1 ? args[1].int.map { provisional.row(of: Int($0)) ?? Int($0) } : nil
         let text = args.count > 2 ? (args[2].text ?? "") : ""
         let place = position.trimmingCharacters(in: CharacterSet(charactersIn: ": "))
-        return ScriptLine(place: place, download: id.map { Int($0) }, text: text)
+        return ScriptLine(place: place, download: id, text: text)
     }
 
     /// The first use of the store, with neither `-d` nor `--state`, takes the
@@ -525,9 +527,9 @@ final class ScriptHost: @unchecked Sendable {
         // that meets a link twice never loops. (A library engine's own `add`
         // deduplicates only open downloads.)
         let key = request.deduplicationKey
-        if let id = addedKeys[key] { return [.integer(Int64(id))] }
+        if let id = addedKeys[key] { return [.integer(Int64(provisional.shown(id)))] }
         if let position = topLevel?.id(ofKey: key, request) {
-            return [.integer(Int64(engine == nil ? provisional.id(ofPosition: position) : position))]
+            return [.integer(Int64(provisional.id(ofPosition: position)))]
         }
         if let engine {
             let id = engine.add(request).rawValue
@@ -538,7 +540,9 @@ final class ScriptHost: @unchecked Sendable {
             }
             // The command line's engine keeps this rule itself: no second table.
             if !engine.deduplicatesWholeRun { addedKeys[key] = id }
-            return [.integer(Int64(id))]
+            // A top-level add's row (a handler met its URL again) keeps the
+            // id the top level got.
+            return [.integer(Int64(provisional.shown(id)))]
         }
         // Before the run starts: keep it, with the id the engine will give it
         // (the engine numbers new requests 1, 2, 3..., and these are all new),
