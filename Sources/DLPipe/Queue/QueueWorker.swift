@@ -121,7 +121,10 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     var onFatal: @Sendable (String) -> Void = { _ in }
 
     /// Connects, migrates the schema, registers in the job and joins its run.
-    /// A database that cannot be reached throws a `.connection` error at once.
+    /// A database that cannot be reached throws a `.connection` error at once,
+    /// and so does one that refuses any of the worker's connections (all are
+    /// opened first, before the worker registers): a role's connection limit
+    /// below what a worker needs is told at start, not after an outage's wait.
     package init(settings: Settings, root: String) throws(PostgresError) {
         self.settings = settings
         self.root = root
@@ -132,6 +135,11 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         heartbeatLink = Self.link(settings.address, "heartbeat", idleInTransaction: lease)
         listenLink = Self.link(settings.address, "listen")
         partsLink = Mutex(Self.link(settings.address, "parts", idleInTransaction: lease))
+        try loopLink.connect()
+        try addLink.withLock { link throws(PostgresError) in try link.connect() }
+        try heartbeatLink.connect()
+        try listenLink.connect()
+        try partsLink.withLock { link throws(PostgresError) in try link.connect() }
         let (queue, worker, run) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
             _ = try SchemaMigrator().migrate(connection)
             let queue = try SharedQueue.open(job: settings.name, limits: settings.limits, on: connection)
@@ -199,15 +207,19 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         state.withLock { $0.stopping = true }
         signal()
         let ends = state.withLock { $0.ends.take() }
-        // A connection of its own: the claim loop's may be in the middle of
-        // a statement on its thread (libpq connections are not thread-safe).
-        let link = Self.link(settings.address, "leave")
-        _ = try? link.run(patience: 5) { connection throws(PostgresError) in
-            try report(ends, on: connection)
-            try queue.takeBack(worker: worker, on: connection)
-            // The last worker of a run that did not end (Ctrl-C): nobody is
-            // left to end it, and the next run must start afresh.
-            try queue.endOrphanedRun(except: worker, on: connection)
+        // Not the claim loop's connection: it may be in the middle of a
+        // statement on its thread (libpq connections are not thread-safe).
+        // The clean-up's, behind its lock, rather than a new one: a role whose
+        // connection limit is just what a worker holds would refuse a new one,
+        // and what this worker holds would then wait for its lease.
+        _ = try? partsLink.withLock { link throws(PostgresError) in
+            try link.run(patience: 5) { connection throws(PostgresError) in
+                try report(ends, on: connection)
+                try queue.takeBack(worker: worker, on: connection)
+                // The last worker of a run that did not end (Ctrl-C): nobody is
+                // left to end it, and the next run must start afresh.
+                try queue.endOrphanedRun(except: worker, on: connection)
+            }
         }
         // What it held went back to ready: whoever takes it starts afresh.
         removeOwnParts()
