@@ -117,6 +117,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     package var readAhead: PostgresDownloadState?
     /// The job's own `done` (the Lua handler), run once per run by the worker that takes it.
     var doneHook: (@Sendable (RunSummary, _ reply: @escaping @Sendable (Int?) -> Void) -> Void)?
+    /// The run this worker ended after running its `done`, with the
+    /// job-wide counts that `done` got (`--json`'s `done` event carries them).
+    let ranDone = Mutex<(run: Int64, summary: RunSummary)?>(nil)
     /// Called once when the worker cannot go on (the database stayed away, the lease was lost).
     var onFatal: @Sendable (String) -> Void = { _ in }
 
@@ -162,6 +165,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     /// The part of a lease kept as a margin: a file is placed only while at
     /// least this much of the lease is left.
     static func margin(_ lease: Double) -> Double { max(0.5, lease / 4) }
+
+    /// The run whose `done` this worker ran and whose end it wrote, with the
+    /// job-wide counts `done` got; nil when another worker ran it (or it has
+    /// not ended). Taken once: a `--follow` worker's next run starts afresh.
+    package func takeRanDone() -> (run: Int64, summary: RunSummary)? {
+        ranDone.withLock { $0.take() }
+    }
 
     /// What the engine needs to run as this worker: its part files and the fence.
     package var claimedFiles: ClaimedFiles {
