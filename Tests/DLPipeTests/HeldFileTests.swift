@@ -52,6 +52,21 @@ import TestSupport
         #expect(contents("report.1.pdf") == [9])
     }
 
+    /// A numbered name (`report.1.pdf`, the wanted one was taken) that is
+    /// taken too by the time of the link goes on to `report.2.pdf`, the next
+    /// free variant of the wanted name, never to `report.1.1.pdf`.
+    @Test func aNumberedNameTakenMeanwhileTakesTheWantedNamesNextNumber() throws {
+        for name in ["report.pdf", "report.1.pdf"] {
+            try Data("someone else's".utf8).write(to: URL(fileURLWithPath: root + "/" + name))
+        }
+        let file = HeldFile(directory: "", name: "report.1.pdf", wanted: "report.pdf", bytes: [9])
+        HeldFile.place([file], in: output, syncAnyway: false)
+        #expect(file.current == .linked("report.2.pdf"))
+        #expect(contents("report.1.pdf") == Array("someone else's".utf8))
+        #expect(contents("report.2.pdf") == [9])
+        #expect(names() == ["report.1.pdf", "report.2.pdf", "report.pdf", "sub"])
+    }
+
     @Test func aWithdrawnFileLeavesNothingAndALinkedOneCannotBeWithdrawn() {
         let withdrawn = HeldFile(directory: "", name: "gone.bin", bytes: [1])
         #expect(withdrawn.withdraw())

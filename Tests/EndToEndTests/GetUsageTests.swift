@@ -36,6 +36,24 @@ import Testing
         #expect(lines.last?.contains("--help") == true)
     }
 
+    /// The queue's options belong to `run`: `get` says so (a usage error,
+    /// exit 2, nothing fetched) instead of `unknown option "--queue"`.
+    @Test(arguments: [
+        ["--queue", "postgresql://u:secret@127.0.0.1/q"], ["--queue=postgresql://127.0.0.1/q"], ["--name", "mirror"], ["--follow"],
+    ])
+    func aQueueOptionOfGetSaysItIsRuns(_ extra: [String]) async throws {
+        let out = try TempDir.make("get-queue")
+        let run = try await DLPipeRun.run(["get", "http://127.0.0.1:1/x", "-d", out] + extra)
+        #expect(run.status == 2, "\(extra): \(run.stderr)")
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 2, "\(run.stderr)")
+        let option = extra[0].split(separator: "=")[0]
+        #expect(lines.first?.contains("\(option) is an option of `dlpipe run`: a shared queue's workers run a job file (dlpipe run job.lua --queue URL --name NAME") == true, "\(run.stderr)")
+        #expect(!run.stderr.contains("unknown option") && !run.stderr.contains("secret"), "\(run.stderr)")
+        #expect(lines.last?.contains("--help") == true)
+        #expect(listing(out).isEmpty)
+    }
+
     /// `--state` takes a file: a database URL would become a folder named
     /// `postgres:` and a quiet local state. It is a usage error that names
     /// `--queue`, and it never echoes the URL's password.

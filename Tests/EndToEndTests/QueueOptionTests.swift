@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import TestSupport
 
+@testable import DLPipe
+
 /// `run --queue URL --name NAME`: bad values are usage errors and a database
 /// that does not answer is exit 4, never with a request made; one that
 /// answers runs the job as a worker of the queue.
@@ -85,6 +87,38 @@ import TestSupport
             #expect(run.stderr.hasPrefix("dlpipe: cannot reach the queue: the database does not exist (SQLSTATE 3D000): cannot connect to "), "\(run.stderr)")
         }
         try expectNothingDone(try await DLPipeRun.run(["run", try jobFile(), "-d", out, "--name", "m", "--queue", missing]))
+    }
+
+    /// A role whose connection limit is below the connections a worker keeps
+    /// (six: state, worker, adds, heartbeat, listen, parts) is refused at
+    /// start, every connection opened before anything is done: exit 4 within
+    /// seconds with the server's reason on one line, no request, no file and
+    /// nothing in the database (the trial's worker waited 60 s for the last
+    /// ones, then said "unreachable"). With six the job runs, and the worker
+    /// leaves on a connection it has (the job's row says it left).
+    @Test(arguments: [1, 3, 5, 6])
+    func aRoleConnectionLimitBelowAWorkersIsToldAtStart(_ limit: Int) async throws {
+        let url = try PostgresCluster.shared().freshDatabase("limit")
+        let database = String(url.split(separator: "@/")[1].split(separator: "?")[0])
+        let admin = try PostgresConnection(PostgresAddress(url))
+        let role = "lim\(limit)_\(UInt32.random(in: 0...UInt32.max))"
+        try admin.run("CREATE ROLE \(role) LOGIN CONNECTION LIMIT \(limit); GRANT CREATE ON DATABASE \(database) TO \(role)")
+        let address = url.replacingOccurrences(of: "\(PostgresCluster.user)@", with: "\(role)@")
+        let run = try await DLPipeRun.run(["run", try jobFile(), "-d", out, "--name", "mirror", "--settle", "0", "--queue", address])
+        let schemas = try admin.execute("SELECT count(*) AS n FROM pg_namespace WHERE nspname = 'dlpipe'").rows.first?.int("n")
+        if limit >= 6 {
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(listing(out) == ["a.bin"])
+            let left = try admin.execute("SELECT count(*) AS n FROM dlpipe.workers WHERE stop_reason = 'left'").rows.first?.int("n")
+            #expect(left == 1, "the worker left on one of its own connections")
+            return
+        }
+        #expect(run.status == 4, "\(run.stderr)")
+        #expect(run.seconds < 10, "refused at once, not after an outage's wait: \(run.seconds) s")
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+        #expect(run.stderr.hasPrefix("dlpipe: cannot reach the queue: the server has no connection left for this role (max_connections or the role's limit) (SQLSTATE 53300): "), "\(run.stderr)")
+        #expect(schemas == 0, "nothing was made in the database")
+        try expectNothingDone(run)
     }
 
     /// A database that answers, given each of the three ways: the job runs

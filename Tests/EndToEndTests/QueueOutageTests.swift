@@ -44,4 +44,42 @@ import TestSupport
         #expect(parts.count == 1, "\(parts)")
         #expect(!FileManager.default.fileExists(atPath: out + "/big.bin"))
     }
+
+    /// A database outage longer than the lease (and shorter than a worker
+    /// waits) is survived by every worker: the first one back waits a lease
+    /// before it takes back the claims of workers whose lease ran out, so the
+    /// others, back from the same outage, keep theirs. Before, the first back
+    /// declared the others dead at once and they exited 4 when they came back.
+    @Test func anOutageLongerThanTheLeaseIsSurvivedByEveryWorker() async throws {
+        let server = try FaultServer()
+        let job = try LuaJob()
+        let out = try TempDir.make("queue-outage-all")
+        let cluster = try PostgresCluster.ownCluster()
+        defer { cluster.stop() }
+        let queue = try cluster.freshDatabase("outage")
+        var adds = ""
+        for index in 1...4 {
+            try server.put("f\(index).bin", randomBytes: 240_000, seed: UInt64(index))
+            // 4 s each: every transfer is under way through the outage.
+            adds += "dl.add('\(server.url("/files/f\(index).bin?throttle=60000"))')\n"
+        }
+        let path = try job.write("job.lua", adds)
+        let arguments = ["run", path, "-d", out, "--queue", queue, "--name", "outage", "--lease", "2", "--settle", "1", "-j", "2", "--json"]
+        let first = try Subprocess.queueWorker(arguments)
+        let second = try Subprocess.queueWorker(arguments)
+        // Both hold claims whose transfers run when the database goes.
+        let busy = await offThePool { first.waitForLine(containing: "\"event\":\"response\"") && second.waitForLine(containing: "\"event\":\"response\"") }
+        #expect(busy)
+        // Three leases away.
+        try await offThePool { Result { try cluster.outage(seconds: 6) } }.get()
+        let ends = await offThePool { [first.finish(), second.finish()] }
+        for end in ends {
+            #expect(end.status == 0, "\(end.stderr)")
+            #expect(!end.stderr.contains("lost its lease"), "\(end.stderr)")
+        }
+        #expect(listing(out).filter { !$0.hasPrefix(".") } == ["f1.bin", "f2.bin", "f3.bin", "f4.bin"], "\(listing(out))")
+        for index in 1...4 {
+            #expect(try server.requests(matching: "/files/f\(index).bin").count == 1, "f\(index).bin fetched once: no claim was taken back")
+        }
+    }
 }

@@ -81,9 +81,9 @@ import TestSupport
         #expect(lines.contains("failed: 1"), "\(run.stdout)")
         #expect(lines.contains { $0.hasPrefix("  \(failedURL): HTTP 503 Service Unavailable (attempts: 1, ") && $0.hasSuffix(" ago)") }, "\(run.stdout)")
         let runs = try #require(lines.firstIndex(of: "runs:"), "\(run.stdout)")
-        #expect(lines[runs + 1].hasPrefix("  #2 started ") && lines[runs + 1].contains(" ago, running: 0 finished"), "\(run.stdout)")
+        #expect(lines[runs + 1].hasPrefix("  #2 started ") && lines[runs + 1].contains(" ago, running: 0 downloaded, 0 unchanged, "), "\(run.stdout)")
         // Days and hours ago: what it shows holds for the hour after fill().
-        #expect(lines[runs + 2] == "  #1 started 2 d ago, ended 1 d 23 h ago, exit 1: 9 finished (0 unchanged), 1 failed, 0 handled", "\(run.stdout)")
+        #expect(lines[runs + 2] == "  #1 started 2 d ago, ended 1 d 23 h ago, exit 1: 9 downloaded, 0 unchanged, 1 failed, 0 handled", "\(run.stdout)")
     }
 
     @Test func jsonIsOneObjectWithTheSameFigures() async throws {

@@ -81,6 +81,44 @@ import TestSupport
         #expect(try db.execute("SELECT count(*) AS n FROM dlpipe.workers WHERE run_id IS NOT NULL").rows[0].int("n") == 3)
     }
 
+    /// `--json`'s `done` event of a worker holds its own counts (as its
+    /// summary line does), its `worker` id and the `run`; the one worker that
+    /// ran the job's `done` handler adds `job`, the job-wide counts the
+    /// handler got: one line per run says what the whole job did.
+    @Test func theDoneEventOfTheWorkerThatRanDoneCarriesTheJobsCounts() async throws {
+        let urls = try files(12, size: 60_000)
+        let jobFile = try job.write("job.lua", urls.map { "dl.add('\($0)')\n" }.joined()
+            + "dl.on('done', function(s) dl.log('DONE ' .. s.finished) end)\n")
+        let workers = try (0..<2).map { _ in try spawnWorker(jobFile, ["--settle", "1", "--json"]) }
+        let outputs = await offThePool { workers.map { $0.finish() } }
+        var dones: [[String: Any]] = []
+        for output in outputs {
+            #expect(output.status == 0, "\(output.stderr)")
+            let events = output.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            let done = events.filter { $0["event"] as? String == "done" }
+            #expect(done.count == 1, "\(output.stdout)")
+            guard let event = done.first else { continue }
+            dones.append(event)
+            // The handler ran in the worker whose event has the job's counts.
+            #expect(output.stderr.contains("DONE 12") == (event["job"] != nil), "\(output.stderr)")
+            let own = events.filter { $0["event"] as? String == "finished" }.count
+            #expect(event["finished"] as? Int == own, "its own counts: \(event)")
+        }
+        try #require(dones.count == 2)
+        let db = try connection()
+        let run = try db.execute("SELECT id FROM dlpipe.runs").rows.map { try $0.int("id") }
+        try #require(run.count == 1, "the workers did not share one run")
+        let ids = try db.execute("SELECT id FROM dlpipe.workers ORDER BY id").rows.map { try $0.int("id") }
+        #expect(Set(dones.compactMap { ($0["worker"] as? Int).map(Int64.init) }) == Set(ids))
+        #expect(dones.allSatisfy { ($0["run"] as? Int).map(Int64.init) == run[0] })
+        let job = dones.compactMap { $0["job"] as? [String: Any] }
+        #expect(job.count == 1, "exactly one worker tells the job's counts: \(dones)")
+        #expect(job.first?["finished"] as? Int == 12 && job.first?["failed"] as? Int == 0, "\(job)")
+        #expect(dones.compactMap { $0["finished"] as? Int }.reduce(0, +) == 12)
+    }
+
     @Test func maxDownloadsCountsTheAddsOfEveryWorkerInTheRun() async throws {
         // A tree: each file's `finished` adds the next three. With two workers
         // each adding from its own handlers, a limit per worker let the run

@@ -155,6 +155,24 @@ public final class PostgresCluster: Sendable {
         try admin.withLock { $0 = try PostgresConnection(address) }
     }
 
+    /// Stops the server for `seconds` (`pg_ctl stop -m fast`: every
+    /// connection is cut and new ones are refused, a database outage), then
+    /// starts it again and waits until it takes connections. Only for a
+    /// test's own cluster.
+    public func outage(seconds: Double) throws {
+        precondition(!isShared, "stopping the shared cluster would break every other suite's connections")
+        let data = folder + "/data"
+        try PostgresCluster.tool(runAs, binaries + "/pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"])
+        Thread.sleep(forTimeInterval: seconds)
+        try PostgresCluster.tool(runAs, binaries + "/pg_ctl", ["-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "start"])
+        let pidLine = (try? String(contentsOfFile: data + "/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first
+        guard let pidLine, let pid = pid_t(pidLine) else { throw ToolRun.Failed(description: "pg_ctl start left no server") }
+        current.withLock { $0 = pid }
+        PostgresCluster.watch(pid: pid, folder: folder, keep: true)
+        let address = try PostgresAddress(url(database: "postgres"))
+        try admin.withLock { $0 = try PostgresConnection(address) }
+    }
+
     /// Stops a test's own cluster by its PID (an immediate shutdown) and removes its folder.
     public func stop() {
         precondition(!isShared, "the shared cluster stops at exit")

@@ -203,6 +203,7 @@ extension EngineLoop {
             // The same name again (`d.name = r.filename` on a retry): nothing moves.
             guard wanted != old else { return feed(job, .responseVerdict(.proceed())) }
             let renamed = targets.move(from: old, to: wanted)
+            job.wanted = wanted
             if let old {
                 if let transfer = job.transfer, transfer.resumeOffset > 0 {
                     // Bytes resumed under the old name move with the rename; when

@@ -53,7 +53,8 @@ extension EngineLoop {
         case .failure(let error): return attemptFailed(job, error)
         }
         if let error = targets.ensureFolder(of: target) { return attemptFailed(job, error) }
-        let held = HeldFile(directory: target.directory, name: target.name, bytes: body)
+        let held = HeldFile(
+            directory: target.directory, name: target.name, wanted: job.wantedTarget?.name ?? target.name, bytes: body)
         job.held = held
         // The record names the file before it appears under its name (committed
         // when the batch starts), with its size as the total: a run killed
@@ -214,7 +215,7 @@ extension EngineLoop {
             }
             // Another program created the name: read the folder again, take the next free one.
             targets.diskDisagreed(about: final)
-            final = targets.move(from: final, to: target)
+            final = targets.move(from: final, to: job.wantedTarget ?? target)
         }
         placed(job, as: final, size: size, digest: digest)
     }

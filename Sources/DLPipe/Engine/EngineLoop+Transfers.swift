@@ -321,6 +321,7 @@ extension EngineLoop: TransferOwner {
             job.ownsTarget = true
             return wanted
         }
+        job.wanted = wanted
         return targets.reserveFree(wanted)
     }
 

@@ -24,6 +24,14 @@ final class Job {
     var state = JobState()
     /// Where the file goes, decided at the first response and kept across attempts.
     var target: TargetPath?
+    /// The name the download asked for, when a collision numbered its
+    /// target (`name.1.ext`). A numbered name that is taken meanwhile (by
+    /// another worker of a shared queue, or another program) goes on to the
+    /// next free variant of this one (`name.2.ext`), never to a variant of
+    /// the numbered one (`name.1.1.ext`). Nil: the target is the wanted name.
+    var wanted: TargetPath?
+    /// The name to take the next free variant of when the target is taken.
+    var wantedTarget: TargetPath? { wanted ?? target }
     /// Bytes kept in the part file from earlier attempts (the next Range start).
     /// Changed only through `partHolds`, `dropPart`, `dropPartUnlessResumable`
     /// and `startOver`, which hold the rules of what a part file is worth.

@@ -19,6 +19,10 @@ final class HeldFile: Sendable {
     /// The wanted name; a file that appeared under it meanwhile is never
     /// replaced (the next free name is taken).
     let name: String
+    /// The name the download asked for before a collision numbered `name`
+    /// (`name` itself when none did): a taken `name` goes on to the next
+    /// free variant of this one (`a.2.bin` after `a.1.bin`, not `a.1.1.bin`).
+    let wanted: String
     let bytes: [UInt8]
     private let stage = Mutex(Stage.pending)
 
@@ -42,9 +46,10 @@ final class HeldFile: Sendable {
         case notRecorded(String)
     }
 
-    init(directory: String, name: String, bytes: [UInt8]) {
+    init(directory: String, name: String, wanted: String? = nil, bytes: [UInt8]) {
         self.directory = directory
         self.name = name
+        self.wanted = wanted ?? name
         self.bytes = bytes
     }
 
@@ -180,7 +185,7 @@ final class HeldFile: Sendable {
                     return
                 }
                 // Someone else took the name meanwhile: never clobber, take the next.
-                name = CollisionName.firstFree(for: file.name) {
+                name = CollisionName.firstFree(for: file.wanted) {
                     output.exists(file.relative($0))
                 }
             }

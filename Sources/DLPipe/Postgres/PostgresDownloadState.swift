@@ -62,12 +62,29 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     /// the job its credential key when it has none. Connection failures here
     /// are not waited out: a database that is down at start is reported at
     /// once. `patience`: seconds a later call keeps reconnecting.
-    package init(address: PostgresAddress, job: Int64, patience: Double = 30) throws(StateFailure) {
-        self.job = job
-        self.address = address
+    package convenience init(address: PostgresAddress, job: Int64, patience: Double = 30) throws(StateFailure) {
+        let connection: ReconnectingConnection
         do {
-            connection = try ReconnectingConnection(
-                address, patience: patience, applicationName: "dlpipe state", sessionSetup: Self.sessionSetup)
+            connection = try Self.connection(address, patience: patience)
+        } catch {
+            throw Self.failure("open the state of job \(job)", address: address, error)
+        }
+        try self.init(connection: connection, job: job)
+    }
+
+    /// The state's own connection, open (a queue worker opens it before it
+    /// registers, with its other connections: one the server refuses is
+    /// then refused before the worker does anything).
+    package static func connection(_ address: PostgresAddress, patience: Double) throws(PostgresError) -> ReconnectingConnection {
+        try ReconnectingConnection(address, patience: patience, applicationName: "dlpipe state", sessionSetup: sessionSetup)
+    }
+
+    /// Opens the state of job row `job` on `connection` (made by `connection(_:patience:)`).
+    package init(connection: ReconnectingConnection, job: Int64) throws(StateFailure) {
+        self.job = job
+        self.address = connection.address
+        self.connection = connection
+        do {
             let setUp = try connection.run { connection throws(PostgresError) -> (key: [UInt8], any: Bool) in
                 try SchemaMigrator().migrate(connection)
                 return (try Self.credentialKey(job: job, on: connection), try Self.hasRecords(job: job, on: connection))

@@ -127,6 +127,14 @@ package final class ReconnectingConnection: @unchecked Sendable {
         }
     }
 
+    /// Opens the connection now unless it is open, without waiting: a
+    /// queue worker opens every connection it needs at start, so that a
+    /// server that refuses one (a role's connection limit, say) is reported
+    /// at once, before any download, not after `patience` at its first use.
+    package func connect() throws(PostgresError) {
+        _ = try current()
+    }
+
     /// Drops the connection (the next call makes a new one).
     package func close() { connection = nil }
 

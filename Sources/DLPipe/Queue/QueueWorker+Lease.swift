@@ -12,6 +12,12 @@ extension QueueWorker {
         // frozen by SIGSTOP or a suspended machine does not run it at all).
         var failure: String?
         var lastBeat = QueueClock.now()
+        // No claims are taken back before this (monotonic time): set when this
+        // worker's own heartbeats were away longer than its lease (a database
+        // outage, most likely, that the other workers went through too), so
+        // that they have a lease to come back and keep their claims. The
+        // first worker back used to declare all the others dead at once.
+        var takeBackFrom = 0.0
         while !state.withLock({ $0.stopping }) {
             let sent = QueueClock.now()
             let stalled = sent - lastBeat
@@ -19,9 +25,14 @@ extension QueueWorker {
             do {
                 let (acknowledged, takenBack) = try heartbeatLink.run(patience: every) { connection throws(PostgresError) in
                     let acknowledged = try queue.heartbeat(worker: worker, on: connection)
+                    let now = QueueClock.now()
+                    if acknowledged != nil, now - state.withLock({ $0.lastAcknowledged }) > lease {
+                        takeBackFrom = now + lease
+                    }
                     // A frozen worker's open transaction may hold its claims' rows:
                     // wait for them a moment, and try again at the next beat.
-                    let takenBack = acknowledged == nil ? 0 : try queue.takeBack(waitingAtMost: every / 4, on: connection)
+                    let takenBack = acknowledged == nil || now < takeBackFrom
+                        ? 0 : try queue.takeBack(waitingAtMost: every / 4, on: connection)
                     return (acknowledged, takenBack)
                 }
                 guard let acknowledged else {

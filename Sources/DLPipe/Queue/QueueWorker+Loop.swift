@@ -370,6 +370,7 @@ extension QueueWorker {
         try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
             try queue.endRun(run, exitCode: exitCode, on: connection)
         }
+        ranDone.withLock { $0 = (run, summary) }
         removeDeadWorkersParts()
         if settings.follow { return try followNextRun() }
         answerDrain(exitCode)

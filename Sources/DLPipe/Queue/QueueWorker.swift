@@ -190,11 +190,17 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     package var readAhead: PostgresDownloadState?
     /// The job's own `done` (the Lua handler), run once per run by the worker that takes it.
     var doneHook: (@Sendable (RunSummary, _ reply: @escaping @Sendable (Int?) -> Void) -> Void)?
+    /// The run this worker ended after running its `done`, with the
+    /// job-wide counts that `done` got (`--json`'s `done` event carries them).
+    let ranDone = Mutex<(run: Int64, summary: RunSummary)?>(nil)
     /// Called once when the worker cannot go on (the database stayed away, the lease was lost).
     var onFatal: @Sendable (String) -> Void = { _ in }
 
     /// Connects, migrates the schema, registers in the job and joins its run.
-    /// A database that cannot be reached throws a `.connection` error at once.
+    /// A database that cannot be reached throws a `.connection` error at once,
+    /// and so does one that refuses any of the worker's connections (all are
+    /// opened first, before the worker registers): a role's connection limit
+    /// below what a worker needs is told at start, not after an outage's wait.
     package init(settings: Settings, root: String) throws(PostgresError) {
         self.settings = settings
         self.root = root
@@ -205,6 +211,11 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         heartbeatLink = Self.link(settings.address, "heartbeat", idleInTransaction: lease)
         listenLink = Self.link(settings.address, "listen")
         partsLink = Mutex(Self.link(settings.address, "parts", idleInTransaction: lease))
+        try loopLink.connect()
+        try addLink.withLock { link throws(PostgresError) in try link.connect() }
+        try heartbeatLink.connect()
+        try listenLink.connect()
+        try partsLink.withLock { link throws(PostgresError) in try link.connect() }
         let (queue, worker, run) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
             _ = try SchemaMigrator().migrate(connection)
             let queue = try SharedQueue.open(job: settings.name, limits: settings.limits, on: connection)
@@ -227,6 +238,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     /// The part of a lease kept as a margin: a file is placed only while at
     /// least this much of the lease is left.
     static func margin(_ lease: Double) -> Double { max(0.5, lease / 4) }
+
+    /// The run whose `done` this worker ran and whose end it wrote, with the
+    /// job-wide counts `done` got; nil when another worker ran it (or it has
+    /// not ended). Taken once: a `--follow` worker's next run starts afresh.
+    package func takeRanDone() -> (run: Int64, summary: RunSummary)? {
+        ranDone.withLock { $0.take() }
+    }
 
     /// What the engine needs to run as this worker: its part files and the fence.
     package var claimedFiles: ClaimedFiles {
@@ -272,15 +290,19 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         state.withLock { $0.stopping = true }
         signal()
         let ends = state.withLock { $0.ends.take() }
-        // A connection of its own: the claim loop's may be in the middle of
-        // a statement on its thread (libpq connections are not thread-safe).
-        let link = Self.link(settings.address, "leave")
-        _ = try? link.run(patience: 5) { connection throws(PostgresError) in
-            try report(ends, on: connection)
-            try queue.takeBack(worker: worker, on: connection)
-            // The last worker of a run that did not end (Ctrl-C): nobody is
-            // left to end it, and the next run must start afresh.
-            try queue.endOrphanedRun(except: worker, on: connection)
+        // Not the claim loop's connection: it may be in the middle of a
+        // statement on its thread (libpq connections are not thread-safe).
+        // The clean-up's, behind its lock, rather than a new one: a role whose
+        // connection limit is just what a worker holds would refuse a new one,
+        // and what this worker holds would then wait for its lease.
+        _ = try? partsLink.withLock { link throws(PostgresError) in
+            try link.run(patience: 5) { connection throws(PostgresError) in
+                try report(ends, on: connection)
+                try queue.takeBack(worker: worker, on: connection)
+                // The last worker of a run that did not end (Ctrl-C): nobody is
+                // left to end it, and the next run must start afresh.
+                try queue.endOrphanedRun(except: worker, on: connection)
+            }
         }
         // What it held went back to ready: whoever takes it starts afresh.
         removeOwnParts()

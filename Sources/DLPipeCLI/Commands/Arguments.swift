@@ -70,12 +70,27 @@ struct Arguments {
         for item in items {
             if !afterDashes && item == "--" { afterDashes = true; continue }
             if !afterDashes && item.hasPrefix("-") && item != "-" {
+                if let hint = Self.queueOptionHint(item, command: command) { throw UsageError(hint, command: command) }
                 throw UsageError("unknown option \(item.debugDescription)", command: command)
             }
             result.append(item)
         }
         items = []
         return result
+    }
+
+    /// The options of a shared queue, which only `run` (and `status`, to
+    /// watch one) takes.
+    static let queueOptions = ["--queue", "--name", "--lease", "--settle", "--follow", "--no-queue"]
+
+    /// A queue option given to another command: what to do instead (a trial
+    /// read `unknown option "--queue"` from `dlpipe get` and looked for a typo).
+    static func queueOptionHint(_ item: String, command: String) -> String? {
+        let name = item.split(separator: "=", maxSplits: 1).first.map(String.init) ?? item
+        guard queueOptions.contains(name) else { return nil }
+        return "\(name) is an option of `dlpipe run`: a shared queue's workers run a job file "
+            + "(dlpipe run job.lua --queue URL --name NAME; docs/scale-out.md)"
+            + (command == "get" ? "; `dlpipe get` downloads alone, without a queue" : "")
     }
 }
 

@@ -203,9 +203,15 @@ enum QueueMode {
         } catch {
             return .failure(Failure(message: error.message, code: ExitCode.failed))
         }
+        let settings = setup.settings(configuration)
         let worker: QueueWorker
+        let stateLink: ReconnectingConnection
         do throws(PostgresError) {
-            worker = try QueueWorker(settings: setup.settings(configuration), root: root)
+            // Every connection the worker keeps is opened before it registers
+            // (the state's first, then the worker's own): a server that
+            // refuses one (a role's CONNECTION LIMIT) is told at once, exit 4.
+            stateLink = try PostgresDownloadState.connection(setup.address, patience: settings.outage)
+            worker = try QueueWorker(settings: settings, root: root)
         } catch {
             if error.kind == .connection {
                 return .failure(Failure(message: error.unreachableMessage, code: ExitCode.queueUnreachable))
@@ -235,7 +241,7 @@ enum QueueMode {
         let state: PostgresDownloadState
         do throws(StateFailure) {
             // The per-URL state of the whole job: a re-run from any worker asks conditionally.
-            state = try PostgresDownloadState(address: setup.address, job: worker.job, patience: worker.settings.outage)
+            state = try PostgresDownloadState(connection: stateLink, job: worker.job)
         } catch {
             worker.leave()
             return .failure(Failure(message: error.message, code: ExitCode.queueUnreachable))

@@ -66,6 +66,7 @@ enum RunDriver {
             progress: options.progress, json: options.json, quiet: options.quiet,
             // The engine's paths are under the folder's canonical path.
             shownPath: ShownPath(stdoutFolder: options.stdout.map { TargetPath.canonical($0.folder) ?? $0.folder }))
+        if let worker, let json = reporter as? JSONReporter { json.describeDone(as: worker) }
         engine.observe { event in
             // A stop (Ctrl-C) ends the open downloads with `stopped` events; the
             // command line reports the stop itself and exits 130, as before.

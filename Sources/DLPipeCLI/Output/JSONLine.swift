@@ -54,16 +54,39 @@ enum JSONLine {
             object.add("event", "stopped"); add(d, to: &object)
         case .drained(let s):
             object.add("event", "done")
-            object.add("finished", s.finished)
-            object.add("failed", s.failed)
-            object.add("handled", s.handled)
-            object.add("skipped", s.skipped)
-            object.add("cancelled", s.cancelled)
-            object.add("unchanged", s.unchanged)
-            object.add("bytes", s.bytes)
-            object.add("seconds", s.seconds)
+            add(s, to: &object)
         }
         return object.json
+    }
+
+    /// A shared queue's worker's `done` event: its own counts, as without a
+    /// queue (its summary line's), with its `worker` id and the `run`; the
+    /// worker that ran the job's `done` handler and ended the run adds
+    /// `job`, the job-wide counts that handler got. One line per run has
+    /// `job`, whichever worker wrote it.
+    static func done(_ s: RunSummary, worker: Int64, run: Int64, job: RunSummary?) -> String {
+        var object = JSONObject()
+        object.add("event", "done")
+        add(s, to: &object)
+        object.add("worker", worker)
+        object.add("run", run)
+        if let job {
+            var counts = JSONObject()
+            add(job, to: &counts)
+            object.add("job", json: counts.json)
+        }
+        return object.json
+    }
+
+    private static func add(_ s: RunSummary, to object: inout JSONObject) {
+        object.add("finished", s.finished)
+        object.add("failed", s.failed)
+        object.add("handled", s.handled)
+        object.add("skipped", s.skipped)
+        object.add("cancelled", s.cancelled)
+        object.add("unchanged", s.unchanged)
+        object.add("bytes", s.bytes)
+        object.add("seconds", s.seconds)
     }
 
     /// A script's `dl.warn` line: `{"event":"warning","script":"job.lua:3","id":2,"message":"..."}`.

@@ -53,7 +53,7 @@ enum QueueStatusReport {
                 } else {
                     span += ", running" + (run.idleAgo.map { ", idle for \(age($0))" } ?? "")
                 }
-                out += "  #\(run.id) \(span): \(run.finished) finished (\(run.unchanged) unchanged), \(run.failed) failed, \(run.handled) handled\n"
+                out += "  #\(run.id) \(span): \(run.finished) downloaded, \(run.unchanged) unchanged, \(run.failed) failed, \(run.handled) handled\n"
             }
         }
         return out

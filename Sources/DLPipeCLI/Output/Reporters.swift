@@ -1,5 +1,6 @@
 import DLPipe
 import Foundation
+import Synchronization
 
 /// How progress is shown (`--progress`).
 enum ProgressMode: String {
@@ -106,10 +107,19 @@ final class LineReporter: Reporter {
 /// thread of its own writes them: the engine thread only queues (`EventWriter`).
 final class JSONReporter: Reporter {
     private let writer = EventWriter.standardOutput
+    /// A shared queue's worker: its `done` event says whose counts it holds
+    /// (`JSONLine.done`). Set before the engine runs.
+    private let queueWorker = Mutex<QueueWorker?>(nil)
+
+    func describeDone(as worker: QueueWorker) { queueWorker.withLock { $0 = worker } }
 
     func handle(_ event: DownloadEvent) {
         if case .finished(let d, let f) = event, let warning = f.warning {
             writer.write(line: JSONLine.warning(d, warning))
+        }
+        if case .drained(let s) = event, let worker = queueWorker.withLock({ $0 }) {
+            let ran = worker.takeRanDone()
+            return writer.write(line: JSONLine.done(s, worker: worker.worker, run: ran?.run ?? worker.run, job: ran?.summary))
         }
         writer.write(event)
     }

@@ -53,7 +53,7 @@ enum StatusReport {
                 // "to END" for a run that ended; "running" or "killed" for one that did not.
                 let span = run.endedAt.map { "\(start) to \(formatter.string(from: Date(timeIntervalSince1970: $0)))" }
                     ?? "\(start), \(liveness.rawValue)"
-                out += "  #\(run.id) \(span), pid \(run.pid): \(run.finished) finished (\(run.unchanged) unchanged), \(run.failed) failed\n"
+                out += "  #\(run.id) \(span), pid \(run.pid): \(run.finished) downloaded, \(run.unchanged) unchanged, \(run.failed) failed\n"
             }
         }
         return out
