@@ -149,6 +149,12 @@ extension QueueWorker {
                     loopSession.store(connection.serverPID, ordering: .relaxed)
                     let reconnected = loopLink.reconnected
                     loopLink.reconnected = false
+                    let writes = !(ends.isEmpty && gives.isEmpty && taking.isEmpty && stranded.isEmpty) || reconnected
+                    if !writes && aheadRoom(held: held, ahead: aheadCount) == 0 {
+                        // Nothing to record and nothing to claim ahead: at most
+                        // a claim, one statement without a transaction around it.
+                        return ([], room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : [], [])
+                    }
                     // The slots given back and taken, the report and the next
                     // claims commit together: one flush of the database's log.
                     return try connection.transaction { () throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload]) in
