@@ -187,6 +187,15 @@ extension QueueWorker {
                 }
                 let promotedStarted = startPromoted(stranded.map(\.claim), promoted)
                 holdAhead(aheadClaims)
+                let strandedNow = state.withLock { state -> Bool in
+                    held = state.held.count
+                    let live = state.slotHosts
+                    return state.ahead.keys.contains { !live.contains($0) }
+                }
+                // Claims held ahead whose host's transfers all ended while
+                // the claim ran: the next cycle gives them a slot, now rather
+                // than at the next poll.
+                if strandedNow { signal() }
                 if claims.count < room {
                     // Room left and nothing more to claim now: a host delay or a
                     // retry's time may free one before the next poll.
