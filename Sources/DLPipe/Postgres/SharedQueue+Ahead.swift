@@ -51,16 +51,7 @@ extension SharedQueue {
                       d.secret::text AS secret, d.attempts
             """, [.int(job), .int(worker), .textArray(hosts), .int(Int64(limit))]
         ).rows
-        var claims: [ClaimedDownload] = []
-        claims.reserveCapacity(rows.count)
-        for row in rows {
-            claims.append(ClaimedDownload(
-                id: try row.int("id"), token: try row.int("claim_token"), key: try row.bytes("key"),
-                url: try row.text("url"), host: try row.text("host"), priority: Int(try row.int("priority")),
-                request: try row.text("request"), secret: try row.optionalText("secret"),
-                attempts: Int(try row.int("attempts"))))
-        }
-        return claims.sorted { ($0.priority, -$0.id) > ($1.priority, -$1.id) }
+        return try Self.claimed(rows).sorted { ($0.priority, -$0.id) > ($1.priority, -$1.id) }
     }
 
     /// Puts claims held ahead back to ready as they were: no attempt

@@ -251,6 +251,12 @@ package struct SharedQueue: Sendable {
             SELECT * FROM claimed ORDER BY priority DESC, id
             """, [.int(job), .int(worker), .int(Int64(max(0, limit)))]
         ).rows
+        return try Self.claimed(rows)
+    }
+
+    /// The claims a claim statement returned (`RETURNING` id, claim_token,
+    /// key, url, host, priority, request, secret, attempts).
+    static func claimed(_ rows: [PostgresRow]) throws(PostgresError) -> [ClaimedDownload] {
         var claims: [ClaimedDownload] = []
         claims.reserveCapacity(rows.count)
         for row in rows {
