@@ -112,4 +112,34 @@ import TestSupport
             "SELECT count(*) AS n FROM dlpipe.downloads d JOIN dlpipe.jobs j ON j.id = d.job_id WHERE j.name = 'handover' AND (d.status <> 'finished' OR d.attempts <> 1)"
         ).rows[0].int("n") == 0, "every download finished at its first attempt")
     }
+
+    @Test func aCancelReachesADownloadThisWorkerHoldsAhead() async throws {
+        // 12 files of 120 KB from /slow/ (about a second each), -j 1 under
+        // --per-host 1: the worker transfers the first and holds the next
+        // two ahead when the first one's response comes. Its handler cancels
+        // them: they end cancelled, never requested, counted by done.
+        let files = try (0..<12).map { index in
+            try fixture.slowFile("c\(index).bin", size: 120_000 + index, seed: UInt64(index + 300), hostIndex: 0)
+        }
+        let jobFile = try job.write("job.lua", "local ids = {}\n" + files.enumerated().map { "ids[\($0.offset + 1)] = dl.add('\($0.element.url)')\n" }.joined() + """
+            dl.on("response", function(d)
+              if d.id == ids[1] then dl.cancel(ids[2]); dl.cancel(ids[3]) end
+            end)
+            dl.on("done", function(s) dl.log("done: cancelled " .. s.cancelled .. ", finished " .. s.finished) end)
+            """)
+        let run = await offThePool { [self] in
+            try? Subprocess.queueWorker(
+                ["run", jobFile, "-d", out, "--queue", queue, "--name", "cancel-ahead", "--settle", "1", "-j", "1", "--per-host", "1"] + resolving
+            ).finish()
+        }
+        let output = (run?.stdout ?? "") + (run?.stderr ?? "")
+        #expect(run?.status == 0 && output.contains("done: cancelled 2, finished 10"), "\(output)")
+        let served = Set(nginx.requests(matching: "/slow" + dir).map(\.uri))
+        #expect(!served.contains { $0.hasSuffix("/c1.bin") || $0.hasSuffix("/c2.bin") }, "a cancelled download was requested")
+        #expect(listing(out) == files.map(\.name).filter { $0 != "c1.bin" && $0 != "c2.bin" }.sorted())
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        #expect(try connection.execute(
+            "SELECT count(*) AS n FROM dlpipe.downloads d JOIN dlpipe.jobs j ON j.id = d.job_id WHERE j.name = 'cancel-ahead' AND d.status = 'cancelled'"
+        ).rows[0].int("n") == 2)
+    }
 }

@@ -211,7 +211,11 @@ public final class DownloadEngine: Sendable {
     public func cancel(_ id: DownloadID) -> Bool {
         if send(.cancel(id), to: id) { return true }
         // A shared queue's download that no worker holds yet is cancelled there.
-        guard let shared, id.engine == registry.engine, let cancelled = shared.cancelQueued(id.rawValue) else { return false }
+        guard let shared, id.engine == registry.engine else { return false }
+        guard let cancelled = shared.cancelQueued(id.rawValue) else {
+            // A claim held ahead may have started here meanwhile.
+            return send(.cancel(id), to: id)
+        }
         // No engine holds it: this one reports it, as it reports a download
         // it cancels while it waits in its own queue.
         loop.post(.cancelledInQueue(QueuedRequestCodec.info(of: cancelled, id: id)))

@@ -307,6 +307,7 @@ extension QueueWorker {
         // Their records in one statement, not one lookup each when they start.
         readAhead?.prime(keys: decoded.map(\.request.deduplicationKey))
         let tokens = Dictionary(claims.map { ($0.id, ($0.token, $0.host)) }) { first, _ in first }
+        let rows = ahead ? Dictionary(claims.map { ($0.id, $0) }) { first, _ in first } : [:]
         state.withLock { state in
             for item in decoded {
                 let id = Int64(item.number)
@@ -317,6 +318,7 @@ extension QueueWorker {
                     state.slotFree.insert(id)
                     state.ahead[host, default: []].append(item)
                     state.aheadCount += 1
+                    state.aheadRows[id] = rows[id]
                 }
             }
             state.ends.append(contentsOf: unreadable)

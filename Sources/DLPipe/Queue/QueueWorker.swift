@@ -92,6 +92,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// and hand its slot over (`noteTransferEnded`). In `slotFree`.
         var ahead: [String: [ClaimedRequest]] = [:]
         var aheadCount = 0
+        /// The queue's rows of the claims in `ahead`, by row id (what a
+        /// cancel of one reports).
+        var aheadRows: [Int64: ClaimedDownload] = [:]
         /// Claims started on a slot handed over, whose row takes the slot
         /// with the next cycle, by row id: their tokens.
         var taking: [Int64: Int64] = [:]
@@ -137,6 +140,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             ahead[host] = waiting.isEmpty ? nil : waiting
             aheadCount -= 1
             let number = Int64(next.number)
+            aheadRows[number] = nil
             slotFree.remove(number)
             if let nextToken = held[number] { taking[number] = nextToken }
             return next
@@ -163,11 +167,28 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             for (host, waiting) in ahead where !live.contains(host) {
                 for claim in waiting {
                     if let token = held[Int64(claim.number)] { stranded.append((claim, token, host)) }
+                    aheadRows[Int64(claim.number)] = nil
                 }
                 aheadCount -= waiting.count
                 ahead[host] = nil
             }
             return stranded
+        }
+
+        /// Takes claim `id` out of those held ahead, to end cancelled (its
+        /// report counts it); nil when it is not held ahead.
+        mutating func cancelAhead(_ id: Int64) -> CancelledInQueue? {
+            guard let host = hostOf[id], var waiting = ahead[host],
+                let index = waiting.firstIndex(where: { Int64($0.number) == id }),
+                let token = held.removeValue(forKey: id), let row = aheadRows.removeValue(forKey: id)
+            else { return nil }
+            waiting.remove(at: index)
+            ahead[host] = waiting.isEmpty ? nil : waiting
+            aheadCount -= 1
+            letGo(id)
+            ends.append(ClaimEnd(id: id, token: token, outcome: .cancelled, error: nil, unchanged: false, bytes: 0))
+            // This claim made no attempt of its own.
+            return CancelledInQueue(url: row.url, request: row.request, attempts: max(0, row.attempts - 1))
         }
 
         /// A stranded claim got a slot: it transfers now.
@@ -350,7 +371,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     }
 
     package func cancelQueued(_ number: Int) -> CancelledInQueue? {
-        (try? addLink.withLock { link throws(PostgresError) in
+        // Held ahead here: not in the engine yet, not ready in the queue. It
+        // ends cancelled under its token with the next cycle's report.
+        if let cancelled = state.withLock({ $0.cancelAhead(Int64(number)) }) {
+            signal()
+            return cancelled
+        }
+        return (try? addLink.withLock { link throws(PostgresError) in
             try link.run(patience: settings.outage) { connection throws(PostgresError) in
                 try queue.cancelQueued(Int64(number), run: run, worker: worker, on: connection)
             }
