@@ -4,7 +4,8 @@ against the disk's own limits (a durable copy of the same bytes).
 Runs on the disk by default (--dir, default /var/tmp), where durability costs what it
 costs users; --memory runs in /dev/shm, for profiling. Each set runs every tool once as
 a warm-up, then in rounds (A B C D, B C D A, ...), and reports medians. Every output is
-compared with its source after every run."""
+compared with its source after every run, and the next run starts 6 s after the last
+one's outputs were removed (ext4's window for reusing deleted inodes; run_once)."""
 import argparse
 import datetime
 import os
@@ -13,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import measure  # noqa: E402
@@ -22,6 +24,9 @@ import report  # noqa: E402
 import sets  # noqa: E402
 import verify  # noqa: E402
 from server import Nginx  # noqa: E402
+
+# Seconds between one run's removal of its outputs and the next run's start (run_once).
+FS_WINDOW = 6.0
 
 
 class Bench:
@@ -39,6 +44,7 @@ class Bench:
         self.markdown = []
         self.failures = []
         self.runs = 0
+        self.last_cleanup = 0.0  # time.monotonic() of the last run's outputs' removal
 
     # -- running ---------------------------------------------------------------
 
@@ -74,6 +80,14 @@ class Bench:
         # Every run starts with nothing dirty: the peers do not sync, and what they
         # leave in the page cache must not be written back during the next run.
         os.sync()
+        # And no sooner than FS_WINDOW seconds after the last run's files were
+        # deleted: ext4 does not reuse an inode deleted less than 5 s ago (300 s
+        # while its inode table block is dirty; the sync above cleans it) and
+        # scans past each one when it allocates. Run at once, a run of 10,000
+        # small files spent a third of its CPU in that scan (docs/performance.md).
+        wait = FS_WINDOW - (time.monotonic() - self.last_cleanup)
+        if wait > 0:
+            time.sleep(wait)
         log = os.path.join(self.work, "last-run.log")
         if os.path.exists(log):
             os.remove(log)
@@ -81,6 +95,7 @@ class Bench:
         self.runs += 1
         problem = "exit status %d" % sample.status if sample.status != 0 else verify.check(out, expected)
         shutil.rmtree(out, ignore_errors=True)
+        self.last_cleanup = time.monotonic()
         # A set may read what the run left elsewhere (the queue set: its database).
         after_run = getattr(argv, "after_run", None)
         if after_run:
