@@ -67,10 +67,7 @@ package final class PostgresConnection {
     /// statements in one string are refused by the server here; `run` takes those.
     @discardableResult
     package func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
-        let encoded = parameters.map(\.encoded)
-        for (index, value) in encoded.enumerated() where value?.utf8.contains(0) == true {
-            throw PostgresError(.statement, "parameter $\(index + 1) holds a NUL character, which PostgreSQL text cannot store (send it as bytes)")
-        }
+        let encoded = try Self.encode(parameters)
         let result = Self.withOptionalCStrings(encoded) { values in
             PQexecParams(handle, sql, Int32(encoded.count), nil, values, nil, nil, 0)
         }
@@ -119,10 +116,7 @@ package final class PostgresConnection {
     /// server forgot it (`DISCARD ALL`, SQLSTATE 26000).
     @discardableResult
     package func executePrepared(_ name: String, _ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
-        let encoded = parameters.map(\.encoded)
-        for (index, value) in encoded.enumerated() where value?.utf8.contains(0) == true {
-            throw PostgresError(.statement, "parameter $\(index + 1) holds a NUL character, which PostgreSQL text cannot store (send it as bytes)")
-        }
+        let encoded = try Self.encode(parameters)
         var again = false
         while true {
             if !prepared.contains(name) {
@@ -239,14 +233,39 @@ package final class PostgresConnection {
 
     /// `strings` and a NULL terminator (libpq's keyword and value arrays).
     private static func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
-        withOptionalCStrings(strings.map { $0 } + [nil], body)
+        withOptionalCStrings(strings.map { Array($0.utf8) } + [nil], body)
     }
 
-    /// `strings` as a C array of C strings (NULL for nil), alive during `body`.
-    private static func withOptionalCStrings<T>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
-        let copies = strings.map { $0.flatMap { strdup($0) } }
-        defer { copies.forEach { free($0) } }
-        let pointers = copies.map { UnsafePointer($0) }
-        return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+    /// The parameters' text forms, refused before the server when one holds
+    /// a NUL (libpq would cut it there without a word).
+    private static func encode(_ parameters: [PostgresValue]) throws(PostgresError) -> [[UInt8]?] {
+        let encoded = parameters.map(\.encoded)
+        for (index, value) in encoded.enumerated() where value?.contains(0) == true {
+            throw PostgresError(.statement, "parameter $\(index + 1) holds a NUL character, which PostgreSQL text cannot store (send it as bytes)")
+        }
+        return encoded
+    }
+
+    /// libpq's parameter array: the values one after another in one buffer,
+    /// each ended by a NUL, and a pointer to each (NULL for SQL NULL).
+    private static func withOptionalCStrings<T>(_ values: [[UInt8]?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(values.reduce(0) { $0 + ($1?.count ?? 0) + 1 })
+        var starts: [Int?] = []
+        for value in values {
+            guard let value else {
+                starts.append(nil)
+                continue
+            }
+            starts.append(buffer.count)
+            buffer.append(contentsOf: value)
+            buffer.append(0)
+        }
+        return buffer.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { text in
+                let pointers: [UnsafePointer<CChar>?] = starts.map { $0.map { text.baseAddress! + $0 } }
+                return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+            }
+        }
     }
 }

@@ -19,7 +19,9 @@ extension PostgresDownloadState {
             // new job's, for its first minute), scan all of the job's rows in
             // each read-ahead. A LATERAL subquery with a LIMIT is not pulled
             // up into a join, so it can only run as a lookup per key.
-            try connection.execute(
+            // Prepared: one statement for each claim the worker makes.
+            try connection.executePrepared(
+                "dlpipe_state_prime",
                 """
                 SELECT f.* FROM unnest($2::bytea[]) AS wanted(key) CROSS JOIN LATERAL (
                   SELECT key, \(Self.columns) FROM dlpipe.url_facts WHERE job_id = $1 AND key = wanted.key LIMIT 1
