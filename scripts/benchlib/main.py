@@ -4,8 +4,8 @@ against the disk's own limits (a durable copy of the same bytes).
 Runs on the disk by default (--dir, default /var/tmp), where durability costs what it
 costs users; --memory runs in /dev/shm, for profiling. Each set runs every tool once as
 a warm-up, then in rounds (A B C D, B C D A, ...), and reports medians. Every output is
-compared with its source after every run, and the next run starts 6 s after the last
-one's outputs were removed (ext4's window for reusing deleted inodes; run_once)."""
+compared with its source after every run; outputs of many files are kept aside until
+the bench ends rather than deleted between runs (run_once says why)."""
 import argparse
 import datetime
 import os
@@ -25,8 +25,8 @@ import sets  # noqa: E402
 import verify  # noqa: E402
 from server import Nginx  # noqa: E402
 
-# Seconds between one run's removal of its outputs and the next run's start (run_once).
-FS_WINDOW = 6.0
+# Outputs of at least this many files are moved aside after their run, not deleted (run_once).
+KEEP_ASIDE_FILES = 1000
 
 
 class Bench:
@@ -44,7 +44,7 @@ class Bench:
         self.markdown = []
         self.failures = []
         self.runs = 0
-        self.last_cleanup = 0.0  # time.monotonic() of the last run's outputs' removal
+        self.aside = os.path.join(self.work, "aside")  # outputs kept until the end (run_once)
 
     # -- running ---------------------------------------------------------------
 
@@ -80,22 +80,13 @@ class Bench:
         # Every run starts with nothing dirty: the peers do not sync, and what they
         # leave in the page cache must not be written back during the next run.
         os.sync()
-        # And no sooner than FS_WINDOW seconds after the last run's files were
-        # deleted: ext4 does not reuse an inode deleted less than 5 s ago (300 s
-        # while its inode table block is dirty; the sync above cleans it) and
-        # scans past each one when it allocates. Run at once, a run of 10,000
-        # small files spent a third of its CPU in that scan (docs/performance.md).
-        wait = FS_WINDOW - (time.monotonic() - self.last_cleanup)
-        if wait > 0:
-            time.sleep(wait)
         log = os.path.join(self.work, "last-run.log")
         if os.path.exists(log):
             os.remove(log)
         sample = measure.run(self.runner, argv(job, out), cwd=self.work, log=log)
         self.runs += 1
         problem = "exit status %d" % sample.status if sample.status != 0 else verify.check(out, expected)
-        shutil.rmtree(out, ignore_errors=True)
-        self.last_cleanup = time.monotonic()
+        self.put_away(out, len(expected))
         # A set may read what the run left elsewhere (the queue set: its database).
         after_run = getattr(argv, "after_run", None)
         if after_run:
@@ -108,6 +99,21 @@ class Bench:
             return None
         print("  %-26s %.3f s" % (label, sample.wall), flush=True)
         return sample
+
+    def put_away(self, out, files):
+        """Removes a run's outputs, or moves them aside when they are many files.
+        On a file system without a journal (this machine's), ext4 skips every
+        inode deleted in the last 5 s when it allocates one, and for 305 s when
+        the inode's table block is dirty, as the next run's first files make
+        it: each allocation scans past them again. A run of 10,000 small files
+        after another's removal spent a third of its CPU and up to twice its
+        wall time there (docs/performance.md), whatever tool it was. Outputs
+        set aside are deleted with the work directory when the bench ends."""
+        if files >= KEEP_ASIDE_FILES:
+            os.makedirs(self.aside, exist_ok=True)
+            os.rename(out, os.path.join(self.aside, "run-%d" % self.runs))
+        else:
+            shutil.rmtree(out, ignore_errors=True)
 
     # -- the whole run -----------------------------------------------------------
 
