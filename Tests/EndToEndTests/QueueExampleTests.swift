@@ -40,6 +40,12 @@ import TestSupport
         return found
     }
 
+    /// A name with its collision number taken out: "pages/index.1.html" and
+    /// "pages/index.html" are both "pages/index.html".
+    private func collisionGroup(_ path: String) -> String {
+        path.replacing(/\.[0-9]+(\.[^.\/]*)$/) { $0.output.1 }
+    }
+
     @Test(arguments: examples)
     func anExampleGivesTheSameFilesWithTheQueueAsWithout(_ example: Example) async throws {
         let server = try FaultServer(root: site)
@@ -59,7 +65,15 @@ import TestSupport
         #expect(expected.count >= 3, "the run without a queue fetched only \(expected.keys.sorted())")
         let got = files(queued)
         #expect(got.keys.sorted() == expected.keys.sorted())
-        let differing = expected.keys.filter { got[$0] != nil && got[$0] != expected[$0] }.sorted()
+        // Names that collide (the sitemap's two index.html pages) are numbered
+        // in the order the responses come, in either mode: under load the
+        // run without a queue once had docs/index.html answered first. So
+        // within a collision's group the bytes are compared as a set; every
+        // other name must hold the same bytes.
+        let differing = Dictionary(grouping: expected.keys, by: collisionGroup).filter { _, names in
+            names.map { expected[$0] ?? [] }.sorted { $0.lexicographicallyPrecedes($1) }
+                != names.map { got[$0] ?? [] }.sorted { $0.lexicographicallyPrecedes($1) }
+        }.values.flatMap { $0 }.sorted()
         #expect(differing.isEmpty, "other bytes with the queue: \(differing)")
         // The handlers' verdicts too: the gallery skips its PDF by the response.
         for count in ["finished", "skipped", "failed"] {
