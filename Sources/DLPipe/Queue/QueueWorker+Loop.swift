@@ -80,14 +80,13 @@ extension QueueWorker {
 
     /// Claims a worker holds at most that are not transferring: those whose
     /// transfer ended and whose files wait for their batch to be placed and
-    /// reported, and those held ahead. They hold no host slot; the bound
-    /// keeps memory small and a worker's share of a small job fair. 8 x -j,
-    /// not 4: with small files a file waits about two cycles of the claim
-    /// loop (its batch's sync and link, its state's commit, the next
-    /// report), and at 4 x -j the bound, not the slots, stopped the claims
-    /// (one worker, 10,000 files of 16 KiB: 2.9-3.5 s against 3.6-4.0 s,
-    /// with the claims ahead at 4 x -j; docs/performance.md).
-    var waitingLimit: Int { 8 * settings.concurrency }
+    /// reported, and those held ahead. They hold no host slot, and those
+    /// that wait to be placed are no one else's work any more: the bound
+    /// only keeps memory small. With small files a file waits 20 to 30 ms
+    /// (its batch's age and sync, its state's commit, the next report),
+    /// 100 files and more at 4,000 a second: at 4 x -j, then 8 x, the bound
+    /// stopped the claims, not the slots (docs/performance.md, stop 17).
+    var waitingLimit: Int { 16 * settings.concurrency }
 
     /// Claims to ask for now: while fewer than the concurrency transfer (a
     /// claim holds its host slot until its transfer ends, so the job-wide
@@ -97,10 +96,12 @@ extension QueueWorker {
     }
 
     /// Claims held ahead at most: enough for the transfers that end while
-    /// one cycle of the claim loop runs. Small files turn a slot over
-    /// several times in one cycle (about 6 ms): at 2 x -j the slots sat
-    /// idle a third of the time waiting for the next claims.
-    var aheadLimit: Int { 4 * settings.concurrency }
+    /// one cycle of the claim loop runs (about 7 ms). Small files turn a
+    /// slot over several times in a cycle: at 2 x -j the slots sat idle a
+    /// third of the time waiting for the next claims (10 of 16 transferring
+    /// on average); at 6 x -j, 12 to 13. A claim ahead is only taken from a
+    /// host with twice as many rows ready, so a small job stays shared.
+    var aheadLimit: Int { 6 * settings.concurrency }
 
     /// Claims to ask for ahead now: up to `aheadLimit` held ahead, within
     /// the bound on held claims; none for fewer than half of that (a
