@@ -133,4 +133,38 @@ import TestSupport
         #expect(try queue.releaseAhead([(ahead[0].id, ahead[0].token), (ahead[1].id, ahead[1].token)], on: connection) == 0)
         #expect(try inFlight(connection, queue) == 2)
     }
+
+    /// A worker that dies or leaves (both a take-back) gives its claims held
+    /// ahead back without the attempt their claim counted: they made no
+    /// request. Claims that started (a slot, by the queue or handed over)
+    /// keep theirs, and every slot comes back.
+    @Test func aTakeBackKeepsNoAttemptOfAClaimHeldAheadThatNeverStarted() throws {
+        let connection = try connect()
+        let queue = try SharedQueue.open(job: "taken-back", limits: JobLimits(perHost: 3), on: connection)
+        _ = try queue.add(queuedRequests(30, hosts: ["a.test"]), on: connection)
+        for leaving in [false, true] {
+            let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
+            let slotted = try queue.claim(worker: worker, limit: 2, on: connection)
+            let ahead = try queue.claimAhead(worker: worker, hosts: ["a.test"], limit: 4, on: connection)
+            #expect(slotted.count == 2 && ahead.count == 4)
+            // One gets the third slot from the queue, one is handed a slot (the report's take).
+            #expect(try queue.promoteAhead([(ahead[0].id, ahead[0].token)], on: connection) == [ahead[0].id])
+            _ = try queue.report([], freeing: [(slotted[1].id, slotted[1].token)], taking: [(ahead[1].id, ahead[1].token)], on: connection)
+            #expect(try inFlight(connection, queue) == 3)
+            if leaving {
+                try queue.takeBack(worker: worker, on: connection)
+            } else {
+                try connection.execute("UPDATE dlpipe.workers SET lease_until = now() - interval '1 second' WHERE id = $1", [.int(worker)])
+                #expect(try queue.takeBack(on: connection) == 6)
+            }
+            let attempts = { (id: Int64) throws -> Int64 in
+                try self.number(connection, "SELECT attempts AS n FROM dlpipe.downloads WHERE id = $1 AND status = 'ready'", [.int(id)])
+            }
+            for claim in slotted + ahead.prefix(2) { #expect(try attempts(claim.id) == 1, "started: \(claim.id)") }
+            for claim in ahead.suffix(2) { #expect(try attempts(claim.id) == 0, "never started: \(claim.id)") }
+            #expect(try inFlight(connection, queue) == 0)
+            // The next worker takes them as fresh claims (attempt 1, or 2 for the ones that started).
+            try connection.execute("UPDATE dlpipe.downloads SET attempts = 0 WHERE job_id = $1", [.int(queue.job)])
+        }
+    }
 }

@@ -23,7 +23,19 @@ package enum QueueSchema {
         SchemaMigration(version: 5, what: "a host slot counts transfers: a running row may have given its slot back", sql: slotsCountTransfers),
         SchemaMigration(version: runWorkersVersion, what: "a run's counts kept per worker, its top-level adds and queued count", sql: runWorkers),
         SchemaMigration(version: 7, what: "no foreign-key checks on the rows every download writes", sql: hotRowsUnchecked),
+        SchemaMigration(version: 8, what: "claims held ahead that never started count no attempt when taken back", sql: aheadFlag),
     ]
+
+    /// A claim held ahead counts an attempt when it is made, as any claim.
+    /// One that never started (no slot came to it) and is taken back, from a
+    /// worker that died or left, gave the server no request: without this
+    /// mark the take-back kept the attempt, and each kill or Ctrl-C of a
+    /// worker holding 6 x -j of them ahead spent one retry of each. Set by
+    /// the claim ahead, cleared when the row takes a slot or stops running.
+    /// (A column with a constant default: no rewrite of the table.)
+    private static let aheadFlag = """
+        ALTER TABLE dlpipe.downloads ADD COLUMN ahead boolean NOT NULL DEFAULT false;
+        """
 
     /// Every download's add, claim and state write fired a foreign-key
     /// check (a trigger that runs a query and locks the referenced row):

@@ -45,7 +45,7 @@ extension SharedQueue {
             )
             UPDATE dlpipe.downloads d
             SET status = 'running', worker_id = $2, claim_token = nextval('dlpipe.claim_tokens'),
-                slot_host = NULL, claimed_at = now(), attempts = d.attempts + 1
+                slot_host = NULL, ahead = true, claimed_at = now(), attempts = d.attempts + 1
             FROM picked p WHERE d.id = p.id
             RETURNING d.id, d.claim_token, d.key, d.url, d.host, d.priority, d.request::text AS request,
                       d.secret::text AS secret, d.attempts
@@ -64,7 +64,8 @@ extension SharedQueue {
             """
             WITH back AS (
               UPDATE dlpipe.downloads d
-              SET status = 'ready', worker_id = NULL, claim_token = NULL, attempts = greatest(0, d.attempts - 1)
+              SET status = 'ready', worker_id = NULL, claim_token = NULL, ahead = false,
+                  attempts = greatest(0, d.attempts - 1)
               FROM unnest($1::bigint[], $2::bigint[]) AS c(id, token)
               WHERE d.id = c.id AND d.claim_token = c.token AND d.slot_host IS NULL
               RETURNING d.id
@@ -102,7 +103,7 @@ extension SharedQueue {
               FOR UPDATE OF h
             ),
             promoted AS (
-              UPDATE dlpipe.downloads d SET slot_host = d.host
+              UPDATE dlpipe.downloads d SET slot_host = d.host, ahead = false
               FROM wanted w JOIN free f ON f.host = w.host
               WHERE d.id = w.id AND w.turn <= f.free
               RETURNING d.id, d.host

@@ -304,7 +304,9 @@ extension SharedQueue {
         try connection.execute(
             """
             WITH back AS (
-              UPDATE dlpipe.downloads d SET status = 'ready', worker_id = NULL, claim_token = NULL
+              UPDATE dlpipe.downloads d
+              SET status = 'ready', worker_id = NULL, claim_token = NULL, ahead = false,
+                  attempts = CASE WHEN d.ahead THEN greatest(0, d.attempts - 1) ELSE d.attempts END
               WHERE d.job_id = $1 AND d.worker_id = $2 AND d.status = 'running' AND NOT (d.claim_token = ANY($3::bigint[]))
               RETURNING d.slot_host
             ),

@@ -104,8 +104,11 @@ package struct SharedQueue: Sendable {
               RETURNING w.id
             ),
             back AS (
+              -- A claim held ahead that never started made no request: its
+              -- attempt is not kept (schema version 8).
               UPDATE dlpipe.downloads d
-              SET status = 'ready', worker_id = NULL, claim_token = NULL
+              SET status = 'ready', worker_id = NULL, claim_token = NULL, ahead = false,
+                  attempts = CASE WHEN d.ahead THEN greatest(0, d.attempts - 1) ELSE d.attempts END
               FROM dead WHERE d.worker_id = dead.id AND d.status = 'running'
               RETURNING d.id, d.slot_host
             ),
@@ -313,7 +316,7 @@ package struct SharedQueue: Sendable {
                   -- An end lets the credentials go (a retry keeps them): a later
                   -- run's add that queues the row again brings them back.
                   UPDATE dlpipe.downloads d
-                  SET status = i.status, worker_id = NULL, claim_token = NULL, last_error = i.error,
+                  SET status = i.status, worker_id = NULL, claim_token = NULL, last_error = i.error, ahead = false,
                       secret = CASE WHEN i.status = 'ready' THEN d.secret END,
                       run_at = CASE WHEN i.status = 'ready' THEN now() + make_interval(secs => i.delay) ELSE d.run_at END,
                       ended_at = CASE WHEN i.status = 'ready' THEN NULL ELSE now() END
@@ -343,7 +346,7 @@ package struct SharedQueue: Sendable {
                 ),
                 -- Claims held ahead that started on a slot handed over.
                 took AS (
-                  UPDATE dlpipe.downloads d SET slot_host = d.host
+                  UPDATE dlpipe.downloads d SET slot_host = d.host, ahead = false
                   FROM unnest($14::bigint[], $15::bigint[]) AS t(id, token)
                   WHERE d.id = t.id AND d.claim_token = t.token AND d.slot_host IS NULL
                   RETURNING d.id, d.host
