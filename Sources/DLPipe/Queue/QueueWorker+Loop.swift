@@ -118,7 +118,7 @@ extension QueueWorker {
         while true {
             var (stopping, ends, gives, held, transferring) = state.withLock { state in
                 state.wake = false
-                return (state.stopping, state.ends.take(), state.slotsToGive.take(), state.held.count, state.transferring)
+                return (state.stopping, state.ends.take(), state.takeGives(), state.held.count, state.transferring)
             }
             let drainWaiting = drain.isAsked
             if stopping { return }
@@ -129,7 +129,7 @@ extension QueueWorker {
                 usleep(1000)
                 state.withLock { state in
                     ends += state.ends.take()
-                    gives.merge(state.slotsToGive.take()) { first, _ in first }
+                    gives.merge(state.takeGives()) { first, _ in first }
                     held = state.held.count
                     transferring = state.transferring
                 }
@@ -291,6 +291,11 @@ extension QueueWorker {
     private func holdAhead(_ claims: [ClaimedDownload]) {
         guard let engine = engineBox.withLock({ $0 }) else { return }
         _ = hold(claims, for: engine, ahead: true)
+        // Transfers that ended while the claim ran, with nobody held ahead
+        // to take their slots over: the new claims take them now, as at a
+        // hand-over, instead of waiting a cycle for the queue to give them one.
+        let started = state.withLock { $0.startOnFreeGives() }
+        if !started.isEmpty { engine.addClaimed(started, liftingHolds: false) }
     }
 
     /// Makes claims this worker's: held under their tokens, decoded into the

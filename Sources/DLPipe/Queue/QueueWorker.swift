@@ -85,6 +85,10 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var slotFree: Set<Int64> = []
         /// Host slots to give back, by row id: their tokens.
         var slotsToGive: [Int64: Int64] = [:]
+        /// Those of `slotsToGive` that no claim held ahead took over (none was
+        /// held for the host when the transfer ended): a claim ahead that
+        /// comes before they are sent may start on one (`startOnFreeGives`).
+        var freeGives: Set<Int64> = []
         /// The host of each held claim, by row id.
         var hostOf: [Int64: String] = [:]
         /// Claims held ahead, by host, first claimed first: not in the
@@ -119,6 +123,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         mutating func letGo(_ id: Int64) {
             slotFree.remove(id)
             slotsToGive[id] = nil
+            freeGives.remove(id)
             hostOf[id] = nil
             // Ended before its row took the slot it was handed: it takes
             // none, and the row it came from gives it back.
@@ -135,7 +140,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
                 // it came from gives that one back.
                 slotsToGive[id] = token
             }
-            guard let host = hostOf[id], var waiting = ahead[host], !waiting.isEmpty else { return nil }
+            guard let host = hostOf[id], var waiting = ahead[host], !waiting.isEmpty else {
+                // Nobody takes the slot over now: one that comes ahead before
+                // the give-back is sent may (not a slot it was handed: that
+                // one's row never took it, so it is no give of this row's).
+                if slotsToGive[id] != nil { freeGives.insert(id) }
+                return nil
+            }
             let next = waiting.removeFirst()
             ahead[host] = waiting.isEmpty ? nil : waiting
             aheadCount -= 1
