@@ -118,16 +118,25 @@ class Cluster:
                                "-c", statement], check=True, capture_output=True, text=True)
         return [line.split("\t") for line in done.stdout.splitlines() if line]
 
-    def fresh_database(self):
-        """A new, empty database (the queue of one run); its name."""
+    def fresh_database(self, template=None):
+        """A new database (the queue of one run), a copy of `template` when
+        given, else empty; its name."""
         self.serial += 1
         name = "run%d" % self.serial
-        self.sql("CREATE DATABASE %s" % name)
+        self.sql("CREATE DATABASE %s" % name + (" TEMPLATE %s" % template if template else ""))
         if self.stats:
             self.sql("SELECT pg_stat_statements_reset()")
             self.sql("SELECT pg_stat_reset_shared('wal')")
             self.log_mark = os.path.getsize(self.log)
         return name
+
+    def clear_tables(self, database, schema, keep):
+        """Empties every table of `schema` in `database` but `keep`."""
+        tables = [row[0] for row in self.sql(
+            "SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables "
+            "WHERE schemaname = '%s' AND tablename <> '%s'" % (schema, keep), database)]
+        if tables:
+            self.sql("TRUNCATE %s RESTART IDENTITY" % ", ".join(tables), database)
 
     def drop(self, database):
         self.sql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % database)
