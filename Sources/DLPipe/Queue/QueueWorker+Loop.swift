@@ -116,9 +116,12 @@ extension QueueWorker {
         // Whether something came while the last cycle ran (see the gather below).
         var busy = false
         while true {
-            var (stopping, ends, gives, held, transferring) = state.withLock { state in
+            // The ends, the slots to give back and those taken over, together
+            // (`takeSlots`): a slot handed over is given back and taken in one
+            // report, so the host's count never falls below its transfers.
+            var (stopping, ends, (gives, taking), held, transferring) = state.withLock { state in
                 state.wake = false
-                return (state.stopping, state.ends.take(), state.takeGives(), state.held.count, state.transferring)
+                return (state.stopping, state.ends.take(), state.takeSlots(), state.held.count, state.transferring)
             }
             let drainWaiting = drain.isAsked
             if stopping { return }
@@ -129,19 +132,16 @@ extension QueueWorker {
                 usleep(1000)
                 state.withLock { state in
                     ends += state.ends.take()
-                    gives.merge(state.takeGives()) { first, _ in first }
+                    let (moreGives, moreTaking) = state.takeSlots()
+                    gives.merge(moreGives) { first, _ in first }
+                    taking.merge(moreTaking) { first, _ in first }
                     held = state.held.count
                     transferring = state.transferring
                 }
             }
-            // Taken after the gives: a slot handed over is taken by its new
-            // row no later than the row it came from gives it back (the
-            // two are noted together). The other order could let the host's
-            // count fall below its transfers for a cycle, and another worker
-            // take that slot; this one can only leave it one above.
-            var (taking, stranded, aheadCount, slotHosts) = state.withLock { state in
+            let (stranded, aheadCount, slotHosts) = state.withLock { state in
                 let stranded = state.strandedAhead()
-                return (state.taking.take(), stranded, state.aheadCount, state.slotHosts)
+                return (stranded, state.aheadCount, state.slotHosts)
             }
             // An end reported now gives its slot back itself.
             for end in ends {
@@ -294,7 +294,7 @@ extension QueueWorker {
         // Transfers that ended while the claim ran, with nobody held ahead
         // to take their slots over: the new claims take them now, as at a
         // hand-over, instead of waiting a cycle for the queue to give them one.
-        let started = state.withLock { $0.startOnFreeGives() }
+        let started = state.withLock { $0.startOnFreeSlots() }
         if !started.isEmpty { engine.addClaimed(started, liftingHolds: false) }
     }
 

@@ -85,10 +85,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var slotFree: Set<Int64> = []
         /// Host slots to give back, by row id: their tokens.
         var slotsToGive: [Int64: Int64] = [:]
-        /// Those of `slotsToGive` that no claim held ahead took over (none was
-        /// held for the host when the transfer ended): a claim ahead that
-        /// comes before they are sent may start on one (`startOnFreeGives`).
-        var freeGives: Set<Int64> = []
+        /// Ends not reported yet whose rows still hold a host slot (their
+        /// report gives it back), by host: counted in `freeSlots`.
+        var endSlots: [String: Int] = [:]
         /// The host of each held claim, by row id.
         var hostOf: [Int64: String] = [:]
         /// Claims held ahead, by host, first claimed first: not in the
@@ -121,13 +120,16 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// A held claim ends here (reported, or handed back to the queue):
         /// its report gives its slot back if it still holds one.
         mutating func letGo(_ id: Int64) {
+            let transferred = !slotFree.contains(id)
             slotFree.remove(id)
-            slotsToGive[id] = nil
-            freeGives.remove(id)
-            hostOf[id] = nil
+            let gives = slotsToGive.removeValue(forKey: id) != nil
             // Ended before its row took the slot it was handed: it takes
             // none, and the row it came from gives it back.
-            taking[id] = nil
+            let took = taking.removeValue(forKey: id) != nil
+            // Its row holds a slot that its end gives back: one noted to go
+            // back, or the one it still transferred on (its own).
+            if let host = hostOf[id], gives || (transferred && !took) { endSlots[host, default: 0] += 1 }
+            hostOf[id] = nil
         }
 
         /// The slot of claim `id` (its transfer ended) goes to the next
@@ -140,13 +142,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
                 // it came from gives that one back.
                 slotsToGive[id] = token
             }
-            guard let host = hostOf[id], var waiting = ahead[host], !waiting.isEmpty else {
-                // Nobody takes the slot over now: one that comes ahead before
-                // the give-back is sent may (not a slot it was handed: that
-                // one's row never took it, so it is no give of this row's).
-                if slotsToGive[id] != nil { freeGives.insert(id) }
-                return nil
-            }
+            // Nobody to take the slot over now: a claim that comes ahead
+            // before the cycle sends this may (`startOnFreeSlots`).
+            guard let host = hostOf[id], var waiting = ahead[host], !waiting.isEmpty else { return nil }
             let next = waiting.removeFirst()
             ahead[host] = waiting.isEmpty ? nil : waiting
             aheadCount -= 1

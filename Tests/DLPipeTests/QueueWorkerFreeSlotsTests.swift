@@ -1,0 +1,97 @@
+import Testing
+
+@testable import DLPipe
+
+/// A claim held ahead that comes while a slot of its host is on its way back
+/// to the queue (its transfer ended with nobody held ahead, and the report
+/// is not sent) takes the slot over, as at a hand-over; one that comes after
+/// the cycle took its slots does not. The count behind it: give-backs and
+/// ends noted, less takes noted (`freeSlots`).
+@Suite struct QueueWorkerFreeSlotsTests {
+    private func request(_ number: Int) -> ClaimedRequest {
+        ClaimedRequest(number: number, request: DownloadRequest(url: "http://a.test/\(number)"))
+    }
+
+    /// Claim `number` transferring on a slot of a.test.
+    private func transferring(_ state: inout QueueWorker.State, _ number: Int64) {
+        state.held[number] = 100 + number
+        state.hostOf[number] = "a.test"
+    }
+
+    /// Claims `numbers` come ahead for a.test (as `hold` keeps them).
+    private func holdAhead(_ state: inout QueueWorker.State, _ numbers: [Int]) {
+        for number in numbers {
+            state.held[Int64(number)] = Int64(100 + number)
+            state.hostOf[Int64(number)] = "a.test"
+            state.slotFree.insert(Int64(number))
+            state.ahead["a.test", default: []].append(request(number))
+            state.aheadCount += 1
+        }
+    }
+
+    /// The engine says claim `id`'s transfer ended (`noteTransferEnded`).
+    private func transferEnded(_ state: inout QueueWorker.State, _ id: Int64) -> Int? {
+        state.slotFree.insert(id)
+        return state.handOver(from: id, token: 100 + id)?.number
+    }
+
+    @Test func aClaimAheadTakesOverASlotNotYetGivenBack() {
+        var state = QueueWorker.State()
+        transferring(&state, 1)
+        #expect(transferEnded(&state, 1) == nil)
+        holdAhead(&state, [2, 3])
+        #expect(state.freeSlots("a.test") == 1)
+        #expect(state.startOnFreeSlots().map(\.number) == [2], "one slot, the first claimed")
+        #expect(state.taking == [2: 102] && state.slotsToGive == [1: 101], "given back and taken in one report")
+        #expect(state.transferring == 1 && state.ahead["a.test"]?.map(\.number) == [3])
+        #expect(state.startOnFreeSlots().isEmpty, "a slot is taken over once")
+        #expect(state.takeSlots() == ([1: 101], [2: 102]))
+    }
+
+    @Test func noTakeOverOnceTheCycleTookTheSlots() {
+        var state = QueueWorker.State()
+        transferring(&state, 1)
+        #expect(transferEnded(&state, 1) == nil)
+        _ = state.takeSlots()
+        holdAhead(&state, [2])
+        #expect(state.freeSlots("a.test") == 0 && state.startOnFreeSlots().isEmpty)
+    }
+
+    /// 1 hands its slot to 2, 2 ends before the report (its row never took
+    /// it): the slot is free again, given back by 1's row.
+    @Test func aSlotHandedOverThatEndedIsFreeAgain() {
+        var state = QueueWorker.State()
+        transferring(&state, 1)
+        holdAhead(&state, [2])
+        #expect(transferEnded(&state, 1) == 2)
+        #expect(state.freeSlots("a.test") == 0)
+        #expect(transferEnded(&state, 2) == nil)
+        #expect(state.slotsToGive == [1: 101] && state.taking.isEmpty && state.freeSlots("a.test") == 1)
+        holdAhead(&state, [3])
+        #expect(state.startOnFreeSlots().map(\.number) == [3])
+        #expect(state.freeSlots("a.test") == 0)
+    }
+
+    /// A small file often ends (placed and reported as finished) before the
+    /// cycle is over: its end gives the slot back, and a claim ahead that
+    /// comes before that end is sent takes it over. An end whose slot went
+    /// back already, or whose row never took one, frees none.
+    @Test func anEndNotYetReportedFreesTheSlotItsRowHolds() {
+        var state = QueueWorker.State()
+        transferring(&state, 1)
+        #expect(transferEnded(&state, 1) == nil)
+        state.letGo(1)
+        #expect(state.slotsToGive.isEmpty && state.endSlots == ["a.test": 1])
+        transferring(&state, 4)
+        state.letGo(4)  // failed while it transferred: its own slot goes back with its end
+        #expect(state.freeSlots("a.test") == 2)
+        holdAhead(&state, [2, 3, 5])
+        #expect(state.startOnFreeSlots().map(\.number) == [2, 3])
+
+        // 2 and 3 run on slots their rows do not hold yet: their ends free none.
+        state.letGo(2)
+        #expect(state.freeSlots("a.test") == 1, "3 still runs on one of the two; 2's went back")
+        _ = state.takeSlots()
+        #expect(state.freeSlots("a.test") == 0 && state.endSlots.isEmpty)
+    }
+}
