@@ -99,8 +99,10 @@ extension QueueWorker {
     /// one cycle of the claim loop runs (about 7 ms). Small files turn a
     /// slot over several times in a cycle: at 2 x -j the slots sat idle a
     /// third of the time waiting for the next claims (10 of 16 transferring
-    /// on average); at 6 x -j, 12 to 13. A claim ahead is only taken from a
-    /// host with twice as many rows ready, so a small job stays shared.
+    /// on average); at 6 x -j, 12 to 13, and 15 once the claims ahead also
+    /// take over slots on their way back (`startOnFreeSlots`). A claim ahead
+    /// is only taken from a host with twice as many rows ready, so a small
+    /// job stays shared.
     var aheadLimit: Int { 6 * settings.concurrency }
 
     /// Claims to ask for ahead now: up to `aheadLimit` held ahead, within
