@@ -60,7 +60,8 @@ extension SharedQueue {
     @discardableResult
     package func releaseAhead(_ claims: [(id: Int64, token: Int64)], on connection: PostgresConnection) throws(PostgresError) -> Int {
         guard !claims.isEmpty else { return 0 }
-        return Int(try connection.execute(
+        return Int(try connection.executePrepared(
+            "dlpipe_release_ahead",
             """
             WITH back AS (
               UPDATE dlpipe.downloads d
@@ -85,7 +86,8 @@ extension SharedQueue {
     /// got one: they may transfer now.
     package func promoteAhead(_ claims: [(id: Int64, token: Int64)], on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
         guard !claims.isEmpty else { return [] }
-        let rows = try connection.execute(
+        let rows = try connection.executePrepared(
+            "dlpipe_promote_ahead",
             """
             WITH job AS (SELECT j.per_host FROM dlpipe.jobs j WHERE j.id = $1),
             wanted AS (
