@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -31,5 +32,25 @@ import TestSupport
         }
         #expect(RunLock.holder(path: path) == nil, "released with its descriptor")
         #expect(RunLock.probe(path: path) == nil, "flock grants a probe once nobody holds it")
+    }
+
+    /// A process spawned by another thread holds a copy of every descriptor
+    /// from its fork to its exec; a lock released in that instant must not
+    /// stay held through the copy (the library's host may spawn at any time).
+    @Test func aLockReleasedWhileAnotherThreadSpawnsIsReleased() throws {
+        let folder = try TempDir.make("lock-spawn")
+        let spawning = Atomic<Bool>(true)
+        let spawner = Thread {
+            while spawning.load(ordering: .relaxed) { _ = try? ToolRun.run("/bin/true", []) }
+        }
+        spawner.start()
+        defer { spawning.store(false, ordering: .relaxed) }
+        var stillHeld = 0
+        for round in 0..<300 {
+            let path = folder + "/lock\(round)"
+            do { _ = try RunLock(path: path, wait: false) }
+            if RunLock.holder(path: path) != nil { stillHeld += 1 }
+        }
+        #expect(stillHeld == 0, "locks still held after their release: \(stillHeld) of 300")
     }
 }

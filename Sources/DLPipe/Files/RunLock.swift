@@ -58,7 +58,14 @@ package final class RunLock: @unchecked Sendable {
         _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
     }
 
-    deinit { close(fd) }
+    // Unlocked before the close: a process that another thread is spawning at
+    // this moment holds a copy of the descriptor until its exec closes it, and
+    // a close alone leaves the lock held through that copy (the lock belongs
+    // to the open file, not to the descriptor). LOCK_UN drops it for all copies.
+    deinit {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
 
     static func readPID(_ fd: Int32) -> Int32? {
         var buffer = [UInt8](repeating: 0, count: 32)
