@@ -381,7 +381,9 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     /// redacted on its own. A queue that keys its rows by request can use
     /// it too, so that the credentials stay in `downloads.secret` alone.
     package func storedKey(_ key: String) -> [UInt8] {
-        guard key.contains("@") else { return Array(key.utf8) }
+        // Bytes, not Foundation's `contains`, which searched by Unicode rules:
+        // two keys per download pass here.
+        guard key.utf8.contains(UInt8(ascii: "@")) else { return Array(key.utf8) }
         let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
         return Array(parts.map { $0.contains("://") ? credentials.key(String($0)) : String($0) }.joined(separator: "\u{0}").utf8)
     }

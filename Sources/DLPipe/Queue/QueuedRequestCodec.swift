@@ -71,11 +71,18 @@ package enum QueuedRequestCodec {
     }
 
     private static func json(_ object: [String: Any]) -> String {
+        // Most requests set no field: no trip through JSONSerialization, which
+        // took a few microseconds a request (40 ms of the 52 that a top level
+        // of 10,000 adds spent encoding, before its first claim).
+        guard !object.isEmpty else { return "{}" }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
 
     private static func object(_ text: String) -> [String: Any]? {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+        // As PostgreSQL gives back an empty jsonb object: every claim of a
+        // request without fields.
+        if text == "{}" { return [:] }
+        return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
     }
 }
