@@ -101,6 +101,36 @@ import TestSupport
         #expect(try reader.record(key: DownloadRequest(url: "http://h/other").deduplicationKey) == nil)
     }
 
+    /// A file placed under its record's own target is stored as NULL in
+    /// `placed_target` (schema version 9: the write after placing changes no
+    /// indexed column), one placed elsewhere by its path; both read back as
+    /// written, and both paths stay the job's files.
+    @Test func aFilePlacedUnderItsTargetIsNotNamedTwice() throws {
+        let state = try state(try job("placed"))
+        let here = DownloadRequest(url: "http://h/here.bin")
+        let moved = DownloadRequest(url: "http://h/moved.bin")
+        var placedHere = record(here, target: "here.bin")
+        placedHere.placed = PlacedFile(path: "here.bin", size: 5, inode: 9, modified: 1)
+        var placedElsewhere = record(moved, target: "new/moved.bin", status: .partial)
+        placedElsewhere.placed = PlacedFile(path: "old/moved.bin", size: 5, inode: 10, modified: 2)
+        try state.write([placedHere, placedElsewhere], released: [])
+        let stored = try connect().execute(
+            "SELECT url, placed_target FROM dlpipe.url_facts WHERE job_id = $1 ORDER BY url", [.int(state.job)]
+        ).rows.map { (try $0.text("url"), try $0.optionalText("placed_target")) }
+        #expect(stored.map(\.0) == [here.url, moved.url])
+        #expect(stored.map(\.1) == [nil, "old/moved.bin"])
+        for original in [placedHere, placedElsewhere] {
+            var got = try #require(try self.state(state.job).record(key: original.key))
+            got.updatedAt = 0
+            #expect(got == original)
+        }
+        for path in ["here.bin", "new/moved.bin", "old/moved.bin"] {
+            #expect(try state.isDownloadFile(path), "\(path)")
+        }
+        #expect(try state.downloadFiles() == ["here.bin", "new/moved.bin", "old/moved.bin"])
+        #expect(try !state.isDownloadFile("other.bin"))
+    }
+
     @Test func aRecordReplacesItsKeysEarlierOne() throws {
         let state = try state(try job("replace"))
         let request = DownloadRequest(url: "http://h/x")

@@ -181,12 +181,21 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
             optional(rows.map(\.total)), .textArray(rows.map { Self.storable($0.etag) }),
             .textArray(rows.map { Self.storable($0.lastModified) }), .textArray(rows.map { Self.storable($0.sha256) }),
             .textArray(rows.map { Self.storable($0.mediaType) }), .intArray(rows.map { Int64($0.attempts) }),
-            .textArray(rows.map { Self.storable($0.lastError) }), .textArray(rows.map { $0.placed?.path }),
+            .textArray(rows.map { Self.storable($0.lastError) }), .textArray(rows.map(Self.placedElsewhere)),
             optional(rows.map { $0.placed?.size }), optional(rows.map { $0.placed?.inode.map { Int64(bitPattern: $0) } }),
             optional(rows.map { $0.placed?.modified }),
             .textArray(paths), .textArray(paths.map { credentials.url(files[$0]!.url) }),
             .intArray(paths.map { files[$0]!.size }),
         ]
+    }
+
+    /// The placed file's path as `placed_target` holds it: NULL when it is
+    /// the record's own target (as nearly always), so that the write after a
+    /// file is placed changes no indexed column (schema version 9); `record`
+    /// reads it back. Every query by path looks at `target` as well.
+    private static func placedElsewhere(_ record: DownloadRecord) -> String? {
+        guard let placed = record.placed, placed.path != record.target else { return nil }
+        return placed.path
     }
 
     /// Free text from a server (an ETag, an error message) with its NUL
@@ -239,9 +248,14 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
 
     static func record(_ row: PostgresRow) throws(PostgresError) -> DownloadRecord {
         let placed: PlacedFile?
-        if let path = try row.optionalText("placed_target") {
+        // Placed under its own target when only the size says a file was
+        // placed (`placedElsewhere`); rows of versions before 9 name it.
+        let size = try row.optionalInt("placed_size")
+        var path = try row.optionalText("placed_target")
+        if path == nil, size != nil { path = try row.optionalText("target") }
+        if let path {
             placed = PlacedFile(
-                path: path, size: try row.optionalInt("placed_size") ?? 0,
+                path: path, size: size ?? 0,
                 inode: try row.optionalInt("placed_inode").map { UInt64(bitPattern: $0) },
                 modified: try row.optionalInt("placed_mtime_ns"))
         } else {
