@@ -35,9 +35,9 @@ package enum QueueSchema {
     /// can be a heap-only update, with no new entry in any of the table's
     /// three indexes, when the row's page has room. At the default fill of
     /// 100 % the page a row was just inserted into never had any; at 70 %
-    /// about half the rows found room, at 45 % nearly all (one worker,
-    /// 10,000 files: the state's WAL 12.5 -> 9.8 -> 7.9 MB, its records
-    /// 101,000 -> 76,000 -> 60,000). Half of each page is left free: room for
+    /// about half the rows found room, at 50 % nearly all (one worker,
+    /// 10,000 files: the state's WAL 12.5 -> 9.8 -> 8.1 MB, its records
+    /// 101,000 -> 76,000 -> 62,000). Half of each page is left free: room for
     /// one more version of each row, which is what a run writes; the table
     /// takes twice the pages it would when full (about 7 MB for 10,000
     /// URLs), as it would with a dead version of each row between vacuums.
