@@ -24,7 +24,7 @@ import Testing
             state.held[Int64(number)] = Int64(100 + number)
             state.hostOf[Int64(number)] = "a.test"
             state.slotFree.insert(Int64(number))
-            state.ahead["a.test", default: []].append(request(number))
+            state.ahead["a.test", default: FirstInLine()].append(request(number))
             state.aheadCount += 1
         }
     }
@@ -43,7 +43,7 @@ import Testing
         #expect(state.freeSlots("a.test") == 1)
         #expect(state.startOnFreeSlots().map(\.number) == [2], "one slot, the first claimed")
         #expect(state.taking == [2: 102] && state.slotsToGive == [1: 101], "given back and taken in one report")
-        #expect(state.transferring == 1 && state.ahead["a.test"]?.map(\.number) == [3])
+        #expect(state.transferring == 1 && state.ahead["a.test"]?.elements.map(\.number) == [3])
         #expect(state.startOnFreeSlots().isEmpty, "a slot is taken over once")
         #expect(state.takeSlots() == ([1: 101], [2: 102]))
     }

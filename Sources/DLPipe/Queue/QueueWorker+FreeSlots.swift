@@ -40,18 +40,17 @@ extension QueueWorker.State {
         var started: [ClaimedRequest] = []
         for host in ahead.keys.sorted() {
             let free = freeSlots(host)
-            guard free > 0, var waiting = ahead[host] else { continue }
-            let count = min(free, waiting.count)
-            for next in waiting.prefix(count) {
+            guard free > 0, ahead[host] != nil else { continue }
+            for _ in 0..<free {
+                guard let next = ahead[host]?.popFirst() else { break }
                 let number = Int64(next.number)
                 aheadRows[number] = nil
                 slotFree.remove(number)
                 if let token = held[number] { taking[number] = token }
                 started.append(next)
+                aheadCount -= 1
             }
-            waiting.removeFirst(count)
-            aheadCount -= count
-            ahead[host] = waiting.isEmpty ? nil : waiting
+            if ahead[host]?.isEmpty == true { ahead[host] = nil }
         }
         return started
     }

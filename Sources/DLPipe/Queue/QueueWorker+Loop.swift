@@ -331,7 +331,7 @@ extension QueueWorker {
                 state.hostOf[id] = host
                 if ahead {
                     state.slotFree.insert(id)
-                    state.ahead[host, default: []].append(item)
+                    state.ahead[host, default: FirstInLine()].append(item)
                     state.aheadCount += 1
                     state.aheadRows[id] = rows[id]
                 }

@@ -93,7 +93,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// Claims held ahead, by host, first claimed first: not in the
         /// engine yet, no slot; each waits for a transfer of its host to end
         /// and hand its slot over (`noteTransferEnded`). In `slotFree`.
-        var ahead: [String: [ClaimedRequest]] = [:]
+        var ahead: [String: FirstInLine<ClaimedRequest>] = [:]
         var aheadCount = 0
         /// The queue's rows of the claims in `ahead`, by row id (what a
         /// cancel of one reports).
@@ -144,9 +144,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             }
             // Nobody to take the slot over now: a claim that comes ahead
             // before the cycle sends this may (`startOnFreeSlots`).
-            guard let host = hostOf[id], var waiting = ahead[host], !waiting.isEmpty else { return nil }
-            let next = waiting.removeFirst()
-            ahead[host] = waiting.isEmpty ? nil : waiting
+            // In place (no copy of the line out of the dictionary).
+            guard let host = hostOf[id], let next = ahead[host]?.popFirst() else { return nil }
+            if ahead[host]?.isEmpty == true { ahead[host] = nil }
             aheadCount -= 1
             let number = Int64(next.number)
             aheadRows[number] = nil
@@ -174,7 +174,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             let live = slotHosts
             var stranded: [(claim: ClaimedRequest, token: Int64, host: String)] = []
             for (host, waiting) in ahead where !live.contains(host) {
-                for claim in waiting {
+                for claim in waiting.elements {
                     if let token = held[Int64(claim.number)] { stranded.append((claim, token, host)) }
                     aheadRows[Int64(claim.number)] = nil
                 }
@@ -187,12 +187,12 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// Takes claim `id` out of those held ahead, to end cancelled (its
         /// report counts it); nil when it is not held ahead.
         mutating func cancelAhead(_ id: Int64) -> CancelledInQueue? {
-            guard let host = hostOf[id], var waiting = ahead[host],
-                let index = waiting.firstIndex(where: { Int64($0.number) == id }),
+            let isThis = { (claim: ClaimedRequest) in Int64(claim.number) == id }
+            guard let host = hostOf[id], ahead[host]?.elements.contains(where: isThis) == true,
                 let token = held.removeValue(forKey: id), let row = aheadRows.removeValue(forKey: id)
             else { return nil }
-            waiting.remove(at: index)
-            ahead[host] = waiting.isEmpty ? nil : waiting
+            _ = ahead[host]?.remove(firstWhere: isThis)
+            if ahead[host]?.isEmpty == true { ahead[host] = nil }
             aheadCount -= 1
             letGo(id)
             ends.append(ClaimEnd(id: id, token: token, outcome: .cancelled, error: nil, unchanged: false, bytes: 0))
