@@ -42,7 +42,7 @@ package enum QueueSchema {
     /// takes twice the pages it would when full (about 7 MB for 10,000
     /// URLs), as it would with a dead version of each row between vacuums.
     ///
-    /// A download's row is written four times after its add, and the two
+    /// A download's row is written up to four times after its add; the two
     /// writes that move its host slot (`slot_host`: the claim held ahead
     /// that takes one, the transfer's end that gives it back) change no
     /// indexed column either; a page filled to 70 % lets most of them stay
