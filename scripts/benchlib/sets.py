@@ -71,7 +71,7 @@ def run_all(bench, server, wanted):
             targets.append(("set 7: %s, |rate / cap - 1|" % reading.label, abs(reading.ratio - 1), 0.10))
     # Set 8 before set 6: set 6 deletes a million files after each of its
     # runs, and for up to 305 s after that ext4 scans past every inode deleted
-    # at each allocation (place.py, main.Bench.put_away). Run after it, set 8's
+    # at each allocation (main.Bench.put_away). Run after it, set 8's
     # SQLite runs took 1.4 to 2.6 s instead of about 1.5 s, its queue runs
     # less in proportion, and its ratio read 1.21 where runs of set 8 alone
     # read 1.52 and 1.59.
