@@ -39,27 +39,11 @@ package enum PendingRule {
         request.headers.isEmpty && request.body == nil && request.meta.isEmpty && !hasUserPart(request.url)
     }
 
-    /// Whether the URL's authority has a `user[:password]@` part (as
-    /// `StoredCredentials.userPart` finds it), on bytes: this runs for every
-    /// add past the memory share, and the Foundation search cost microseconds.
+    /// Whether the URL's authority has a `user[:password]@` part
+    /// (`RedactedURL.userPart`): this runs for every add past the memory share.
     static func hasUserPart(_ url: String) -> Bool {
         var url = url
-        return url.withUTF8 { bytes in
-            var index = 0
-            // After the first "://".
-            while index + 2 < bytes.count, !(bytes[index] == 0x3A && bytes[index + 1] == 0x2F && bytes[index + 2] == 0x2F) {
-                index += 1
-            }
-            guard index + 2 < bytes.count else { return false }
-            for byte in bytes[(index + 3)...] {
-                switch byte {
-                case 0x2F, 0x3F, 0x23: return false  // "/", "?", "#": the authority ended
-                case 0x40: return true  // "@"
-                default: continue
-                }
-            }
-            return false
-        }
+        return url.withUTF8 { RedactedURL.userPart($0) != nil }
     }
 }
 

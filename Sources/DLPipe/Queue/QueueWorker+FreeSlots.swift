@@ -40,7 +40,7 @@ extension QueueWorker.State {
         var started: [ClaimedRequest] = []
         for host in ahead.keys.sorted() {
             let free = freeSlots(host)
-            guard free > 0, ahead[host] != nil else { continue }
+            guard free > 0 else { continue }
             for _ in 0..<free {
                 guard let next = ahead[host]?.popFirst() else { break }
                 let number = Int64(next.number)

@@ -142,9 +142,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
                 // it came from gives that one back.
                 slotsToGive[id] = token
             }
-            // Nobody to take the slot over now: a claim that comes ahead
-            // before the cycle sends this may (`startOnFreeSlots`).
-            // In place (no copy of the line out of the dictionary).
+            // The next in its host's line, popped in place. Nobody to take
+            // the slot over now: a claim that comes ahead before the cycle
+            // sends this may (`startOnFreeSlots`).
             guard let host = hostOf[id], let next = ahead[host]?.popFirst() else { return nil }
             if ahead[host]?.isEmpty == true { ahead[host] = nil }
             aheadCount -= 1

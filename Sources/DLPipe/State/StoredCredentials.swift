@@ -24,7 +24,7 @@ struct StoredCredentials: Sendable {
         while start < key.endIndex {
             let end = key[start...].firstIndex(of: "\u{0}") ?? key.endIndex
             let part = key[start..<end]
-            if part.contains("://") {
+            if Self.hasScheme(part) {
                 guard let user = Self.userPart(of: part) else { return key }
                 return String(key[..<user.lowerBound]) + "***~" + digest(String(key[user])) + String(key[user.upperBound...])
             }
@@ -46,13 +46,19 @@ struct StoredCredentials: Sendable {
         return String(hasher.finalHex().prefix(32))
     }
 
-    /// The range of `user[:password]` (without the `@`) in a URL's authority.
+    /// The range of `user[:password]` (without the `@`) in a URL's authority
+    /// (`RedactedURL.userPart`).
     static func userPart(of url: Substring) -> Range<String.Index>? {
-        guard let schemeEnd = url.range(of: "://") else { return nil }
-        let rest = url[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return nil }
-        return schemeEnd.upperBound..<at
+        var text = String(url)
+        guard let offsets = text.withUTF8({ RedactedURL.userPart($0) }) else { return nil }
+        let bytes = url.utf8
+        return bytes.index(bytes.startIndex, offsetBy: offsets.lowerBound)..<bytes.index(bytes.startIndex, offsetBy: offsets.upperBound)
+    }
+
+    /// Whether a part of a key holds `://` (it is the key's URL).
+    private static func hasScheme(_ part: Substring) -> Bool {
+        var text = String(part)
+        return text.withUTF8 { RedactedURL.afterScheme($0) != nil }
     }
 
     /// 32 random bytes, hex (the secret of a new state file).
