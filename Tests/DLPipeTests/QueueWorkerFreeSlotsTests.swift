@@ -29,11 +29,15 @@ import Testing
         }
     }
 
-    /// The engine says claim `id`'s transfer ended (`noteTransferEnded`).
-    private func transferEnded(_ state: inout QueueWorker.State, _ id: Int64) -> Int? {
+    /// The engine says claim `id`'s transfer ended (`noteTransferEnded`),
+    /// at monotonic time `now`.
+    private func transferEnded(_ state: inout QueueWorker.State, _ id: Int64, at now: Double = 0) -> Int? {
         state.slotFree.insert(id)
-        return state.handOver(from: id, token: 100 + id)?.number
+        return state.handOver(from: id, token: 100 + id, at: now)?.number
     }
+
+    /// Past the wait of a pair handed over: everything noted goes in the report.
+    private let late = QueueWorker.State.handOverWait + 1
 
     @Test func aClaimAheadTakesOverASlotNotYetGivenBack() {
         var state = QueueWorker.State()
@@ -45,14 +49,16 @@ import Testing
         #expect(state.taking == [2: 102] && state.slotsToGive == [1: 101], "given back and taken in one report")
         #expect(state.transferring == 1 && state.ahead["a.test"]?.elements.map(\.number) == [3])
         #expect(state.startOnFreeSlots().isEmpty, "a slot is taken over once")
-        #expect(state.takeSlots() == ([1: 101], [2: 102]))
+        // Handed over, not yet waited for long: the pair waits for 1's end.
+        #expect(state.takeSlots(now: 0) == ([:], [:]))
+        #expect(state.takeSlots(now: late) == ([1: 101], [2: 102]), "1's end is late: both go now")
     }
 
     @Test func noTakeOverOnceTheCycleTookTheSlots() {
         var state = QueueWorker.State()
         transferring(&state, 1)
         #expect(transferEnded(&state, 1) == nil)
-        _ = state.takeSlots()
+        #expect(state.takeSlots(now: 0) == ([1: 101], [:]), "no taker: the slot goes back at once")
         holdAhead(&state, [2])
         #expect(state.freeSlots("a.test") == 0 && state.startOnFreeSlots().isEmpty)
     }
@@ -91,7 +97,44 @@ import Testing
         // 2 and 3 run on slots their rows do not hold yet: their ends free none.
         state.letGo(2)
         #expect(state.freeSlots("a.test") == 1, "3 still runs on one of the two; 2's went back")
-        _ = state.takeSlots()
+        _ = state.takeSlots(now: late)
         #expect(state.freeSlots("a.test") == 0 && state.endSlots.isEmpty)
+    }
+
+    /// 1 hands its slot to 2. The queue's count is right while neither is
+    /// written (1's row holds the slot 2 transfers on), and 1's end gives the
+    /// slot back itself: 2's take goes with that end, and 1's row is written
+    /// once, not twice.
+    @Test func aSlotHandedOverMovesWithTheGiversEnd() {
+        var state = QueueWorker.State()
+        transferring(&state, 1)
+        holdAhead(&state, [2])
+        #expect(transferEnded(&state, 1, at: 10) == 2)
+        #expect(state.takeSlots(now: 10.05) == ([:], [:]), "the pair waits")
+        #expect(state.slotsToGive == [1: 101] && state.taking == [2: 102] && state.freeSlots("a.test") == 0)
+
+        state.held[1] = nil
+        state.letGo(1)  // 1's file placed: its end is in this cycle's report
+        #expect(state.freeSlots("a.test") == 0, "the slot 1's row holds is the one 2 transfers on")
+        #expect(state.takeSlots(now: 10.06) == ([:], [2: 102]), "2 takes the slot 1's end gives back")
+        #expect(state.slotsToGive.isEmpty && state.taking.isEmpty && state.freeSlots("a.test") == 0)
+    }
+
+    /// Two slots handed over and one given back with nobody to take it: the
+    /// lone give goes now (another worker may use it), the pairs wait; a
+    /// give whose pair's wait is over goes with its take.
+    @Test func onlyPairsWaitAndNotForLong() {
+        var state = QueueWorker.State()
+        for id: Int64 in [1, 2, 3] { transferring(&state, id) }
+        holdAhead(&state, [4, 5])
+        #expect(transferEnded(&state, 1, at: 0) == 4)
+        #expect(transferEnded(&state, 2, at: 0.05) == 5)
+        #expect(transferEnded(&state, 3, at: 0.06) == nil)
+        let (gives, takes) = state.takeSlots(now: 0.08)
+        #expect(gives == [3: 103] && takes.isEmpty)
+        let (laterGives, laterTakes) = state.takeSlots(now: 0.12)
+        #expect(laterGives == [1: 101] && laterTakes.count == 1, "1's wait is over: it and one take go")
+        #expect(state.slotsToGive == [2: 102] && state.taking.count == 1)
+        #expect(state.freeSlots("a.test") == 0)
     }
 }

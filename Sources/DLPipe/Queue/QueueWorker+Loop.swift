@@ -51,7 +51,7 @@ extension QueueWorker {
         let id = Int64(number)
         let (known, next) = state.withLock { state -> (Bool, ClaimedRequest?) in
             guard let token = state.held[id], state.slotFree.insert(id).inserted else { return (false, nil) }
-            return (true, state.handOver(from: id, token: token))
+            return (true, state.handOver(from: id, token: token, at: QueueClock.now()))
         }
         if let next, let engine = engineBox.withLock({ $0 }) {
             // Its host's slot, handed over: the engine starts it now. Its
@@ -123,7 +123,7 @@ extension QueueWorker {
             // report, so the host's count never falls below its transfers.
             var (stopping, ends, (gives, taking), held, transferring) = state.withLock { state in
                 state.wake = false
-                return (state.stopping, state.ends.take(), state.takeSlots(), state.held.count, state.transferring)
+                return (state.stopping, state.ends.take(), state.takeSlots(now: QueueClock.now()), state.held.count, state.transferring)
             }
             let drainWaiting = drain.isAsked
             if stopping { return }
@@ -134,7 +134,7 @@ extension QueueWorker {
                 usleep(1000)
                 state.withLock { state in
                     ends += state.ends.take()
-                    let (moreGives, moreTaking) = state.takeSlots()
+                    let (moreGives, moreTaking) = state.takeSlots(now: QueueClock.now())
                     gives.merge(moreGives) { first, _ in first }
                     taking.merge(moreTaking) { first, _ in first }
                     held = state.held.count

@@ -83,8 +83,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// goes back with the next cycle (`slotsToGive`). The others transfer
         /// (or wait in the engine for a transfer) and hold a slot each.
         var slotFree: Set<Int64> = []
-        /// Host slots to give back, by row id: their tokens.
+        /// Host slots to give back, by row id: their tokens. One whose
+        /// transfer handed it over may wait for its row's end, which gives
+        /// it back itself (`takeSlots`).
         var slotsToGive: [Int64: Int64] = [:]
+        /// Monotonic time at which each held claim's transfer ended, by row
+        /// id: how long a slot handed over has waited to go back.
+        var transferEndedAt: [Int64: Double] = [:]
         /// Ends not reported yet whose rows still hold a host slot (their
         /// report gives it back), by host: counted in `freeSlots`.
         var endSlots: [String: Int] = [:]
@@ -130,11 +135,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             // back, or the one it still transferred on (its own).
             if let host = hostOf[id], gives || (transferred && !took) { endSlots[host, default: 0] += 1 }
             hostOf[id] = nil
+            transferEndedAt[id] = nil
         }
 
         /// The slot of claim `id` (its transfer ended) goes to the next
         /// claim held ahead for its host, if any: that claim, to start now.
-        mutating func handOver(from id: Int64, token: Int64) -> ClaimedRequest? {
+        mutating func handOver(from id: Int64, token: Int64, at now: Double) -> ClaimedRequest? {
+            transferEndedAt[id] = now
             if taking.removeValue(forKey: id) == nil {
                 // A slot its row holds in the database: given back with the
                 // next cycle (its successor's row takes one in the same
