@@ -227,7 +227,10 @@ package struct SharedQueue: Sendable {
                 SELECT d.id, d.priority, d.run_at FROM dlpipe.downloads d
                 WHERE d.job_id = $1 AND d.host = f.host AND d.status = 'ready' AND d.run_at <= now()
                 ORDER BY d.priority DESC, d.run_at, d.id
-                LIMIT CASE WHEN job.host_delay > '0' THEN 1 ELSE job.per_host - f.in_flight END
+                -- No more than the claim can take: each row locked here writes
+                -- a lock to the log and marks the row, taken or not, and other
+                -- workers' claims skip it until this one commits.
+                LIMIT least($3, CASE WHEN job.host_delay > '0' THEN 1 ELSE job.per_host - f.in_flight END)
                 FOR UPDATE OF d SKIP LOCKED
               ) d
             ),
