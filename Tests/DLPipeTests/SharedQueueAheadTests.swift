@@ -58,6 +58,26 @@ import TestSupport
         #expect(try queue.claimAhead(worker: worker, hosts: ["a.test"], limit: 3, on: connection).count == 3)
     }
 
+    /// A claim locks only the rows it takes: with `per_host` 16 and room
+    /// for one, a claim whose transaction is still open leaves the other
+    /// fifteen at the front of the line to another worker's claim ahead,
+    /// which would skip any it had locked.
+    @Test func aClaimLocksOnlyTheRowsItTakes() throws {
+        let connection = try connect()
+        let other = try connect()
+        let queue = try SharedQueue.open(job: "locks", limits: JobLimits(perHost: 16), on: connection)
+        let ids = try queue.add(queuedRequests(40, hosts: ["a.test"]), on: connection)
+        let first = try queue.register(hostname: "w1", pid: 1, lease: 30, on: connection)
+        let second = try queue.register(hostname: "w2", pid: 2, lease: 30, on: connection)
+        let byId = ids.values.sorted()
+        try connection.run("BEGIN")
+        let claimed = try queue.claim(worker: first, limit: 1, on: connection)
+        #expect(claimed.map(\.id) == [byId[0]])
+        let ahead = try queue.claimAhead(worker: second, hosts: ["a.test"], limit: 4, on: other)
+        try connection.run("COMMIT")
+        #expect(ahead.map(\.id).sorted() == Array(byId[1...4]), "the next four in line, none skipped")
+    }
+
     @Test func noClaimAheadWithAHostDelayOrForADeadWorker() throws {
         let connection = try connect()
         let spaced = try SharedQueue.open(job: "spaced", limits: JobLimits(perHost: 2, hostDelay: 0.5), on: connection)
