@@ -248,11 +248,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         heartbeatLink = Self.link(settings.address, "heartbeat", idleInTransaction: lease)
         listenLink = Self.link(settings.address, "listen")
         partsLink = Mutex(Self.link(settings.address, "parts", idleInTransaction: lease))
-        try loopLink.connect()
-        try addLink.withLock { link throws(PostgresError) in try link.connect() }
-        try heartbeatLink.connect()
-        try listenLink.connect()
-        try partsLink.withLock { link throws(PostgresError) in try link.connect() }
+        try Self.connectAll([
+            loopLink, addLink.withLock { $0 }, heartbeatLink, listenLink, partsLink.withLock { $0 },
+        ])
         let (queue, worker, run) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
             _ = try SchemaMigrator().migrate(connection)
             let queue = try SharedQueue.open(job: settings.name, limits: settings.limits, on: connection)
