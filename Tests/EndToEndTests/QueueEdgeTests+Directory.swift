@@ -70,4 +70,40 @@ extension QueueEdgeTests {
         #expect(!second.stderr.contains("another job"), "\(second.stderr)")
         #expect(second.status == 0, "\(second.stderr)")
     }
+
+    /// Workers of one job given different directories would each place
+    /// their share of the files in their own, under one shared state: a
+    /// worker whose directory does not hold the token the job's live workers
+    /// found in theirs is refused (exit 3) before any request, and takes its
+    /// directory for the job once they have ended.
+    @Test func aWorkerGivenAnotherDirectoryIsRefusedWhileTheJobsWorkersLive() async throws {
+        let queue = try PostgresCluster.shared().freshDatabase("dir-other")
+        let elsewhere = try TempDir.make("queue-elsewhere")
+        try server.put("big.bin", randomBytes: 500_000)
+        let path = try job.write("moving.lua", "dl.add('\(server.url("/files/big.bin?stall=50000&stall_times=1"))')\n")
+        let arguments = ["run", path, "--queue", queue, "--name", "moving", "--settle", "0", "--timeout", "300"]
+        let worker = try Subprocess(Paths.binary, arguments + ["-d", out, "--json"], timeout: 180)
+        let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
+        #expect(busy)
+        let refused = try await DLPipeRun.run(arguments + ["-d", elsewhere])
+        #expect(refused.status == 3, "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("1 other worker of job \"moving\" writes into another directory than \(elsewhere)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("every worker of a job needs the same -d"), "\(refused.stderr)")
+        #expect(try server.requests(matching: "/files/big.bin").count == 1, "the refused worker asked for nothing")
+        #expect(listing(elsewhere).isEmpty)
+
+        let stopped = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in
+            worker.signal(SIGTERM)
+            return worker.finish()
+        }
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        // Nobody writes into the first directory now: the job moves.
+        let moved = try await DLPipeRun.run(arguments + ["-d", elsewhere])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        #expect(listing(elsewhere) == ["big.bin"])
+        let folders = try FileManager.default.contentsOfDirectory(atPath: elsewhere + "/.dlpipe/queue")
+        let tokens = folders.compactMap { QueueWorker.readDirectoryToken(elsewhere + "/.dlpipe/queue/\($0)/directory") }
+        #expect(tokens.count == 1, "the job's token is in its new directory: \(folders)")
+    }
 }

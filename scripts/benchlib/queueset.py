@@ -8,7 +8,7 @@ for them all: the wall time is from the first start to the last exit, and the CP
 time is a fixed wait for late workers, not work, so it is left out.
 
 Each run's database is a copy of one that holds dlpipe's tables and no job, as a
-database does after its first run: creating the schema (eight migrations, each
+database does after its first run: creating the schema (ten migrations, each
 committed: about 0.1 s of PostgreSQL's CPU) happens once per database, not per run,
 so it is made outside the timing (`schema_template`)."""
 import os

@@ -25,7 +25,16 @@ package enum QueueSchema {
         SchemaMigration(version: 7, what: "no foreign-key checks on the rows every download writes", sql: hotRowsUnchecked),
         SchemaMigration(version: 8, what: "claims held ahead that never started count no attempt when taken back", sql: aheadFlag),
         SchemaMigration(version: 9, what: "url facts and downloads leave room on their pages for the writes that follow", sql: factsRoom),
+        SchemaMigration(version: 10, what: "a job knows the output directory its workers share", sql: directoryToken),
     ]
+
+    /// The token in the job's folder of the output directory that its live
+    /// workers found there (`QueueWorker.checkSharedDirectory`): a worker
+    /// started with another -d finds another token, or none, and is refused
+    /// while they live. A column that may be NULL: no rewrite of the table.
+    private static let directoryToken = """
+        ALTER TABLE dlpipe.jobs ADD COLUMN directory_token text;
+        """
 
     /// Each download writes its url_facts row twice, about 50 ms apart:
     /// before its file is placed (target, validators) and after (the placed

@@ -232,6 +232,28 @@ enum QueueMode {
             worker.leave()
             return .failure(Failure(message: error.message, code: ExitCode.failed))
         }
+        // One directory per job: the one its live workers write into.
+        do throws(PostgresError) {
+            switch try worker.checkSharedDirectory() {
+            case .shared:
+                break
+            case .elsewhere(let live):
+                worker.leave()
+                return .failure(Failure(
+                    message: QueueWorker.elsewhereMessage(
+                        liveWorkers: live, directory: configuration.directory, job: setup.name,
+                        tokenPath: configuration.directory + "/" + worker.partFolder + "/directory"),
+                    code: ExitCode.locked))
+            case .unwritable(let message):
+                worker.leave()
+                return .failure(Failure(message: message, code: ExitCode.failed))
+            }
+        } catch {
+            worker.leave()
+            return .failure(Failure(
+                message: error.isConnectionLoss ? error.unreachableMessage : "the queue at \(setup.address) cannot be used: \(error.message)",
+                code: error.isConnectionLoss ? ExitCode.queueUnreachable : ExitCode.failed))
+        }
         var configuration = configuration
         configuration.claims = worker.claimedFiles
         // The job's limits as its row holds them: set by this worker, or by

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Every worker of a job must write into one and the same directory (a
+/// shared file system, or one machine's disk): workers given different ones
+/// (a typo in one cron line, a mount point that is not mounted) would each
+/// place their share of the files in their own, and the job's state, which
+/// is shared, would describe files that are in another directory.
+///
+/// The first worker of a job writes a random token into the job's folder of
+/// its directory (`DIR/.dlpipe/queue/JOB/directory`) and into the job's row;
+/// a worker that starts while other workers of the job live must find the
+/// same token in its own directory, or it is refused (exit 3) before any
+/// request. Paths are not compared: the same share may be mounted under
+/// different paths on different machines. Workers check one at a time (the
+/// job's row is locked from the read of the token to the commit), so two
+/// workers that start together on one empty directory agree on one token.
+/// With no other worker alive, a worker takes its directory as the job's
+/// (its token, or a new one): a job may move to another directory between
+/// runs.
+extension QueueWorker {
+    /// What the check found.
+    package enum SharedDirectory: Sendable, Equatable {
+        /// This directory is the job's (or is now: no other worker lives).
+        case shared
+        /// Other workers of the job live and write into another directory.
+        case elsewhere(liveWorkers: Int)
+        /// The token could not be written into the job's folder.
+        case unwritable(String)
+    }
+
+    /// The token file in the job's folder of this worker's directory.
+    var directoryTokenPath: String { root + "/" + partFolder + "/directory" }
+
+    /// Whether this worker's directory is the one the job's live workers
+    /// write into; records it as the job's when none lives.
+    package func checkSharedDirectory() throws(PostgresError) -> SharedDirectory {
+        let path = directoryTokenPath
+        return try loopLink.run(patience: 5) { connection throws(PostgresError) -> SharedDirectory in
+            try connection.transaction { () throws(PostgresError) -> SharedDirectory in
+                // NO KEY UPDATE: workers registering meanwhile (their rows
+                // reference the job's) are not held up.
+                let row = try connection.execute(
+                    """
+                    SELECT j.directory_token,
+                      (SELECT count(*) FROM dlpipe.workers w
+                       WHERE w.job_id = j.id AND w.id <> $2 AND w.stopped_at IS NULL AND w.lease_until >= now()) AS others
+                    FROM dlpipe.jobs j WHERE j.id = $1
+                    FOR NO KEY UPDATE OF j
+                    """, [.int(queue.job), .int(worker)]
+                ).rows[0]
+                let known = try row.optionalText("directory_token")
+                let others = Int(try row.int("others"))
+                let found = Self.readDirectoryToken(path)
+                if let known, others > 0 {
+                    return found == known ? .shared : .elsewhere(liveWorkers: others)
+                }
+                let token: String
+                if let found {
+                    token = found
+                } else {
+                    switch Self.writeDirectoryToken(path) {
+                    case .success(let written): token = written
+                    case .failure(let problem): return .unwritable(problem.message)
+                    }
+                }
+                if token != known {
+                    try connection.execute(
+                        "UPDATE dlpipe.jobs SET directory_token = $2 WHERE id = $1", [.int(queue.job), .text(token)])
+                }
+                return .shared
+            }
+        }
+    }
+
+    /// The token in `path`, nil when there is none or it is not one (a file
+    /// cut short by a crash is written again).
+    static func readDirectoryToken(_ path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.utf8.count == 32, text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            return nil
+        }
+        return text
+    }
+
+    /// A new token, written beside `path` and renamed onto it (whole or not at all).
+    static func writeDirectoryToken(_ path: String) -> Result<String, DownloadError> {
+        var generator = SystemRandomNumberGenerator()
+        let token = (0..<16).map { _ in
+            let byte = UInt8.random(in: .min ... .max, using: &generator)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+        let temporary = path + ".\(getpid()).tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data((token + "\n").utf8)),
+            rename(temporary, path) == 0
+        else {
+            let code = errno
+            unlink(temporary)
+            return .failure(FileErrors.io("cannot write the job's directory token", path, errno: code))
+        }
+        return .success(token)
+    }
+
+    /// The line of a worker refused for a directory that is not its job's.
+    package static func elsewhereMessage(liveWorkers: Int, directory: String, job: String, tokenPath: String) -> String {
+        let workers = liveWorkers == 1 ? "1 other worker of job \(job.debugDescription) writes" : "\(liveWorkers) other workers of job \(job.debugDescription) write"
+        return "\(workers) into another directory than \(directory) (\(tokenPath) does not hold the job's directory token): "
+            + "every worker of a job needs the same -d, one shared directory (docs/scale-out.md). Give this worker their directory, "
+            + "or start it once they have ended"
+    }
+}
