@@ -27,6 +27,10 @@ extension QueueEdgeTests {
         #expect(refused.stderr.contains("another job's workers write into \(out) now: \"first\" (queue job "), "\(refused.stderr)")
         #expect(refused.stderr.contains("Give each job its own -d"), "\(refused.stderr)")
         #expect(try server.requests(matching: "/files/b.bin").isEmpty)
+        // The refused worker opened no run: none ended with 130 in the second job's history.
+        let runs = try PostgresConnection(PostgresAddress(queue)).execute(
+            "SELECT count(*) AS n FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id WHERE j.name = 'second'").rows[0].int("n")
+        #expect(runs == 0)
         // A second worker of the same job is welcome (it finds nothing to claim and ends with the run).
         let stopped = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in
             worker.signal(SIGTERM)
@@ -92,15 +96,23 @@ extension QueueEdgeTests {
         #expect(refused.stderr.contains("every worker of a job needs the same -d"), "\(refused.stderr)")
         #expect(try server.requests(matching: "/files/big.bin").count == 1, "the refused worker asked for nothing")
         #expect(listing(elsewhere).isEmpty)
+        // It joined no run: the job's history holds the first worker's alone.
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        let runs = try connection.execute(
+            "SELECT count(*) AS n FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id WHERE j.name = 'moving'").rows[0].int("n")
+        #expect(runs == 1)
 
         let stopped = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in
             worker.signal(SIGTERM)
             return worker.finish()
         }
         #expect(stopped.status == 130, "\(stopped.stderr)")
-        // Nobody writes into the first directory now: the job moves.
-        let moved = try await DLPipeRun.run(arguments + ["-d", elsewhere])
-        #expect(moved.status == 0, "\(moved.stderr)")
+        // Nobody writes into the first directory now: the job moves. Two
+        // workers that start together there both go (each counted the other,
+        // not yet checked, as writing elsewhere, and both were refused).
+        let movers = try (0..<2).map { _ in try Subprocess(Paths.binary, arguments + ["-d", elsewhere], timeout: 120) }
+        let moved = await offThePool { movers.map { $0.finish() } }
+        for run in moved { #expect(run.status == 0, "\(run.stderr)") }
         #expect(listing(elsewhere) == ["big.bin"])
         let folders = try FileManager.default.contentsOfDirectory(atPath: elsewhere + "/.dlpipe/queue")
         let tokens = folders.compactMap { QueueWorker.readDirectoryToken(elsewhere + "/.dlpipe/queue/\($0)/directory") }

@@ -26,7 +26,17 @@ package enum QueueSchema {
         SchemaMigration(version: 8, what: "claims held ahead that never started count no attempt when taken back", sql: aheadFlag),
         SchemaMigration(version: 9, what: "url facts and downloads leave room on their pages for the writes that follow", sql: factsRoom),
         SchemaMigration(version: 10, what: "a job knows the output directory its workers share", sql: directoryToken),
+        SchemaMigration(version: 11, what: "a worker's row says which directory it checked", sql: workerDirectoryToken),
     ]
+
+    /// The directory token a worker found and checked in its own directory
+    /// (NULL until it has): only workers past the check count as writing
+    /// into the job's directory. Counting every live worker, workers that
+    /// started together on the job's new directory each saw the others,
+    /// not yet checked, as writing elsewhere, and all were refused.
+    private static let workerDirectoryToken = """
+        ALTER TABLE dlpipe.workers ADD COLUMN directory_token text;
+        """
 
     /// The token in the job's folder of the output directory that its live
     /// workers found there (`QueueWorker.checkSharedDirectory`): a worker

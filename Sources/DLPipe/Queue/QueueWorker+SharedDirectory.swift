@@ -8,9 +8,10 @@ import Foundation
 ///
 /// The first worker of a job writes a random token into the job's folder of
 /// its directory (`DIR/.dlpipe/queue/JOB/directory`) and into the job's row;
-/// a worker that starts while other workers of the job live must find the
-/// same token in its own directory, or it is refused (exit 3) before any
-/// request. Paths are not compared: the same share may be mounted under
+/// a worker that starts while other workers of the job live and checked
+/// theirs must find the same token in its own directory, or it is refused
+/// (exit 3) before any request. A worker that passes notes the token in its
+/// own row: workers registered and not yet checked do not count. Paths are not compared: the same share may be mounted under
 /// different paths on different machines. Workers check one at a time (the
 /// job's row is locked from the read of the token to the commit), so two
 /// workers that start together on one empty directory agree on one token.
@@ -22,8 +23,10 @@ extension QueueWorker {
     package enum SharedDirectory: Sendable, Equatable {
         /// This directory is the job's (or is now: no other worker lives).
         case shared
-        /// Other workers of the job live and write into another directory.
-        case elsewhere(liveWorkers: Int)
+        /// Other workers of the job live and write into another directory;
+        /// `tokenFound`: this directory holds another token (else none, or
+        /// a damaged one).
+        case elsewhere(liveWorkers: Int, tokenFound: Bool)
         /// The token could not be written into the job's folder.
         case unwritable(String)
     }
@@ -43,7 +46,8 @@ extension QueueWorker {
                     """
                     SELECT j.directory_token,
                       (SELECT count(*) FROM dlpipe.workers w
-                       WHERE w.job_id = j.id AND w.id <> $2 AND w.stopped_at IS NULL AND w.lease_until >= now()) AS others
+                       WHERE w.job_id = j.id AND w.id <> $2 AND w.stopped_at IS NULL AND w.lease_until >= now()
+                         AND w.directory_token IS NOT NULL) AS others
                     FROM dlpipe.jobs j WHERE j.id = $1
                     FOR NO KEY UPDATE OF j
                     """, [.int(queue.job), .int(worker)]
@@ -51,11 +55,11 @@ extension QueueWorker {
                 let known = try row.optionalText("directory_token")
                 let others = Int(try row.int("others"))
                 let found = Self.readDirectoryToken(path)
-                if let known, others > 0 {
-                    return found == known ? .shared : .elsewhere(liveWorkers: others)
-                }
                 let token: String
-                if let found {
+                if let known, others > 0 {
+                    guard found == known else { return .elsewhere(liveWorkers: others, tokenFound: found != nil) }
+                    token = known
+                } else if let found {
                     token = found
                 } else {
                     switch Self.writeDirectoryToken(path) {
@@ -67,6 +71,8 @@ extension QueueWorker {
                     try connection.execute(
                         "UPDATE dlpipe.jobs SET directory_token = $2 WHERE id = $1", [.int(queue.job), .text(token)])
                 }
+                try connection.execute(
+                    "UPDATE dlpipe.workers SET directory_token = $2 WHERE id = $1", [.int(worker), .text(token)])
                 return .shared
             }
         }
@@ -102,9 +108,17 @@ extension QueueWorker {
     }
 
     /// The line of a worker refused for a directory that is not its job's.
-    package static func elsewhereMessage(liveWorkers: Int, directory: String, job: String, tokenPath: String) -> String {
-        let workers = liveWorkers == 1 ? "1 other worker of job \(job.debugDescription) writes" : "\(liveWorkers) other workers of job \(job.debugDescription) write"
-        return "\(workers) into another directory than \(directory) (\(tokenPath) does not hold the job's directory token): "
+    package static func elsewhereMessage(
+        liveWorkers: Int, tokenFound: Bool, directory: String, job: String, tokenPath: String
+    ) -> String {
+        let workers = liveWorkers == 1
+            ? "1 other worker of job \(job.debugDescription) writes" : "\(liveWorkers) other workers of job \(job.debugDescription) write"
+        let why = tokenFound
+            ? " (\(tokenPath) holds another directory's token)"
+            // No token here: another directory, or this one with its token
+            // file removed while they run (then none can join until they end).
+            : ", or this directory's token file \(tokenPath) was removed or damaged while they run"
+        return "\(workers) into another directory than \(directory)\(why): "
             + "every worker of a job needs the same -d, one shared directory (docs/scale-out.md). Give this worker their directory, "
             + "or start it once they have ended"
     }

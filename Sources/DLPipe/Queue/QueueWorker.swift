@@ -233,7 +233,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     /// Called once when the worker cannot go on (the database stayed away, the lease was lost).
     var onFatal: @Sendable (String) -> Void = { _ in }
 
-    /// Connects, migrates the schema, registers in the job and joins its run.
+    /// Connects, migrates the schema and registers in the job; `joinRun`
+    /// joins its run, once the worker may write into its directory.
     /// A database that cannot be reached throws a `.connection` error at once,
     /// and so does one that refuses any of the worker's connections (all are
     /// opened first, before the worker registers): a role's connection limit
@@ -251,23 +252,33 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         try Self.connectAll([
             loopLink, addLink.withLock { $0 }, heartbeatLink, listenLink, partsLink.withLock { $0 },
         ])
-        let (queue, worker, run) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
+        let (queue, worker) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
             _ = try SchemaMigrator().migrate(connection)
             let queue = try SharedQueue.open(job: settings.name, limits: settings.limits, on: connection)
             let worker = try queue.register(
                 hostname: settings.hostname, pid: getpid(), lease: lease, on: connection)
-            let run = try queue.joinRun(worker: worker, on: connection)
-            return (queue, worker, run)
+            return (queue, worker)
         }
         self.queue = queue
         self.worker = worker
-        self.runBox = Mutex(run)
+        self.runBox = Mutex(0)
         self.partFolder = ".dlpipe/queue/\(queue.job)"
         let now = QueueClock.now()
         state.withLock {
             $0.lastAcknowledged = now
             $0.placeUntil = now + lease - Self.margin(lease)
         }
+    }
+
+    /// Joins the job's open run, or opens one. After the directory's checks
+    /// (`claimDirectory`, `checkSharedDirectory`): a worker refused there
+    /// joined nothing, so its leaving ends no run it opened (each refusal
+    /// had left a run of its own in the job's history, ended with 130).
+    package func joinRun() throws(PostgresError) {
+        let run = try loopLink.run(patience: 0) { connection throws(PostgresError) in
+            try queue.joinRun(worker: worker, on: connection)
+        }
+        runBox.withLock { $0 = run }
     }
 
     /// The part of a lease kept as a margin: a file is placed only while at

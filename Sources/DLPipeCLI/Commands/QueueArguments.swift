@@ -196,6 +196,14 @@ enum QueueMode {
         }
     }
 
+    /// A statement of the worker's start that the queue refused, or a
+    /// database that went away meanwhile (exit 4).
+    private static func queueFailure(_ error: PostgresError, _ address: PostgresAddress) -> Failure {
+        error.isConnectionLoss
+            ? Failure(message: error.unreachableMessage, code: ExitCode.queueUnreachable)
+            : Failure(message: "the queue at \(address) cannot be used: \(error.message)", code: ExitCode.failed)
+    }
+
     static func start(_ setup: QueueSetup, configuration: EngineConfiguration, hooks: DownloadHooks?) -> Result<Started, Failure> {
         let root: String
         do throws(DownloadError) {
@@ -237,11 +245,11 @@ enum QueueMode {
             switch try worker.checkSharedDirectory() {
             case .shared:
                 break
-            case .elsewhere(let live):
+            case .elsewhere(let live, let tokenFound):
                 worker.leave()
                 return .failure(Failure(
                     message: QueueWorker.elsewhereMessage(
-                        liveWorkers: live, directory: configuration.directory, job: setup.name,
+                        liveWorkers: live, tokenFound: tokenFound, directory: configuration.directory, job: setup.name,
                         tokenPath: configuration.directory + "/" + worker.partFolder + "/directory"),
                     code: ExitCode.locked))
             case .unwritable(let message):
@@ -250,9 +258,13 @@ enum QueueMode {
             }
         } catch {
             worker.leave()
-            return .failure(Failure(
-                message: error.isConnectionLoss ? error.unreachableMessage : "the queue at \(setup.address) cannot be used: \(error.message)",
-                code: error.isConnectionLoss ? ExitCode.queueUnreachable : ExitCode.failed))
+            return .failure(queueFailure(error, setup.address))
+        }
+        do throws(PostgresError) {
+            try worker.joinRun()
+        } catch {
+            worker.leave()
+            return .failure(queueFailure(error, setup.address))
         }
         var configuration = configuration
         configuration.claims = worker.claimedFiles
