@@ -11,17 +11,17 @@ import Foundation
 /// a worker that starts while other workers of the job live and checked
 /// theirs must find the same token in its own directory, or it is refused
 /// (exit 3) before any request. A worker that passes notes the token in its
-/// own row: workers registered and not yet checked do not count. Paths are not compared: the same share may be mounted under
-/// different paths on different machines. Workers check one at a time (the
-/// job's row is locked from the read of the token to the commit), so two
-/// workers that start together on one empty directory agree on one token.
-/// With no other worker alive, a worker takes its directory as the job's
-/// (its token, or a new one): a job may move to another directory between
-/// runs.
+/// own row: workers registered and not yet checked do not count. Paths are
+/// not compared: the same share may be mounted under different paths on
+/// different machines. Workers check one at a time (the job's row is locked
+/// from the read of the token to the commit), so workers that start
+/// together on one directory agree on one token. With no checked worker
+/// alive, a worker takes its directory as the job's (its token, or a new
+/// one): a job may move to another directory between runs.
 extension QueueWorker {
     /// What the check found.
     package enum SharedDirectory: Sendable, Equatable {
-        /// This directory is the job's (or is now: no other worker lives).
+        /// This directory is the job's (or is now: no checked worker lives).
         case shared
         /// Other workers of the job live and write into another directory;
         /// `tokenFound`: this directory holds another token (else none, or
@@ -34,8 +34,8 @@ extension QueueWorker {
     /// The token file in the job's folder of this worker's directory.
     var directoryTokenPath: String { root + "/" + partFolder + "/directory" }
 
-    /// Whether this worker's directory is the one the job's live workers
-    /// write into; records it as the job's when none lives.
+    /// Whether this worker's directory is the one the job's live, checked
+    /// workers write into; records it as the job's when none lives.
     package func checkSharedDirectory() throws(PostgresError) -> SharedDirectory {
         let path = directoryTokenPath
         return try loopLink.run(patience: 5) { connection throws(PostgresError) -> SharedDirectory in
