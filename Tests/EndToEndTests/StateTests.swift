@@ -140,8 +140,16 @@ import Testing
         let status = try await DLPipeRun.run(["status", out])
         #expect(status.status == 0, "\(status.stderr)")
         #expect(status.stdout.contains("no dlpipe state"), "\(status.stdout)")
-        #expect(status.stdout.contains("shared queue: workers of queue job 7 write here"), "\(status.stdout)")
+        // No worker holds the job folder's `active` file: its workers wrote here before.
+        #expect(status.stdout.contains("shared queue: workers of queue job 7 wrote here;"), "\(status.stdout)")
         #expect(status.stdout.contains("dlpipe status --queue URL --name NAME"), "\(status.stdout)")
+        // A worker holds it (shared, as every worker of a job does): they write here now.
+        try FileManager.default.createDirectory(atPath: out + "/.dlpipe/queue/8", withIntermediateDirectories: true)
+        let held = open(out + "/.dlpipe/queue/8/active", O_RDWR | O_CREAT, 0o600)
+        #expect(held >= 0 && flock(held, LOCK_SH) == 0)
+        defer { close(held) }
+        let busy = try await DLPipeRun.run(["status", out])
+        #expect(busy.stdout.contains("shared queue: workers of queue job 8 write here now, those of queue job 7 wrote here;"), "\(busy.stdout)")
         // Without such a folder, no such line.
         let plain = try await DLPipeRun.run(["status", try TempDir.make("plain")])
         #expect(!plain.stdout.contains("shared queue"), "\(plain.stdout)")

@@ -59,7 +59,7 @@ extension QueueWorker {
     }
 
     /// Whether some process holds the lock file at `path` (a worker of its job).
-    private static func isActive(_ path: String) -> Bool {
+    package static func isActive(_ path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return false }
         defer { close(fd) }

@@ -63,15 +63,24 @@ enum StatusCommand {
         return ExitCode.ok
     }
 
-    /// A line saying that workers of a shared queue wrote into `directory`
-    /// (they keep their part files in `.dlpipe/queue/JOB/`), whose state is
-    /// in the queue's database, not here; nil when none did.
+    /// A line saying that workers of a shared queue write or wrote into
+    /// `directory` (they keep their part files in `.dlpipe/queue/JOB/`),
+    /// whose state is in the queue's database, not here; nil when none did.
+    /// A job whose folder's `active` file a process holds has workers here
+    /// now; the others wrote here before (or were refused and left).
     static func sharedQueueHint(_ directory: String) -> String? {
         let folder = directory + "/.dlpipe/queue"
         let jobs = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).compactMap(Int64.init).sorted()
         guard !jobs.isEmpty else { return nil }
-        let ids = jobs.map(String.init).joined(separator: ", ")
-        return "shared queue: workers of queue job\(jobs.count == 1 ? "" : "s") \(ids) write here; "
+        let live = jobs.filter { QueueWorker.isActive(folder + "/\($0)/active") }
+        let past = jobs.filter { !live.contains($0) }
+        func named(_ ids: [Int64]) -> String {
+            "queue job\(ids.count == 1 ? "" : "s") " + ids.map(String.init).joined(separator: ", ")
+        }
+        var parts: [String] = []
+        if !live.isEmpty { parts.append("workers of \(named(live)) write here now") }
+        if !past.isEmpty { parts.append((live.isEmpty ? "workers of " : "") + "\(named(past)) wrote here") }
+        return "shared queue: " + parts.joined(separator: ", those of ") + "; "
             + "what they fetched is in the queue's database: dlpipe status --queue URL --name NAME"
     }
 }
