@@ -28,9 +28,7 @@ extension QueueEdgeTests {
         #expect(refused.stderr.contains("Give each job its own -d"), "\(refused.stderr)")
         #expect(try server.requests(matching: "/files/b.bin").isEmpty)
         // The refused worker opened no run: none ended with 130 in the second job's history.
-        let runs = try PostgresConnection(PostgresAddress(queue)).execute(
-            "SELECT count(*) AS n FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id WHERE j.name = 'second'").rows[0].int("n")
-        #expect(runs == 0)
+        #expect(try runCount(queue, job: "second") == 0)
         // A second worker of the same job is welcome (it finds nothing to claim and ends with the run).
         let stopped = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in
             worker.signal(SIGTERM)
@@ -97,10 +95,7 @@ extension QueueEdgeTests {
         #expect(try server.requests(matching: "/files/big.bin").count == 1, "the refused worker asked for nothing")
         #expect(listing(elsewhere).isEmpty)
         // It joined no run: the job's history holds the first worker's alone.
-        let connection = try PostgresConnection(PostgresAddress(queue))
-        let runs = try connection.execute(
-            "SELECT count(*) AS n FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id WHERE j.name = 'moving'").rows[0].int("n")
-        #expect(runs == 1)
+        #expect(try runCount(queue, job: "moving") == 1)
 
         let stopped = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in
             worker.signal(SIGTERM)
@@ -117,5 +112,29 @@ extension QueueEdgeTests {
         let folders = try FileManager.default.contentsOfDirectory(atPath: elsewhere + "/.dlpipe/queue")
         let tokens = folders.compactMap { QueueWorker.readDirectoryToken(elsewhere + "/.dlpipe/queue/\($0)/directory") }
         #expect(tokens.count == 1, "the job's token is in its new directory: \(folders)")
+
+        // The first directory still holds the job's old token: while a worker
+        // lives in the new one, a worker there is told that it holds another one.
+        try server.put("big2.bin", randomBytes: 500_000)
+        let later = try job.write("moving2.lua", "dl.add('\(server.url("/files/big2.bin?stall=50000&stall_times=1"))')\n")
+        let laterArguments = ["run", later, "--queue", queue, "--name", "moving", "--settle", "0", "--timeout", "300"]
+        let mover = try Subprocess(Paths.binary, laterArguments + ["-d", elsewhere, "--json"], timeout: 180)
+        #expect(await offThePool { mover.waitForLine(containing: "\"bytes\":50000,") })
+        let back = try await DLPipeRun.run(laterArguments + ["-d", out])
+        #expect(back.status == 3, "\(back.stderr)")
+        #expect(back.stderr.contains("writes into another directory than \(out) (\(out)/.dlpipe/queue/"), "\(back.stderr)")
+        #expect(back.stderr.contains("/directory holds another directory's token)"), "\(back.stderr)")
+        let moverStopped = await offThePool { () -> Int32 in
+            mover.signal(SIGTERM)
+            return mover.finish().status
+        }
+        #expect(moverStopped == 130)
+    }
+
+    /// How many runs the job called `name` has had.
+    private func runCount(_ queue: String, job name: String) throws -> Int64 {
+        try PostgresConnection(PostgresAddress(queue)).execute(
+            "SELECT count(*) AS n FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id WHERE j.name = $1", [.text(name)]
+        ).rows[0].int("n")
     }
 }

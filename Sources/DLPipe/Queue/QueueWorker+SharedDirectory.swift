@@ -31,13 +31,16 @@ extension QueueWorker {
         case unwritable(String)
     }
 
-    /// The token file in the job's folder of this worker's directory.
-    var directoryTokenPath: String { root + "/" + partFolder + "/directory" }
+    /// The token file in the job's folder of `directory` (this worker's, as
+    /// the check reads it, or as the user gave it, for messages).
+    package func directoryTokenPath(in directory: String) -> String {
+        directory + "/" + partFolder + "/directory"
+    }
 
     /// Whether this worker's directory is the one the job's live, checked
     /// workers write into; records it as the job's when none lives.
     package func checkSharedDirectory() throws(PostgresError) -> SharedDirectory {
-        let path = directoryTokenPath
+        let path = directoryTokenPath(in: root)
         return try loopLink.run(patience: 5) { connection throws(PostgresError) -> SharedDirectory in
             try connection.transaction { () throws(PostgresError) -> SharedDirectory in
                 // NO KEY UPDATE: workers registering meanwhile (their rows
@@ -83,7 +86,7 @@ extension QueueWorker {
     static func readDirectoryToken(_ path: String) -> String? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.utf8.count == 32, text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+        guard text.utf8.count == 64, text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
             return nil
         }
         return text
@@ -91,11 +94,8 @@ extension QueueWorker {
 
     /// A new token, written beside `path` and renamed onto it (whole or not at all).
     static func writeDirectoryToken(_ path: String) -> Result<String, DownloadError> {
-        var generator = SystemRandomNumberGenerator()
-        let token = (0..<16).map { _ in
-            let byte = UInt8.random(in: .min ... .max, using: &generator)
-            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
+        // 32 random bytes in hex, as the credentials' key is made.
+        let token = StoredCredentials.newSecretHex()
         let temporary = path + ".\(getpid()).tmp"
         guard FileManager.default.createFile(atPath: temporary, contents: Data((token + "\n").utf8)),
             rename(temporary, path) == 0

@@ -250,7 +250,7 @@ enum QueueMode {
                 return .failure(Failure(
                     message: QueueWorker.elsewhereMessage(
                         liveWorkers: live, tokenFound: tokenFound, directory: configuration.directory, job: setup.name,
-                        tokenPath: configuration.directory + "/" + worker.partFolder + "/directory"),
+                        tokenPath: worker.directoryTokenPath(in: configuration.directory)),
                     code: ExitCode.locked))
             case .unwritable(let message):
                 worker.leave()
