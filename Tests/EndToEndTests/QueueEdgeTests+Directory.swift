@@ -87,9 +87,12 @@ extension QueueEdgeTests {
         let worker = try Subprocess(Paths.binary, arguments + ["-d", out, "--json"], timeout: 180)
         let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
         #expect(busy)
-        let refused = try await DLPipeRun.run(arguments + ["-d", elsewhere])
+        let perHost = try jobPerHost(queue, job: "moving")
+        // Refused with a limit of its own: the job keeps its live worker's.
+        let refused = try await DLPipeRun.run(arguments + ["-d", elsewhere, "--per-host", "\(perHost + 5)"])
         #expect(refused.status == 3, "\(refused.stderr)")
         #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        #expect(try jobPerHost(queue, job: "moving") == perHost, "a refused worker changed the job's per_host")
         #expect(refused.stderr.contains("1 other worker of job \"moving\" writes into another directory than \(elsewhere)"), "\(refused.stderr)")
         #expect(refused.stderr.contains("every worker of a job needs the same -d"), "\(refused.stderr)")
         #expect(try server.requests(matching: "/files/big.bin").count == 1, "the refused worker asked for nothing")
@@ -118,10 +121,13 @@ extension QueueEdgeTests {
         try server.put("big2.bin", randomBytes: 500_000)
         let later = try job.write("moving2.lua", "dl.add('\(server.url("/files/big2.bin?stall=50000&stall_times=1"))')\n")
         let laterArguments = ["run", later, "--queue", queue, "--name", "moving", "--settle", "0", "--timeout", "300"]
-        let mover = try Subprocess(Paths.binary, laterArguments + ["-d", elsewhere, "--json"], timeout: 180)
+        let mover = try Subprocess(Paths.binary, laterArguments + ["-d", elsewhere, "--json", "--per-host", "5"], timeout: 180)
         #expect(await offThePool { mover.waitForLine(containing: "\"bytes\":50000,") })
-        let back = try await DLPipeRun.run(laterArguments + ["-d", out])
+        // A worker that joins sets the limits it was given; a refused one does not.
+        #expect(try jobPerHost(queue, job: "moving") == 5)
+        let back = try await DLPipeRun.run(laterArguments + ["-d", out, "--per-host", "9"])
         #expect(back.status == 3, "\(back.stderr)")
+        #expect(try jobPerHost(queue, job: "moving") == 5, "a refused worker changed the job's per_host")
         #expect(back.stderr.contains("writes into another directory than \(out) (\(out)/.dlpipe/queue/"), "\(back.stderr)")
         #expect(back.stderr.contains("/directory holds another directory's token)"), "\(back.stderr)")
         let moverStopped = await offThePool { () -> Int32 in
@@ -129,6 +135,13 @@ extension QueueEdgeTests {
             return mover.finish().status
         }
         #expect(moverStopped == 130)
+    }
+
+    /// The job-wide `per_host` of the job called `name`.
+    private func jobPerHost(_ queue: String, job name: String) throws -> Int64 {
+        try PostgresConnection(PostgresAddress(queue)).execute(
+            "SELECT per_host FROM dlpipe.jobs WHERE name = $1", [.text(name)]
+        ).rows[0].int("per_host")
     }
 
     /// How many runs the job called `name` has had.

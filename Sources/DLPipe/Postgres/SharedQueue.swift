@@ -10,29 +10,64 @@ package struct SharedQueue: Sendable {
     /// The job-wide limits as the job's row holds them after `open`.
     package var limits = JobLimits(perHost: 2)
 
-    /// Finds or makes the job called `name` and sets its job-wide limits:
-    /// all of `limits` for a new job; for an existing one, those `limits`
-    /// says were given (the others stay as the job has them).
+    /// Finds or makes the job called `name` and sets its job-wide limits
+    /// (`find`, then `applying`).
     package static func open(job name: String, limits: JobLimits, on connection: PostgresConnection) throws(PostgresError) -> SharedQueue {
+        let (queue, created) = try find(job: name, limits: limits, on: connection)
+        return try queue.applying(limits, created: created, on: connection)
+    }
+
+    /// Finds the job called `name`, its limits as its row holds them, or makes
+    /// it with all of `limits`; and whether this call made it. An existing
+    /// job's limits are left as they are: a worker changes them only once it
+    /// is sure to work for the job (`applying`, after the directory's checks),
+    /// so that one refused for its directory changes nothing its live workers
+    /// claim under.
+    package static func find(job name: String, limits: JobLimits, on connection: PostgresConnection) throws(PostgresError) -> (queue: SharedQueue, created: Bool) {
         let row = try connection.execute(
             """
             INSERT INTO dlpipe.jobs (name, per_host, host_delay, max_downloads)
             VALUES ($1, $2, make_interval(secs => $3), $4)
-            ON CONFLICT (name) DO UPDATE SET
-              per_host = CASE WHEN $5 THEN excluded.per_host ELSE dlpipe.jobs.per_host END,
-              host_delay = CASE WHEN $6 THEN excluded.host_delay ELSE dlpipe.jobs.host_delay END,
-              max_downloads = excluded.max_downloads
-            RETURNING id, per_host, extract(epoch FROM host_delay)::float8 AS host_delay, max_downloads
+            ON CONFLICT (name) DO UPDATE SET name = excluded.name
+            RETURNING id, per_host, extract(epoch FROM host_delay)::float8 AS host_delay, max_downloads,
+                      (xmax = 0) AS created
             """,
             [.text(name), .int(Int64(max(1, limits.perHost))), .double(max(0, limits.hostDelay)),
-             limits.maxDownloads.map { .int(Int64($0)) } ?? .null,
-             .bool(limits.givesPerHost), .bool(limits.givesHostDelay)]
+             limits.maxDownloads.map { .int(Int64($0)) } ?? .null]
         ).rows[0]
         var queue = SharedQueue(job: try row.int("id"))
-        queue.limits = JobLimits(
+        queue.limits = try limitsOf(row)
+        return (queue, try row.bool("created"))
+    }
+
+    /// The queue with its job's limits set from `limits`: those `limits` says
+    /// were given (the others stay as the job has them), and `max_downloads`
+    /// always (the job file's own). A job this worker `created` has them all already.
+    package func applying(_ limits: JobLimits, created: Bool, on connection: PostgresConnection) throws(PostgresError) -> SharedQueue {
+        guard !created else { return self }
+        let rows = try connection.execute(
+            """
+            UPDATE dlpipe.jobs SET
+              per_host = CASE WHEN $5 THEN $2 ELSE per_host END,
+              host_delay = CASE WHEN $6 THEN make_interval(secs => $3) ELSE host_delay END,
+              max_downloads = $4
+            WHERE id = $1
+            RETURNING per_host, extract(epoch FROM host_delay)::float8 AS host_delay, max_downloads
+            """,
+            [.int(job), .int(Int64(max(1, limits.perHost))), .double(max(0, limits.hostDelay)),
+             limits.maxDownloads.map { .int(Int64($0)) } ?? .null,
+             .bool(limits.givesPerHost), .bool(limits.givesHostDelay)]
+        ).rows
+        guard let first = rows.first else { throw PostgresError(.unexpected, "the queue has no job with id \(job)") }
+        var queue = self
+        queue.limits = try Self.limitsOf(first)
+        return queue
+    }
+
+    private static func limitsOf(_ row: PostgresRow) throws(PostgresError) -> JobLimits {
+        JobLimits(
             perHost: Int(try row.int("per_host")), hostDelay: try row.double("host_delay"),
             maxDownloads: try row.optionalInt("max_downloads").map(Int.init))
-        return queue
     }
 
     // MARK: workers

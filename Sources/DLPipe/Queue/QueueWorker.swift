@@ -30,7 +30,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// run ends (workers started a few seconds apart join one run).
         package var settle: Double = 5
         /// Transfers this worker runs at once (claims holding a host slot);
-        /// it holds up to 4 x as many more whose files wait to be placed.
+        /// it holds up to 16 x as many more whose files wait to be placed (`waitingLimit`).
         package var concurrency: Int = 8
         /// `--follow`: never exit when a run ends; wait for the next one.
         package var follow = false
@@ -47,7 +47,12 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     }
 
     package let settings: Settings
-    let queue: SharedQueue
+    /// The job's statements. Its limits are the job row's as this worker
+    /// found it until `joinRun` applies the worker's own: set there, before
+    /// the worker's threads start, and never changed after.
+    private(set) var queue: SharedQueue
+    /// Whether this worker made the job's row (with all its limits).
+    private let createdJob: Bool
     package let worker: Int64
     /// The run this worker counts into; a `--follow` worker joins each new one.
     package var run: Int64 { runBox.withLock { $0 } }
@@ -252,14 +257,16 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         try Self.connectAll([
             loopLink, addLink.withLock { $0 }, heartbeatLink, listenLink, partsLink.withLock { $0 },
         ])
-        let (queue, worker) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
+        let (found, worker) = try loopLink.run(patience: 0) { connection throws(PostgresError) in
             _ = try SchemaMigrator().migrate(connection)
-            let queue = try SharedQueue.open(job: settings.name, limits: settings.limits, on: connection)
-            let worker = try queue.register(
+            // The job's limits stay as they are until `joinRun`.
+            let found = try SharedQueue.find(job: settings.name, limits: settings.limits, on: connection)
+            let worker = try found.queue.register(
                 hostname: settings.hostname, pid: getpid(), lease: lease, on: connection)
-            return (queue, worker)
+            return (found, worker)
         }
-        self.queue = queue
+        self.queue = found.queue
+        self.createdJob = found.created
         self.worker = worker
         self.runBox = Mutex(0)
         self.partFolder = ".dlpipe/queue/\(queue.job)"
@@ -270,14 +277,20 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         }
     }
 
-    /// Joins the job's open run, or opens one. After the directory's checks
-    /// (`claimDirectory`, `checkSharedDirectory`): a worker refused there
-    /// joined nothing, so its leaving ends no run it opened (each refusal
-    /// had left a run of its own in the job's history, ended with 130).
+    /// Sets the job-wide limits this worker was given and joins the job's
+    /// open run, or opens one. After the directory's checks (`claimDirectory`,
+    /// `checkSharedDirectory`): a worker refused there changed nothing of the
+    /// job (its limits had been written at registration, so a worker started
+    /// with the wrong -d and another --per-host changed the limit of every
+    /// live worker) and joined nothing, so its leaving ends no run it opened
+    /// (each refusal had left a run of its own in the job's history, ended
+    /// with 130).
     package func joinRun() throws(PostgresError) {
-        let run = try loopLink.run(patience: 0) { connection throws(PostgresError) in
-            try queue.joinRun(worker: worker, on: connection)
+        let (applied, run) = try loopLink.run(patience: 0) { connection throws(PostgresError) -> (SharedQueue, Int64) in
+            let applied = try queue.applying(settings.limits, created: createdJob, on: connection)
+            return (applied, try applied.joinRun(worker: worker, on: connection))
         }
+        queue = applied
         runBox.withLock { $0 = run }
     }
 
