@@ -16,9 +16,19 @@ import Testing
     /// when a heartbeat had failed before: the freeze is what cost the lease.
     @Test func aLongStallIsAFreeze() {
         let line = QueueWorker.lostLease(lease: 2, silent: 9, stalled: 8.5, failure: "timeout")
-        #expect(line.contains("it was stopped or frozen"), "\(line)")
+        #expect(line.contains("it was stopped or frozen (SIGSTOP, a suspended machine) for 8.5 s"), "\(line)")
         #expect(!line.contains("timeout"))
+        let unanswered = QueueWorker.lostLease(lease: 2, silent: 9, stalled: 8.5, failure: nil)
+        #expect(unanswered.contains("it was stopped or frozen") && unanswered.contains("9.0 s ago"), "\(unanswered)")
+    }
+
+    /// A worker that ran, beat on time and met no error was not frozen: its
+    /// heartbeats came too late (a slow connection, a busy database). Its
+    /// line used to blame a freeze.
+    @Test func heartbeatsOnTimeThatCameLateAreNotAFreeze() {
         let quiet = QueueWorker.lostLease(lease: 2, silent: 2.5, stalled: 0.7, failure: nil)
-        #expect(quiet.contains("it was stopped or frozen") && quiet.contains("2.5 s ago"), "\(quiet)")
+        #expect(!quiet.contains("frozen"), "\(quiet)")
+        #expect(quiet.contains("its heartbeats reached the database too late") && quiet.contains("2.5 s ago"), "\(quiet)")
+        #expect(quiet.contains("longer than its lease (--lease 2.0 s)") && quiet.contains("exit 4"), "\(quiet)")
     }
 }

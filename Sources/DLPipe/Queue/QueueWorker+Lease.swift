@@ -68,15 +68,22 @@ extension QueueWorker {
     }
 
     /// The line of a worker whose lease passed to the others: what happened
-    /// (it could not reach the database, or it did not run at all: frozen,
-    /// stopped, a suspended machine) and what it did about its files.
+    /// (it could not reach the database; it did not run at all: frozen,
+    /// stopped, a suspended machine; or it ran and beat on time, and its
+    /// heartbeats still came too late) and what it did about its files.
+    /// `stalled`: the longest this worker's heartbeat loop went without
+    /// running or without an answer, on its own clock.
     static func lostLease(lease: Double, silent: Double, stalled: Double, failure: String?) -> String {
         let seconds = { (value: Double) in String(format: "%.1f s", value) }
         let cause: String
-        if let failure, stalled < lease {
+        if stalled >= lease {
+            cause = "it was stopped or frozen (SIGSTOP, a suspended machine) for \(seconds(stalled)), and its last heartbeat was \(seconds(silent)) ago"
+        } else if let failure {
             cause = "it could not reach the queue's database for \(seconds(silent)) (last error: \(failure))"
         } else {
-            cause = "it was stopped or frozen (SIGSTOP, a suspended machine, a stalled connection) and its last heartbeat was \(seconds(silent)) ago"
+            // Not frozen and no error: the heartbeats were sent on time and
+            // answered, only too late for the database's clock.
+            cause = "its heartbeats reached the database too late (the last one it acknowledged was \(seconds(silent)) ago; a slow or stalled connection, or a database too busy to answer in time)"
         }
         return "this worker lost its lease: \(cause), longer than its lease (--lease \(seconds(lease))), so the other workers declared it dead and took back its downloads; it placed no file once its lease was unsure and keeps none it cannot place safely: it stops now (exit 4), and the others fetch those downloads again and remove its part files"
     }
