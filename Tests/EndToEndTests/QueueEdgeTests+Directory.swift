@@ -21,6 +21,12 @@ extension QueueEdgeTests {
             Paths.binary, ["run", first, "-d", out, "--queue", queue, "--name", "first", "--settle", "0", "--json", "--timeout", "300"], timeout: 180)
         let busy = await offThePool { worker.waitForLine(containing: "\"bytes\":50000,") }
         #expect(busy)
+        // The first job's folder names it, and so does status of the directory.
+        let folders = try FileManager.default.contentsOfDirectory(atPath: out + "/.dlpipe/queue")
+        #expect(folders.map { QueueWorker.recordedJobName(inFolder: out + "/.dlpipe/queue/\($0)") } == ["first"], "\(folders)")
+        let status = try await DLPipeRun.run(["status", out])
+        #expect(status.stdout.contains("workers of queue job \(folders.first ?? "") (\"first\") write here now"), "\(status.stdout)")
+        #expect(status.stdout.contains("dlpipe status --queue URL --name first"), "\(status.stdout)")
         let refused = try await DLPipeRun.run(["run", second, "-d", out, "--queue", queue, "--name", "second", "--settle", "0"])
         #expect(refused.status == 3, "\(refused.stderr)")
         #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")

@@ -150,6 +150,33 @@ import Testing
         defer { close(held) }
         let busy = try await DLPipeRun.run(["status", out])
         #expect(busy.stdout.contains("shared queue: workers of queue job 8 write here now, those of queue job 7 wrote here;"), "\(busy.stdout)")
+        // Folders that record their job's --name (workers write it) are named by it.
+        try Data("mirror\n".utf8).write(to: URL(fileURLWithPath: out + "/.dlpipe/queue/7/name"))
+        let named = try await DLPipeRun.run(["status", out])
+        #expect(named.stdout.contains("those of queue job 7 (\"mirror\") wrote here;"), "\(named.stdout)")
+        // Job 8 records none: the command still asks for the name.
+        #expect(named.stdout.contains("--name NAME"), "\(named.stdout)")
+        try Data("it's mine\n".utf8).write(to: URL(fileURLWithPath: out + "/.dlpipe/queue/8/name"))
+        try Data("it's mine\n".utf8).write(to: URL(fileURLWithPath: out + "/.dlpipe/queue/7/name"))
+        let one = try await DLPipeRun.run(["status", out])
+        #expect(one.stdout.contains("workers of queue job 8 (\"it's mine\") write here now"), "\(one.stdout)")
+        // One name for all: the command to copy, quoted for the shell.
+        #expect(one.stdout.contains("dlpipe status --queue URL --name 'it'\\''s mine'"), "\(one.stdout)")
+        // A file that is no name a worker wrote (no newline) names nothing.
+        try Data("half".utf8).write(to: URL(fileURLWithPath: out + "/.dlpipe/queue/7/name"))
+        let unreadable = try await DLPipeRun.run(["status", out])
+        #expect(unreadable.stdout.contains("those of queue job 7 wrote here;") && unreadable.stdout.contains("--name NAME"), "\(unreadable.stdout)")
+        // The directory is shared: a FIFO under the name hangs nothing, and a
+        // name's control characters never reach the terminal.
+        try FileManager.default.removeItem(atPath: out + "/.dlpipe/queue/7/name")
+        #expect(mkfifo(out + "/.dlpipe/queue/7/name", 0o600) == 0)
+        try Data("\u{1B}[31mred\n".utf8).write(to: URL(fileURLWithPath: out + "/.dlpipe/queue/8/name"))
+        // Within seconds: a FIFO opened for reading would wait for a writer forever.
+        let probe = try Subprocess(Paths.binary, ["status", out], environment: ["NO_COLOR": "1"], timeout: 20)
+        let hostile = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in probe.finish() }
+        #expect(hostile.status == 0, "\(hostile.stderr)")
+        #expect(hostile.stdout.contains("workers of queue job 8 (\"\\x1b[31mred\") write here now, those of queue job 7 wrote here;"), "\(hostile.stdout)")
+        #expect(!hostile.stdout.contains("\u{1B}") && hostile.stdout.contains("--name NAME"), "\(hostile.stdout)")
         // Without such a folder, no such line.
         let plain = try await DLPipeRun.run(["status", try TempDir.make("plain")])
         #expect(!plain.stdout.contains("shared queue"), "\(plain.stdout)")

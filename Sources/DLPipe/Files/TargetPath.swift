@@ -103,7 +103,7 @@ package struct TargetPath: Equatable, Sendable {
 }
 
 /// A value in quotes with control characters escaped, safe to print on a terminal.
-func quoted(_ text: String) -> String {
+package func quoted(_ text: String) -> String {
     var out = "\""
     for scalar in text.unicodeScalars {
         switch scalar.value {

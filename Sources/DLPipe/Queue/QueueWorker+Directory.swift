@@ -24,6 +24,16 @@ extension QueueWorker {
         /// Its `--name` in this worker's database; nil when this database has
         /// no job of that id (a job of another queue database).
         package let name: String?
+        /// The `--name` its folder records (`recordJobName`); nil when none is.
+        package var recorded: String? = nil
+
+        /// How a message names it: by the name its folder records, which
+        /// tells another database's job that has this id from this one's.
+        var described: String {
+            if let name, recorded == nil || recorded == name { return "\(quoted(name)) (queue job \(id))" }
+            if let recorded { return "\(quoted(recorded)) (queue job \(id) of another queue database)" }
+            return "queue job \(id) of another queue database"
+        }
     }
 
     /// Marks this worker's job as writing into the output directory (the lock
@@ -34,6 +44,7 @@ extension QueueWorker {
         // The part folder's mode, as `start` makes it (the lock file's folder).
         try? FileManager.default.createDirectory(
             atPath: root + "/" + partFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        recordJobName()
         let lock: RunLock
         do throws(RunLock.Failure) {
             lock = try RunLock(path: root + "/" + partFolder + "/active", wait: false, shared: true)
@@ -55,7 +66,7 @@ extension QueueWorker {
         for row in rows ?? [] {
             if let id = try? row.int("id"), let name = try? row.text("name") { names[id] = name }
         }
-        return (lock, ids.map { OtherJob(id: $0, name: names[$0]) })
+        return (lock, ids.map { OtherJob(id: $0, name: names[$0], recorded: Self.recordedJobName(inFolder: jobs + "/\($0)")) })
     }
 
     /// Whether some process holds the lock file at `path` (a worker of its job).
@@ -73,9 +84,7 @@ extension QueueWorker {
 
     /// The line of a worker that found other jobs in its directory.
     package static func otherJobsMessage(_ others: [OtherJob], directory: String, job: String) -> String {
-        let named = others.map { other in
-            other.name.map { "\($0.debugDescription) (queue job \(other.id))" } ?? "queue job \(other.id) of another queue database"
-        }.joined(separator: ", ")
+        let named = others.map(\.described).joined(separator: ", ")
         return "another job's workers write into \(directory) now: \(named); job \(job.debugDescription) would take their file names "
             + "and they its (each job's files would come out as name.1.ext). Give each job its own -d, or run them one after the other"
     }

@@ -74,13 +74,31 @@ enum StatusCommand {
         guard !jobs.isEmpty else { return nil }
         let live = jobs.filter { QueueWorker.isActive(folder + "/\($0)/active") }
         let past = jobs.filter { !live.contains($0) }
+        // The names their folders record (workers before this version wrote none).
+        var names: [Int64: String] = [:]
+        for id in jobs { names[id] = QueueWorker.recordedJobName(inFolder: folder + "/\(id)") }
         func named(_ ids: [Int64]) -> String {
-            "queue job\(ids.count == 1 ? "" : "s") " + ids.map(String.init).joined(separator: ", ")
+            "queue job\(ids.count == 1 ? "" : "s") "
+                + ids.map { id in names[id].map { "\(id) (\(quoted($0)))" } ?? String(id) }.joined(separator: ", ")
         }
         var parts: [String] = []
         if !live.isEmpty { parts.append("workers of \(named(live)) write here now") }
         if !past.isEmpty { parts.append((live.isEmpty ? "workers of " : "") + "\(named(past)) wrote here") }
+        // One job, named: the command that shows it, ready to copy (not for
+        // a name with control characters, which would reach the terminal).
+        let known = Set(jobs.compactMap { names[$0] })
+        let printable = known.first.map { !$0.unicodeScalars.contains { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) } } ?? false
+        let name = known.count == 1 && names.count == jobs.count && printable ? shellWord(known.first!) : "NAME"
         return "shared queue: " + parts.joined(separator: ", those of ") + "; "
-            + "what they fetched is in the queue's database: dlpipe status --queue URL --name NAME"
+            + "what they fetched is in the queue's database: dlpipe status --queue URL --name \(name)"
+    }
+
+    /// `text` as one word of a POSIX shell: as it is when it is made of
+    /// letters, digits and `._-` only, else in single quotes.
+    static func shellWord(_ text: String) -> String {
+        let plain = !text.isEmpty && text.unicodeScalars.allSatisfy {
+            ($0.isASCII && (CharacterSet.alphanumerics.contains($0))) || "._-".unicodeScalars.contains($0)
+        }
+        return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }

@@ -1,0 +1,56 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A job folder (`DIR/.dlpipe/queue/JOB/`) is named by the job's row id, which
+/// tells a user nothing: `dlpipe status DIR` could only say "queue job 7" and
+/// ask for `--name NAME`. Every worker that takes the directory writes its
+/// job's `--name` into the folder's `name` file, so that the folder says
+/// whose it is, and a worker that finds another job there can name it even
+/// when that job lives in another queue database. Only the name: the
+/// queue's URL may hold a password, and the shared directory is no place for
+/// it (docs/scale-out.md, "Credentials").
+extension QueueWorker {
+    /// The file in a job folder that holds the job's `--name`.
+    static let jobNameFile = "name"
+    /// Longer contents are no name a worker wrote: ignored.
+    static let jobNameLimit = 4096
+
+    /// Writes the job's name into its folder, unless it is there already.
+    /// A hint only: a failure (a full disk, a read-only folder) is ignored.
+    func recordJobName() {
+        let folder = root + "/" + partFolder
+        guard Self.recordedJobName(inFolder: folder) != settings.name else { return }
+        // Written aside and renamed over the name, so that a reader never
+        // sees half of it.
+        let temporary = folder + "/\(Self.jobNameFile).\(getpid()).tmp"
+        // A new file only: whatever is under that name (a FIFO would block
+        // the open) is not written through.
+        unlink(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return }
+        let bytes = Array((settings.name + "\n").utf8)
+        let written = bytes.withUnsafeBytes { FileSystem.writeAll(descriptor, $0) }
+        close(descriptor)
+        if !written || rename(temporary, folder + "/" + Self.jobNameFile) != 0 { unlink(temporary) }
+    }
+
+    /// The `--name` recorded in the job folder `folder`; nil when none is
+    /// (workers of versions before this one wrote none) or it is unreadable.
+    package static func recordedJobName(inFolder folder: String) -> String? {
+        // Not blocking, and a regular file only: the directory is shared, and
+        // a FIFO put under the name must not hang a worker or `dlpipe status`.
+        let descriptor = open(folder + "/" + jobNameFile, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var buffer = [UInt8](repeating: 0, count: jobNameLimit + 1)
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 1, count <= jobNameLimit, buffer[count - 1] == UInt8(ascii: "\n") else { return nil }
+        guard let name = String(validating: buffer[0..<count - 1], as: UTF8.self), !name.isEmpty else { return nil }
+        return name
+    }
+}
