@@ -143,6 +143,36 @@ extension QueueEdgeTests {
         #expect(moverStopped == 130)
     }
 
+    /// The job folder is in the shared directory, which others may write
+    /// into: FIFOs put under its files' names (the token, the name, another
+    /// job's lock) block no worker's start (each would have waited forever
+    /// in an open), and the worker writes its own files anew over them.
+    @Test func fifosInTheJobFoldersHangNoWorker() async throws {
+        let queue = try PostgresCluster.shared().freshDatabase("dir-fifo")
+        try server.put("small.bin", randomBytes: 100)
+        let path = try job.write("fifo.lua", "dl.add('\(server.url("/files/small.bin"))')\n")
+        let arguments = ["run", path, "-d", out, "--queue", queue, "--name", "fifo", "--settle", "0"]
+        let first = try await DLPipeRun.run(arguments)
+        #expect(first.status == 0, "\(first.stderr)")
+        let jobs = out + "/.dlpipe/queue"
+        let folder = jobs + "/" + (try FileManager.default.contentsOfDirectory(atPath: jobs).first ?? "")
+        for file in ["directory", "name"] {
+            unlink(folder + "/" + file)
+            #expect(mkfifo(folder + "/" + file, 0o600) == 0)
+        }
+        // Another job's folder whose lock is a FIFO: no worker of it lives.
+        try FileManager.default.createDirectory(atPath: jobs + "/999999", withIntermediateDirectories: true)
+        #expect(mkfifo(jobs + "/999999/active", 0o600) == 0)
+        let again = try Subprocess(Paths.binary, arguments, timeout: 30)
+        let second = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in again.finish() }
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(QueueWorker.readDirectoryToken(folder + "/directory") != nil, "the token was written again")
+        #expect(QueueWorker.recordedJobName(inFolder: folder) == "fifo")
+        let status = try Subprocess(Paths.binary, ["status", out], timeout: 30)
+        let shown = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in status.finish() }
+        #expect(shown.status == 0 && shown.stdout.contains("(\"fifo\"), 999999 wrote here"), "\(shown.stdout) \(shown.stderr)")
+    }
+
     /// The job-wide `per_host` of the job called `name`.
     private func jobPerHost(_ queue: String, job name: String) throws -> Int64 {
         try PostgresConnection(PostgresAddress(queue)).execute(

@@ -71,9 +71,12 @@ extension QueueWorker {
 
     /// Whether some process holds the lock file at `path` (a worker of its job).
     package static func isActive(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // Not waited on, and a regular file only (`SharedFolderFile`): a FIFO
+        // put there is no worker's lock.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
+        guard SharedFolderFile.isRegular(fd) else { return false }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             return errno == EWOULDBLOCK

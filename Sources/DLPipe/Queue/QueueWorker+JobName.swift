@@ -40,17 +40,10 @@ extension QueueWorker {
     /// The `--name` recorded in the job folder `folder`; nil when none is
     /// (workers of versions before this one wrote none) or it is unreadable.
     package static func recordedJobName(inFolder folder: String) -> String? {
-        // Not blocking, and a regular file only: the directory is shared, and
-        // a FIFO put under the name must not hang a worker or `dlpipe status`.
-        let descriptor = open(folder + "/" + jobNameFile, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        var buffer = [UInt8](repeating: 0, count: jobNameLimit + 1)
-        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 1, count <= jobNameLimit, buffer[count - 1] == UInt8(ascii: "\n") else { return nil }
-        guard let name = String(validating: buffer[0..<count - 1], as: UTF8.self), !name.isEmpty else { return nil }
+        guard let bytes = SharedFolderFile.contents(folder + "/" + jobNameFile, limit: jobNameLimit),
+            bytes.count > 1, bytes.last == UInt8(ascii: "\n"),
+            let name = String(validating: bytes.dropLast(), as: UTF8.self), !name.isEmpty
+        else { return nil }
         return name
     }
 }

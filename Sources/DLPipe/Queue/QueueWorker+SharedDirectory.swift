@@ -84,8 +84,9 @@ extension QueueWorker {
     /// The token in `path`, nil when there is none or it is not one (a file
     /// cut short by a crash is written again).
     static func readDirectoryToken(_ path: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        // 64 hex digits and a newline; anything larger is no token.
+        guard let bytes = SharedFolderFile.contents(path, limit: 256) else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.utf8.count == 64, text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
             return nil
         }
