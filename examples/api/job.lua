@@ -14,6 +14,12 @@
 --
 -- An API that gives a cursor token instead of a link ({ "cursor": "abc" })
 -- makes the next URL itself: dl.url.resolve(d.url, "?" .. dl.url.query{ cursor = page.cursor }).
+--
+-- With --queue and several workers, the walk still fetches every page and item
+-- once, but the tables below are each worker's own: a worker counts only the
+-- pages and items it fetched itself, so the cursor may stay where it was (a
+-- re-run walks those pages again, asking conditionally; nothing is skipped).
+-- Run it with one worker to keep the cursor moving.
 local api = dl.var.api or error("give the first page with --var api=URL")
 
 -- Politeness towards an API that rate-limits: 0.2 s between two requests to
