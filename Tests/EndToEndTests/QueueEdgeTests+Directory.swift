@@ -146,8 +146,9 @@ extension QueueEdgeTests {
     /// The job folder is in the shared directory, which others may write
     /// into: FIFOs put under its files' names (the token, the name, another
     /// job's lock) block no worker's start (each would have waited forever
-    /// in an open), and the worker writes its own files anew over them.
-    @Test func fifosInTheJobFoldersHangNoWorker() async throws {
+    /// in an open), and the worker writes its own files anew over them; its
+    /// lock as a symlink to a file elsewhere is refused, not written through.
+    @Test func fifosAndSymlinksInTheJobFoldersHangAndHarmNothing() async throws {
         let queue = try PostgresCluster.shared().freshDatabase("dir-fifo")
         try server.put("small.bin", randomBytes: 100)
         let path = try job.write("fifo.lua", "dl.add('\(server.url("/files/small.bin"))')\n")
@@ -171,6 +172,14 @@ extension QueueEdgeTests {
         let status = try Subprocess(Paths.binary, ["status", out], timeout: 30)
         let shown = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in status.finish() }
         #expect(shown.status == 0 && shown.stdout.contains("(\"fifo\"), 999999 wrote here"), "\(shown.stdout) \(shown.stderr)")
+        // The job's own lock, a symlink to a file elsewhere: refused, the file kept.
+        let victim = try TempDir.make("active-victim") + "/precious.txt"
+        try Data("precious\n".utf8).write(to: URL(fileURLWithPath: victim))
+        unlink(folder + "/active")
+        try FileManager.default.createSymbolicLink(atPath: folder + "/active", withDestinationPath: victim)
+        let third = try await DLPipeRun.run(arguments)
+        #expect(third.status == 1 && third.stderr.contains(folder + "/active is a symbolic link"), "\(third.stderr)")
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
     }
 
     /// The job-wide `per_host` of the job called `name`.

@@ -243,6 +243,28 @@ import Testing
         #expect(status.status == 1 && status.stderr.contains(path))
     }
 
+    /// The run lock is truncated and given the run's PID: planted as a
+    /// symlink (a directory others may write into), it used to destroy the
+    /// file it pointed to. It is refused instead, and nothing is fetched.
+    @Test(arguments: ["symlink", "fifo"])
+    func aRunLockThatIsNoFileOfItsOwnIsRefused(_ kind: String) async throws {
+        try server.put("x.txt", bytes: Array("x".utf8))
+        try FileManager.default.createDirectory(atPath: out + "/.dlpipe", withIntermediateDirectories: true)
+        let victim = try TempDir.make("lock-victim") + "/precious.txt"
+        try Data("precious\n".utf8).write(to: URL(fileURLWithPath: victim))
+        let lock = out + "/.dlpipe/lock"
+        if kind == "symlink" {
+            try FileManager.default.createSymbolicLink(atPath: lock, withDestinationPath: victim)
+        } else {
+            #expect(mkfifo(lock, 0o600) == 0)
+        }
+        let run = try await DLPipeRun.run(["get", server.url("/files/x.txt"), "-d", out])
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains(lock) && run.stderr.contains(kind == "symlink" ? "is a symbolic link" : "is not a regular file"), "\(run.stderr)")
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n", "the file the link points to is untouched")
+        #expect(try server.requests(matching: "/files/").isEmpty)
+    }
+
     @Test func aUsersFileAfterAFailedDownloadIsNotOverwritten() async throws {
         let data = try server.put("u.bin", randomBytes: 20_000)
         let url = server.url("/files/u.bin?truncate=1000&truncate_times=1")

@@ -10,6 +10,12 @@ enum FileSystem {
         return lstat(path, &info) == 0
     }
 
+    /// Whether `descriptor` is a regular file (not a FIFO, a device, a directory).
+    static func isRegular(_ descriptor: Int32) -> Bool {
+        var info = stat()
+        return fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
     static func size(_ path: String) -> Int64? {
         var info = stat()
         return stat(path, &info) == 0 ? Int64(info.st_size) : nil

@@ -33,8 +33,20 @@ package final class RunLock: @unchecked Sendable {
         }
         self.path = path
         // The owner's alone, like the state beside it (an older lock was 0644).
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io("cannot open \(path): \(String(cString: strerror(errno)))") }
+        // Never through a symlink, and a regular file only: the lock is
+        // truncated and given this process's PID, and an output directory
+        // others may write into (a shared one) could hold a link to any file
+        // of this user's, which that write would have destroyed.
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ELOOP { throw .io("\(path) is a symbolic link; dlpipe follows none in its state folder (remove it)") }
+            throw .io("cannot open \(path): \(String(cString: strerror(code)))")
+        }
+        guard FileSystem.isRegular(fd) else {
+            close(fd)
+            throw .io("\(path) is not a regular file; dlpipe keeps its lock there (remove it)")
+        }
         StatePermissions.tighten(path, to: 0o600)
         // A `dlpipe status` that asks flock whether a run holds the lock (where
         // /proc/locks is missing) holds a shared lock for an instant: a run

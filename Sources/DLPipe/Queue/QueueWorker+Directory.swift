@@ -76,7 +76,7 @@ extension QueueWorker {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        guard SharedFolderFile.isRegular(fd) else { return false }
+        guard FileSystem.isRegular(fd) else { return false }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             return errno == EWOULDBLOCK

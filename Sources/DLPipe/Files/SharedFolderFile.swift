@@ -15,7 +15,7 @@ enum SharedFolderFile {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        guard isRegular(descriptor) else { return nil }
+        guard FileSystem.isRegular(descriptor) else { return nil }
         var buffer = [UInt8](repeating: 0, count: limit + 1)
         var count = 0
         while count <= limit {
@@ -27,11 +27,5 @@ enum SharedFolderFile {
         }
         guard count <= limit else { return nil }
         return Array(buffer[0..<count])
-    }
-
-    /// Whether `descriptor` is a regular file.
-    static func isRegular(_ descriptor: Int32) -> Bool {
-        var info = stat()
-        return fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 }
