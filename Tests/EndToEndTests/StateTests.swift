@@ -263,6 +263,10 @@ import Testing
         #expect(run.stderr.contains(lock) && run.stderr.contains(kind == "symlink" ? "is a symbolic link" : "is not a regular file"), "\(run.stderr)")
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n", "the file the link points to is untouched")
         #expect(try server.requests(matching: "/files/").isEmpty)
+        // Status reads no holder from it, and waits on nothing.
+        let probe = try Subprocess(Paths.binary, ["status", out], environment: ["NO_COLOR": "1"], timeout: 20)
+        let status = await offThePool { () -> (status: Int32, stdout: String, stderr: String) in probe.finish() }
+        #expect(status.status == 0 && !status.stdout.contains("running:"), "\(status.stdout) \(status.stderr)")
     }
 
     @Test func aUsersFileAfterAFailedDownloadIsNotOverwritten() async throws {

@@ -11,8 +11,9 @@ extension RunLock {
     /// Taking the lock to find out would be wrong: a run starting at that
     /// moment would find it held and exit 3.
     public static func holder(path: String) -> Int32? {
+        // A symlink or a FIFO is no lock a run takes (`init` refuses them).
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         guard let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
             return probe(path: path)
         }
@@ -25,9 +26,10 @@ extension RunLock {
     /// instant tries again: `init(path:wait:)`). The holder's PID is the one
     /// it wrote into the file after taking the lock; 0 when it has not yet.
     static func probe(path: String) -> Int32? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        guard FileSystem.isRegular(fd) else { return nil }
         while flock(fd, LOCK_SH | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             return errno == EWOULDBLOCK ? (readPID(fd) ?? 0) : nil
