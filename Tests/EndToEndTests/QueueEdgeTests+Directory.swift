@@ -182,6 +182,30 @@ extension QueueEdgeTests {
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
     }
 
+    /// A worker that cannot write the job's directory token (here its path
+    /// is a folder; elsewhere a full or read-only disk) says so in one line
+    /// and exits 1 before any request: without the token no other worker
+    /// could tell this directory from another.
+    @Test func aTokenThatCannotBeWrittenIsAClearError() async throws {
+        let queue = try PostgresCluster.shared().freshDatabase("dir-token")
+        try server.put("t.bin", randomBytes: 100)
+        let path = try job.write("token.lua", "dl.add('\(server.url("/files/t.bin"))')\n")
+        let arguments = ["run", path, "-d", out, "--queue", queue, "--name", "token", "--settle", "0"]
+        #expect(try await DLPipeRun.run(arguments).status == 0)
+        let jobs = out + "/.dlpipe/queue"
+        let folder = jobs + "/" + (try FileManager.default.contentsOfDirectory(atPath: jobs).first ?? "")
+        unlink(folder + "/directory")
+        try FileManager.default.createDirectory(atPath: folder + "/directory/in-the-way", withIntermediateDirectories: true)
+        try server.put("u.bin", randomBytes: 100)
+        let other = try job.write("token2.lua", "dl.add('\(server.url("/files/u.bin"))')\n")
+        let refused = try await DLPipeRun.run(["run", other, "-d", out, "--queue", queue, "--name", "token", "--settle", "0"])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("cannot write the job's directory token") && refused.stderr.contains(folder + "/directory"), "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        #expect(try server.requests(matching: "/files/u.bin").isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: out + "/u.bin"))
+    }
+
     /// The job-wide `per_host` of the job called `name`.
     private func jobPerHost(_ queue: String, job name: String) throws -> Int64 {
         try PostgresConnection(PostgresAddress(queue)).execute(
