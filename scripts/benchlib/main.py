@@ -225,7 +225,8 @@ def main():
     parser.add_argument("--output", help="Markdown file to write (default docs/benchmarks.md for a full run)")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     parser.add_argument("--compare", metavar="BINARY", help="another dlpipe build, run beside this one in "
-                                                            "every set as `dlpipe (compared)`: an A/B run")
+                                                            "every set as `dlpipe (compared)`: an A/B run (set 8: "
+                                                            "its SQLite run and one queue worker)")
     parser.add_argument("--counts", action="store_true", help="with --sets 4: counts the load does not move "
                                                               "instead of times, per download (system calls, "
                                                               "blocking switches, malloc and swift_retain/release "

@@ -30,8 +30,11 @@ SPAWN = ('n=$1; shift; pids=; i=0; while [ "$i" -lt "$n" ]; do "$@" & pids="$pid
          'status=0; for p in $pids; do wait "$p" || { [ "$status" -ne 0 ] || status=$?; }; done; exit "$status"')
 
 
-def label(workers):
-    return "dlpipe run --queue, %d worker%s" % (workers, "" if workers == 1 else "s")
+def label(workers, compared=False):
+    return "dlpipe run --queue, %d worker%s%s" % (workers, "" if workers == 1 else "s", " (compared)" if compared else "")
+
+
+COMPARED_BASELINE = BASELINE + " (compared)"
 
 
 class QueueRuns:
@@ -43,8 +46,8 @@ class QueueRuns:
         self.statements = {}  # label -> (statements, wal) of the last run, with --pg-stats
         self.server_cpu = {}  # label -> [PostgreSQL's CPU seconds during the run]
 
-    def contender(self, binary, script, base, count, workers):
-        name = label(workers)
+    def contender(self, binary, script, base, count, workers, compared=False):
+        name = label(workers, compared)
         database = []
 
         def argv(job, out):
@@ -122,6 +125,11 @@ def run(bench, server):
         contenders = [tools.dlpipe_job(bench.binary, script, BASELINE, base,
                                        extra=lambda job: ["--var", "count=%d" % count])]
         contenders += [runs.contender(bench.binary, script, base, count, n) for n in WORKERS]
+        if bench.args.compare:
+            # An A/B run: the other build's SQLite run and one worker, in the same rounds.
+            contenders += [tools.dlpipe_job(bench.args.compare, script, COMPARED_BASELINE, base,
+                                            extra=lambda job: ["--var", "count=%d" % count]),
+                           runs.contender(bench.args.compare, script, base, count, 1, compared=True)]
         title = "Set 8 (queue): %s files of %d KiB through one Lua job, SQLite vs PostgreSQL with 1, 2 and 4 workers" % (
             format(count, ","), size // datasets.KIB)
         note = ("Each worker runs `-j %d`; `--per-host` (job-wide in queue mode) is %d x the workers, so that "
@@ -137,7 +145,7 @@ def run(bench, server):
                                     bench.size["rounds"], baseline=BASELINE, note=note)
     finally:
         cluster.stop(keep=bench.args.keep)
-    lines = claims_table(runs, results)
+    lines = claims_table(runs, results) + paired_ratios(results)
     print("\n".join(lines), flush=True)
     bench.markdown += [""] + lines
     if cluster.stats:
@@ -150,6 +158,22 @@ def run(bench, server):
     return targets
 
 
+def paired_ratios(results):
+    """One worker's wall over the SQLite run's of the same round, per round, and their
+    median: the two run minutes apart at most, so a machine that speeds up or slows
+    down between rounds moves both (the target itself is the ratio of the medians)."""
+    lines = []
+    for queue, sqlite in ((label(1), BASELINE), (label(1, compared=True), COMPARED_BASELINE)):
+        # Paired by round only when every round of both ran (a failed run is left out).
+        if queue not in results or sqlite not in results or len(results[queue].samples) != len(results[sqlite].samples):
+            continue
+        ratios = [q.wall / s.wall for q, s in zip(results[queue].samples, results[sqlite].samples) if s.wall > 0]
+        if ratios:
+            lines.append("%s / %s per round: %s (median %.2f)" % (
+                queue, sqlite, ", ".join("%.2f" % r for r in ratios), statistics.median(ratios)))
+    return [""] + lines if lines else []
+
+
 def claims_table(runs, results):
     lines = ["Claims per second, from the queue's rows: claims (attempts) / (last `ended_at` - first `claimed_at`), "
              "medians over the rounds. PostgreSQL CPU: what the server's processes used during a run (the CPU "
@@ -157,17 +181,17 @@ def claims_table(runs, results):
              "| run | claims/s | first claim to last end | files/s (whole wall) | PostgreSQL CPU | wall / SQLite run |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     baseline = results.get(BASELINE)
-    for workers in WORKERS:
-        name = label(workers)
+    for name in [label(n) for n in WORKERS] + [label(1, compared=True)]:
         result = results.get(name)
         rate, spread = runs.claims_per_second(name)
         if result is None or rate is None:
             continue
         server = runs.server_cpu.get(name)
+        against = results.get(COMPARED_BASELINE) if name.endswith("(compared)") else baseline
         lines.append("| %s | %.0f | %.2f s | %.0f | %s | %s |" % (
             name, rate, spread, result.files / result.wall,
             "%.2f s" % statistics.median(server) if server else "-",
-            "%.2f" % (result.wall / baseline.wall) if baseline else "-"))
+            "%.2f" % (result.wall / against.wall) if against else "-"))
     return lines
 
 
