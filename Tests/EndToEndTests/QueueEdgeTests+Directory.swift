@@ -204,6 +204,12 @@ extension QueueEdgeTests {
         #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
         #expect(try server.requests(matching: "/files/u.bin").isEmpty)
         #expect(!FileManager.default.fileExists(atPath: out + "/u.bin"))
+        // The state folder of another user's (taking it takes root): refused before anything, as without the queue.
+        guard getuid() == 0 else { return }
+        #expect(chown(out + "/.dlpipe", 65534, 65534) == 0)
+        let foreign = try await DLPipeRun.run(["run", other, "-d", out, "--queue", queue, "--name", "token", "--settle", "0"])
+        #expect(foreign.status == 1 && foreign.stderr.contains("\(out)/.dlpipe belongs to another user (uid 65534)"), "\(foreign.stderr)")
+        #expect(try server.requests(matching: "/files/u.bin").isEmpty)
     }
 
     /// The job-wide `per_host` of the job called `name`.

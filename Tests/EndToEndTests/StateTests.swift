@@ -269,6 +269,37 @@ import Testing
         #expect(status.status == 0 && !status.stdout.contains("running:"), "\(status.stdout) \(status.stderr)")
     }
 
+    /// A `.dlpipe` of another user's, or a symlink of theirs to a folder of
+    /// this user's: dlpipe would write its state and locks where they chose.
+    /// Refused (exit 1, one line), nothing fetched, nothing written there. A
+    /// symlink of this user's own (the state moved to another disk) is used.
+    @Test(arguments: ["folder", "link", "own link"])
+    func aStateFolderOfAnotherUsersIsRefused(_ kind: String) async throws {
+        guard getuid() == 0 else { return }  // giving a file away takes root
+        try server.put("x.txt", bytes: Array("x".utf8))
+        let folder = out + "/.dlpipe"
+        let elsewhere = try TempDir.make("state-elsewhere")
+        switch kind {
+        case "folder":
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            #expect(chown(folder, 65534, 65534) == 0)
+        default:
+            try FileManager.default.createSymbolicLink(atPath: folder, withDestinationPath: elsewhere)
+            if kind == "link" { #expect(lchown(folder, 65534, 65534) == 0) }
+        }
+        let run = try await DLPipeRun.run(["get", server.url("/files/x.txt"), "-d", out])
+        if kind == "own link" {
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(FileManager.default.fileExists(atPath: elsewhere + "/state.db"), "the state went where the user's link points")
+            return
+        }
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+        #expect(run.stderr.contains(kind == "folder" ? "\(folder) belongs to another user (uid 65534)" : "\(folder) is a symbolic link of another user's (uid 65534)"), "\(run.stderr)")
+        #expect(try server.requests(matching: "/files/").isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: kind == "folder" ? folder : elsewhere).isEmpty, "nothing written there")
+    }
+
     @Test func aUsersFileAfterAFailedDownloadIsNotOverwritten() async throws {
         let data = try server.put("u.bin", randomBytes: 20_000)
         let url = server.url("/files/u.bin?truncate=1000&truncate_times=1")

@@ -28,8 +28,8 @@ package final class RunLock: @unchecked Sendable {
     /// with the job's other workers; a run without the queue still finds it held.
     public init(path: String, wait: Bool, shared: Bool = false) throws(Failure) {
         let folder = (path as NSString).deletingLastPathComponent
-        if !folder.isEmpty, let code = StatePermissions.makeFolder(folder) {
-            throw .io("cannot create \(folder): \(String(cString: strerror(code)))")
+        if !folder.isEmpty, let problem = StatePermissions.makeFolder(folder) {
+            throw .io(problem)
         }
         self.path = path
         // The owner's alone, like the state beside it (an older lock was 0644).

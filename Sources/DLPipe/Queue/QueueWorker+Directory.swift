@@ -41,6 +41,8 @@ extension QueueWorker {
     /// whose workers write there now.
     package func claimDirectory() throws(DownloadError) -> (lock: RunLock, others: [OtherJob]) {
         let jobs = root + "/.dlpipe/queue"
+        // The state folder must be this user's, as for a run without the queue.
+        if let problem = StatePermissions.makeFolder(root + "/" + StateLayout.folderName) { throw DownloadError(.io, problem) }
         // The part folder's mode, as `start` makes it (the lock file's folder).
         try? FileManager.default.createDirectory(
             atPath: root + "/" + partFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

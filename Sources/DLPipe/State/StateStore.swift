@@ -52,8 +52,8 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     public init(path: String) throws(Failure) {
         self.path = path
         let folder = (path as NSString).deletingLastPathComponent
-        if !folder.isEmpty, let code = StatePermissions.makeFolder(folder) {
-            throw Failure(message: "cannot create \(folder): \(String(cString: strerror(code)))")
+        if !folder.isEmpty, let problem = StatePermissions.makeFolder(folder) {
+            throw Failure(message: problem)
         }
         // Made the owner's alone before SQLite opens it: SQLite gives the -wal
         // and -shm files the mode of the database file.
