@@ -1,6 +1,6 @@
 /// A first-in, first-out line whose first element leaves without the others
 /// moving or being copied: the claims a worker holds ahead for one host, up
-/// to 6 x `-j`, one of which leaves at every transfer's end. Taken out of an
+/// to 12 x `-j`, one of which leaves at every transfer's end. Taken out of an
 /// array with `removeFirst`, each left cost a move of all the others, and,
 /// read out of its dictionary first, a copy of the array with a retain and
 /// release of every string in every claim (3 % of a busy worker's CPU).

@@ -30,7 +30,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// run ends (workers started a few seconds apart join one run).
         package var settle: Double = 5
         /// Transfers this worker runs at once (claims holding a host slot);
-        /// it holds up to 16 x as many more whose files wait to be placed (`waitingLimit`).
+        /// it holds up to 64 x as many more whose files wait to be placed (`waitingLimit`).
         package var concurrency: Int = 8
         /// `--follow`: never exit when a run ends; wait for the next one.
         package var follow = false
