@@ -28,4 +28,28 @@ enum SharedFolderFile {
         guard count <= limit else { return nil }
         return Array(buffer[0..<count])
     }
+
+    /// Puts `bytes` under `path` whole or not at all: written beside it into a
+    /// new file of this process's (whatever stood under that name, a FIFO or
+    /// a link, is removed, never written through) and renamed onto it. The
+    /// errno of the step that failed, nil on success.
+    static func replace(_ path: String, with bytes: [UInt8]) -> Int32? {
+        let temporary = path + ".\(getpid()).tmp"
+        unlink(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return errno }
+        let written = bytes.withUnsafeBytes { FileSystem.writeAll(descriptor, $0) }
+        let code = written ? 0 : errno
+        close(descriptor)
+        guard written else {
+            unlink(temporary)
+            return code
+        }
+        guard rename(temporary, path) == 0 else {
+            let failed = errno
+            unlink(temporary)
+            return failed
+        }
+        return nil
+    }
 }

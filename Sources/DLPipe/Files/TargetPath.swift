@@ -109,9 +109,15 @@ package func quoted(_ text: String) -> String {
         switch scalar.value {
         case 0x22: out += "\\\""
         case 0x5C: out += "\\\\"
-        case 0..<0x20, 0x7F..<0xA0: out += String(format: "\\x%02x", scalar.value)
+        case _ where isControl(scalar): out += String(format: "\\x%02x", scalar.value)
         default: out.unicodeScalars.append(scalar)
         }
     }
     return out + "\""
+}
+
+/// A C0 or C1 control character (DEL included): what `quoted` escapes,
+/// and what must never reach a terminal as it is.
+package func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value)
 }

@@ -1,9 +1,3 @@
-import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A job folder (`DIR/.dlpipe/queue/JOB/`) is named by the job's row id, which
 /// tells a user nothing: `dlpipe status DIR` could only say "queue job 7" and
 /// ask for `--name NAME`. Every worker that takes the directory writes its
@@ -23,18 +17,7 @@ extension QueueWorker {
     func recordJobName() {
         let folder = root + "/" + partFolder
         guard Self.recordedJobName(inFolder: folder) != settings.name else { return }
-        // Written aside and renamed over the name, so that a reader never
-        // sees half of it.
-        let temporary = folder + "/\(Self.jobNameFile).\(getpid()).tmp"
-        // A new file only: whatever is under that name (a FIFO would block
-        // the open) is not written through.
-        unlink(temporary)
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return }
-        let bytes = Array((settings.name + "\n").utf8)
-        let written = bytes.withUnsafeBytes { FileSystem.writeAll(descriptor, $0) }
-        close(descriptor)
-        if !written || rename(temporary, folder + "/" + Self.jobNameFile) != 0 { unlink(temporary) }
+        _ = SharedFolderFile.replace(folder + "/" + Self.jobNameFile, with: Array((settings.name + "\n").utf8))
     }
 
     /// The `--name` recorded in the job folder `folder`; nil when none is

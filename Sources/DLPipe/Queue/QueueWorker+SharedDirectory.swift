@@ -97,12 +97,7 @@ extension QueueWorker {
     static func writeDirectoryToken(_ path: String) -> Result<String, DownloadError> {
         // 32 random bytes in hex, as the credentials' key is made.
         let token = StoredCredentials.newSecretHex()
-        let temporary = path + ".\(getpid()).tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data((token + "\n").utf8)),
-            rename(temporary, path) == 0
-        else {
-            let code = errno
-            unlink(temporary)
+        if let code = SharedFolderFile.replace(path, with: Array((token + "\n").utf8)) {
             return .failure(FileErrors.io("cannot write the job's directory token", path, errno: code))
         }
         return .success(token)

@@ -87,7 +87,7 @@ enum StatusCommand {
         // One job, named: the command that shows it, ready to copy (not for
         // a name with control characters, which would reach the terminal).
         let known = Set(jobs.compactMap { names[$0] })
-        let printable = known.first.map { !$0.unicodeScalars.contains { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) } } ?? false
+        let printable = known.first.map { !$0.unicodeScalars.contains(where: isControl) } ?? false
         let name = known.count == 1 && names.count == jobs.count && printable ? shellWord(known.first!) : "NAME"
         return "shared queue: " + parts.joined(separator: ", those of ") + "; "
             + "what they fetched is in the queue's database: dlpipe status --queue URL --name \(name)"
