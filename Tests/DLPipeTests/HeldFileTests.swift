@@ -94,12 +94,27 @@ import TestSupport
     }
 
     @Test func batchesLargerThanASliceAreAllPlaced() {
-        let count = HeldFile.sliceSize * 2 + 5
+        let count = 8 * 2 + 5
+        let files = (0..<count).map { HeldFile(directory: "sub", name: "f\($0)", bytes: [UInt8(truncatingIfNeeded: $0)]) }
+        HeldFile.place(files, in: output, syncAnyway: false, sliceSize: 8)
+        #expect(files.allSatisfy { if case .linked = $0.current { true } else { false } })
+        #expect(names("sub").count == count)
+        #expect(contents("sub/f20") == [20])
+    }
+
+    @Test func aBatchOfManyFilesTakesTheSlicesItsDescriptorsAllow() {
+        let count = 300
         let files = (0..<count).map { HeldFile(directory: "sub", name: "f\($0)", bytes: [UInt8(truncatingIfNeeded: $0)]) }
         HeldFile.place(files, in: output, syncAnyway: false)
         #expect(files.allSatisfy { if case .linked = $0.current { true } else { false } })
         #expect(names("sub").count == count)
-        #expect(contents("sub/f130") == [130])
+    }
+
+    @Test func slicesUseHalfTheDescriptorsLeftWithinBounds() {
+        // The common soft limit of 1,024 with a run's sockets open: room for hundreds.
+        #expect(HeldFile.sliceSize(limit: 1024, inUse: 100) == 430)
+        #expect(HeldFile.sliceSize(limit: 20_000, inUse: 100) == 1024, "no more than 1,024 at once")
+        #expect(HeldFile.sliceSize(limit: 1024, inUse: 1000) == 64, "never fewer than 64: the limit was checked at the start")
     }
     // MARK: the lease fence of a shared queue's worker
 

@@ -95,9 +95,18 @@ final class HeldFile: Sendable {
         return true
     }
 
-    /// At most this many unnamed files are open at once; a larger batch is
-    /// written, synced and linked in slices of this size.
-    static let sliceSize = 64
+    /// How many unnamed files may be open at once: a larger batch is written,
+    /// synced and linked in slices of this size, one syncfs each. Half the
+    /// descriptors left under the limit (the other half stays for transfers
+    /// that start meanwhile, and a little for the rest of the run), between
+    /// 64 and 1,024. A fixed 64 gave a batch of 350 small files six syncfs
+    /// where one would do: each syncfs walks the whole file system's dirty
+    /// inodes, and one worker of the queue bench spent about 0.2 s of CPU on
+    /// the extra ones per 10,000 files (docs/performance.md, stop 22).
+    /// `supported` asks for a limit of 1,024, which leaves room for 400 and more.
+    static func sliceSize(limit: Int, inUse: Int) -> Int {
+        min(1024, max(64, (limit - inUse - 64) / 2))
+    }
 
     /// Writes, syncs and links a batch (on the syncfs queue); each file's
     /// stage says how it ended. `syncAnyway` syncs even when no file is held
@@ -107,12 +116,15 @@ final class HeldFile: Sendable {
     /// link, as `placeFile` asks before each rename.
     static func place(
         _ files: [HeldFile], in output: OutputDirectory, syncAnyway: Bool, refusingLinks: Bool = false,
-        mayPlace: (@Sendable () -> Bool)? = nil
+        mayPlace: (@Sendable () -> Bool)? = nil, sliceSize: Int? = nil
     ) {
         if files.isEmpty {
             if syncAnyway { output.sync() }
             return
         }
+        // The descriptors are counted only when the batch needs more than one slice of the least size.
+        let sliceSize = sliceSize ?? (files.count <= 64 ? 64
+            : Self.sliceSize(limit: DescriptorBudget.limit(), inUse: DescriptorBudget.inUse()))
         var start = 0
         while start < files.count {
             let slice = files[start..<min(start + sliceSize, files.count)]
