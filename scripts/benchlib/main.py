@@ -33,6 +33,15 @@ from server import Nginx  # noqa: E402
 # they are deleted, so its million-URL runs pay scans its 10,000-URL runs do not.
 KEEP_ASIDE_FILES = (1000, 200_000)
 
+# A bench's removal of its work directory (hundreds of thousands of files) slows the
+# next one's file creation for minutes (put_away says why): set 8 run right after
+# another bench took 2.7 x as long in SQLite mode and 1.7 x in queue mode, and read
+# a ratio of 0.87 where the run before had read 1.42. Each bench leaves the time of
+# its removal in this file of the parent folder, and the next one warns when it
+# starts within this many seconds of it.
+CLEANUP_MARK = ".dlpipe-bench-removed"
+CLEANUP_QUIET_SECONDS = 15 * 60
+
 
 class Bench:
     def __init__(self, args):
@@ -50,6 +59,22 @@ class Bench:
         self.failures = []
         self.runs = 0
         self.aside = os.path.join(self.work, "aside")  # outputs kept until the end (run_once)
+        self.mark = os.path.join(os.path.dirname(self.work), CLEANUP_MARK)
+        self.warning = self.recent_removal()
+
+    def recent_removal(self):
+        """The warning to give when an earlier bench removed its files here lately."""
+        try:
+            with open(self.mark) as f:
+                ago = time.time() - float(f.read().strip())
+        except (OSError, ValueError):
+            return None
+        if not 0 <= ago < CLEANUP_QUIET_SECONDS:
+            return None
+        return ("warning: a bench removed its files in this folder %d s ago; for about %d minutes after such a "
+                "removal this file system creates files more slowly (see put_away in benchlib/main.py), so the "
+                "times below may read high, and ratios between tools move. Wait, or use --dir on another disk."
+                % (ago, CLEANUP_QUIET_SECONDS // 60))
 
     # -- running ---------------------------------------------------------------
 
@@ -132,11 +157,19 @@ class Bench:
         try:
             print("data and outputs under %s; nginx on port %d" % (place.describe(self.work), server.port),
                   flush=True)
+            if self.warning:
+                print(self.warning, flush=True)
+                self.markdown += ["", "**" + self.warning + "**"]
             targets = sets.run_all(self, server, wanted)
         finally:
             server.stop()
             if not self.args.keep:
                 shutil.rmtree(self.work, ignore_errors=True)
+                try:
+                    with open(self.mark, "w") as f:
+                        f.write("%.0f\n" % time.time())
+                except OSError:
+                    pass  # a folder the bench may not write into: no warning next time
         self.finish(targets)
 
     def finish(self, targets):
