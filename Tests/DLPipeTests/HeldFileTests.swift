@@ -110,6 +110,19 @@ import TestSupport
         #expect(names("sub").count == count)
     }
 
+    @Test func whatRunsBeforeLinkingMayStillRefuseTheBatch() {
+        let files = (0..<3).map { HeldFile(directory: "", name: "r\($0).bin", bytes: [UInt8($0)]) }
+        let calls = Mutex(0)
+        HeldFile.place(files, in: output, syncAnyway: true, sliceSize: 2) {
+            calls.withLock { $0 += 1 }
+            #expect(names() == ["sub"], "no link before it")
+            HeldFile.refuse(files, because: "the records did not commit")
+        }
+        #expect(calls.withLock { $0 } == 1, "once per batch, not per slice")
+        #expect(files.allSatisfy { $0.current == .notRecorded("the records did not commit") })
+        #expect(names() == ["sub"], "refused files are never linked")
+    }
+
     @Test func slicesUseHalfTheDescriptorsLeftWithinBounds() {
         // The common soft limit of 1,024 with a run's sockets open: room for hundreds.
         #expect(HeldFile.sliceSize(limit: 1024, inUse: 100) == 430)

@@ -15,8 +15,14 @@ import TestSupport
         private let lock = Mutex<(failWrites: Bool, failReads: Bool, records: [String: DownloadRecord], runsEnded: Int)>(
             (false, false, [:], 0))
         static let reason = "cannot commit the state file (test): database or disk is full"
+        /// A state kept elsewhere (a database): a batch of held bodies is
+        /// written and synced while its records commit.
+        private let remote: Bool
+
+        init(remote: Bool = false) { self.remote = remote }
 
         var hadRecords: Bool { false }
+        var durableBySyncOfOutput: Bool { !remote }
         func failWrites(_ on: Bool) { lock.withLock { $0.failWrites = on } }
         func failReads(_ on: Bool) { lock.withLock { $0.failReads = on } }
         var records: [String: DownloadRecord] { lock.withLock { $0.records } }
@@ -69,16 +75,18 @@ import TestSupport
     }
 
     /// Part files and held bodies alike: a body whose record cannot be
-    /// committed never appears on disk, under its name or as a part file.
-    @Test(arguments: [HeldBodies.off, .auto])
-    func aCommitThatFailsStopsTheFileThatDependedOnIt(_ held: HeldBodies) async throws {
+    /// committed never appears on disk, under its name or as a part file;
+    /// also when the state is a database's, whose commit the batch's writes
+    /// and syncfs do not wait for (only its links do).
+    @Test(arguments: zip([HeldBodies.off, .auto, .auto], [false, false, true]))
+    func aCommitThatFailsStopsTheFileThatDependedOnIt(_ held: HeldBodies, remote: Bool) async throws {
         let server = try FaultServer()
         let out = try TempDir.make("state-fails")
         defer { try? FileManager.default.removeItem(atPath: out) }
         _ = try server.put("small.bin", randomBytes: 3000, seed: 1)
         _ = try server.put("large.bin", randomBytes: 600_000, seed: 2)
         let later = try server.put("later.bin", randomBytes: 600_000, seed: 4)
-        let state = FlakyState()
+        let state = FlakyState(remote: remote)
         state.failWrites(true)
         let engine = try engine(out, state, held: held)
         defer { engine.shutdown() }

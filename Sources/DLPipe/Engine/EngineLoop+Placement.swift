@@ -136,19 +136,39 @@ extension EngineLoop {
         let held = batch.compactMap(\.held)
         let refusingLinks = configuration.heldBodies == .linksRefused
         let mayPlace = configuration.claims?.mayPlace
-        let work: @Sendable () -> Void = { [self] in
-            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
-            post(.synced(batch: number))
-        }
-        if let store, !held.isEmpty {
-            // Their records are committed before any of them is linked; when
-            // the commit fails none is (the batch's part files still sync).
-            store.commit { [syncQueue] failure in
-                if let failure { HeldFile.refuse(held, because: failure.message) }
-                syncQueue.async(execute: work)
+        guard let store, !held.isEmpty else {
+            syncQueue.async { [self] in
+                HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
+                post(.synced(batch: number))
             }
-        } else {
-            syncQueue.async(execute: work)
+            return
+        }
+        // Their records are committed before any of them is linked; when the
+        // commit fails none is (the batch's part files still sync).
+        if store.durableBySyncOfOutput {
+            // The state file is on the outputs' file system: the batch's
+            // syncfs comes after the commit and makes the records durable too.
+            store.commit { [self] failure in
+                if let failure { HeldFile.refuse(held, because: failure.message) }
+                syncQueue.async { [self] in
+                    HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
+                    post(.synced(batch: number))
+                }
+            }
+            return
+        }
+        // A database keeps its own commits durable: the bodies are written
+        // and synced while the records commit, and only the links wait for
+        // the commit. A queue worker's commit is a round trip (about 2 ms),
+        // which every batch waited for before its writes began
+        // (docs/performance.md, stop 22).
+        let committed = CommitOutcome()
+        store.commit { failure in committed.set(failure) }
+        syncQueue.async { [self] in
+            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace) {
+                if let failure = committed.wait() { HeldFile.refuse(held, because: failure.message) }
+            }
+            post(.synced(batch: number))
         }
     }
 
@@ -312,5 +332,23 @@ extension EngineLoop {
         // (1 << 30) - 1 is UTIME_NOW, a macro Swift does not import.
         var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 1), timespec(tv_sec: Int(seconds), tv_nsec: 0)]
         _ = utimensat(AT_FDCWD, path, &times, 0)
+    }
+}
+
+/// A batch's commit as the syncfs queue waits for it: set once on the state
+/// thread, waited for once before the batch's links.
+private final class CommitOutcome: @unchecked Sendable {
+    // @unchecked: `failure` is written before the semaphore's signal and read after its wait.
+    private var failure: StateFailure?
+    private let done = DispatchSemaphore(value: 0)
+
+    func set(_ failure: StateFailure?) {
+        self.failure = failure
+        done.signal()
+    }
+
+    func wait() -> StateFailure? {
+        done.wait()
+        return failure
     }
 }

@@ -113,11 +113,15 @@ final class HeldFile: Sendable {
     /// (the batch's part files need it too). `refusingLinks` (tests) fails
     /// every link as a file system without them would. `mayPlace` (a shared
     /// queue's worker: its lease surely holds) is asked right before each
-    /// link, as `placeFile` asks before each rename.
+    /// link, as `placeFile` asks before each rename. `beforeLinking` runs
+    /// once, after the first slice's syncfs and before any link: it may
+    /// `refuse` the files (their records did not commit).
     static func place(
         _ files: [HeldFile], in output: OutputDirectory, syncAnyway: Bool, refusingLinks: Bool = false,
-        mayPlace: (@Sendable () -> Bool)? = nil, sliceSize: Int? = nil
+        mayPlace: (@Sendable () -> Bool)? = nil, sliceSize: Int? = nil, beforeLinking: (() -> Void)? = nil
     ) {
+        var beforeLinking = beforeLinking
+        defer { beforeLinking?() }  // nothing to link: still waited for
         if files.isEmpty {
             if syncAnyway { output.sync() }
             return
@@ -137,6 +141,8 @@ final class HeldFile: Sendable {
             // The bytes reach the disk before any name does (and the part files
             // of the batch with them).
             output.sync()
+            beforeLinking?()
+            beforeLinking = nil
             for (file, descriptor) in open {
                 if refusingLinks {
                     file.settle(.unsupported)

@@ -44,6 +44,9 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     /// record. A queue worker's engine should therefore ask always (let keys
     /// repeat, as a claim that comes back for a retry must anyway).
     package let hadRecords: Bool
+    /// The server makes its commits durable (or not: the state's connection
+    /// commits without waiting for the flush), never a worker's syncfs.
+    package var durableBySyncOfOutput: Bool { false }
 
     /// The durability of the SQLite state (`synchronous=NORMAL`): a commit is
     /// visible to every worker and survives a killed worker at once, without

@@ -17,6 +17,13 @@ package protocol DownloadState: AnyObject, Sendable {
     /// worker's claims, `PostgresDownloadState.prime`), used once; nil when
     /// none was read: then the engine asks `record(key:)`. Safe on any thread.
     func readAhead(key: String) -> DownloadRecord??
+    /// Whether a `syncfs` of the output directory's file system makes this
+    /// state's commits durable too (a state file under `DIR/.dlpipe`): then a
+    /// batch of held bodies syncs after its records' commit, so that one
+    /// syncfs carries both. A state elsewhere (a database server) keeps its
+    /// commits durable itself, and the batch's writes and syncfs go on while
+    /// its records commit; only the links wait for the commit.
+    var durableBySyncOfOutput: Bool { get }
     /// Writes records (each replacing the key's earlier one, in order) and
     /// released files, and commits them together: all of them or none.
     func write(_ records: [DownloadRecord], released: [ReleasedFile]) throws(StateFailure)
@@ -59,4 +66,6 @@ package struct StateFailure: Error, Sendable, CustomStringConvertible {
 extension DownloadState {
     /// Nothing is read ahead unless a state says so.
     package func readAhead(key: String) -> DownloadRecord?? { nil }
+    /// A state file beside the outputs unless a state says otherwise.
+    package var durableBySyncOfOutput: Bool { true }
 }

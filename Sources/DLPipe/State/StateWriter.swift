@@ -42,6 +42,9 @@ final class StateWriter: @unchecked Sendable {
     /// Records saved and not yet handed to the state thread.
     var pendingCount: Int { pending.count + released.count }
 
+    /// `DownloadState.durableBySyncOfOutput` of the state written.
+    var durableBySyncOfOutput: Bool { state.durableBySyncOfOutput }
+
     /// Adds a record to the next commit.
     func save(_ record: DownloadRecord) {
         pending.append(record)
