@@ -121,7 +121,9 @@ final class HeldFile: Sendable {
         mayPlace: (@Sendable () -> Bool)? = nil, sliceSize: Int? = nil, beforeLinking: (() -> Void)? = nil
     ) {
         var beforeLinking = beforeLinking
-        defer { beforeLinking?() }  // nothing to link: still waited for
+        // Run even when no slice ran it (no file to link): the caller's next
+        // step (the batch's `.synced`) always comes after it, as with links.
+        defer { beforeLinking?() }
         if files.isEmpty {
             if syncAnyway { output.sync() }
             return
