@@ -27,7 +27,19 @@ package enum QueueSchema {
         SchemaMigration(version: 9, what: "url facts and downloads leave room on their pages for the writes that follow", sql: factsRoom),
         SchemaMigration(version: 10, what: "a job knows the output directory its workers share", sql: directoryToken),
         SchemaMigration(version: 11, what: "a worker's row says which directory it checked", sql: workerDirectoryToken),
+        SchemaMigration(version: 12, what: "no table of reserved names: the shared directory's no-clobber link decides a name", sql: noReservedNames),
     ]
+
+    /// Version 1 made a table for the final names that downloads in flight
+    /// would reserve; no version of dlpipe wrote a row into it. Workers
+    /// place a file with a link that fails when the name exists (the
+    /// disk decides, for every worker of the job at once, as on one
+    /// machine), so a second arbiter in the database would only add a
+    /// round trip per file, and the empty table still cost every report
+    /// and take-back a delete, and every deleted download a cascade check.
+    private static let noReservedNames = """
+        DROP TABLE IF EXISTS dlpipe.names;
+        """
 
     /// The directory token a worker found and checked in its own directory
     /// (NULL until it has): only workers past the check count as writing

@@ -98,7 +98,7 @@ package struct SharedQueue: Sendable {
 
     /// Declares dead every worker of the job whose lease ran out (database
     /// clock), or only `worker` when given (a worker leaving), and puts their
-    /// running downloads back to ready, their hosts' slots and names free.
+    /// running downloads back to ready, their hosts' slots free.
     /// A download taken back keeps its `run_at`, so it keeps its place in
     /// line instead of going behind everything added since.
     /// Returns how many downloads went back.
@@ -153,9 +153,6 @@ package struct SharedQueue: Sendable {
               UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
               FROM (SELECT slot_host, count(*)::int AS n FROM back WHERE slot_host IS NOT NULL GROUP BY slot_host) c
               WHERE h.job_id = $1 AND h.host = c.slot_host
-            ),
-            names AS (
-              DELETE FROM dlpipe.names n USING back WHERE n.job_id = $1 AND n.download_id = back.id
             )
             SELECT count(*) AS n FROM back
             """, [.int(job), worker.map { .int($0) } ?? .null]
@@ -313,9 +310,9 @@ package struct SharedQueue: Sendable {
     /// Reports how claimed downloads ended (or that they go back to ready
     /// for a retry), in one statement for the batch. Each report changes its
     /// row only while it is running under the report's token; only those
-    /// give their host's slot back and let their names go. Returns the ids
-    /// whose reports were taken: a late report from a worker declared dead
-    /// is not among them, and changed nothing.
+    /// give their host's slot back. Returns the ids whose reports were
+    /// taken: a late report from a worker declared dead is not among them,
+    /// and changed nothing.
     ///
     /// With `run`, the reports taken are added to the counts of `worker` in
     /// that run (`run_workers`), in the same statement (finished, unchanged,
@@ -408,9 +405,6 @@ package struct SharedQueue: Sendable {
                     ) each GROUP BY host
                   ) c
                   WHERE h.job_id = $1 AND h.host = c.host
-                ),
-                names AS (
-                  DELETE FROM dlpipe.names n USING ended WHERE n.job_id = $1 AND n.download_id = ended.id
                 ),
                 -- Into this worker's own row of the run, not the run's one row:
                 -- reports of different workers do not wait for each other.
