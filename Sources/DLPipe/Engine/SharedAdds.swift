@@ -12,9 +12,24 @@ package protocol SharedAdds: Sendable {
     /// the same top level queued whole gets their ids without sending them.
     func addTopLevel(_ requests: [DownloadRequest]) -> [Int]
     /// Cancels download `number` when it waits in the queue and no worker
-    /// holds it, and tells what it was; nil otherwise (another worker's
-    /// download is not touched).
-    func cancelQueued(_ number: Int) -> CancelledInQueue?
+    /// holds it, or when this worker holds it outside the engine (ahead, or
+    /// claimed and on its way in); `sendIfOpen` cancels it in the engine when
+    /// it is open there, and is asked while no claim can enter the engine.
+    /// Another worker's download is not touched.
+    func cancelQueued(_ number: Int, sendIfOpen: () -> Bool) -> QueuedCancel
+}
+
+/// What `SharedAdds.cancelQueued` did.
+package enum QueuedCancel: Sendable {
+    /// Cancelled where it waited (no engine held it): the caller reports it.
+    case cancelled(CancelledInQueue)
+    /// Open in the engine: `sendIfOpen` sent the cancel there.
+    case sent
+    /// Claimed by this worker and on its way to the engine: it ends
+    /// cancelled there instead, and the worker reports it.
+    case onItsWay
+    /// Not this worker's and not waiting: nothing was done.
+    case untouched
 }
 
 /// A download cancelled while it waited in a shared queue, which no engine

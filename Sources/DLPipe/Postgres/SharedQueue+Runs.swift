@@ -276,9 +276,11 @@ extension SharedQueue {
     }
 
     /// Cancels a download that waits in the queue (no worker holds it); its
-    /// credentials go with it, as with every end (`report`).
-    package func cancelQueued(_ id: Int64, run: Int64? = nil, worker: Int64 = 0, on connection: PostgresConnection) throws(PostgresError) -> CancelledInQueue? {
-        try connection.execute(
+    /// credentials go with it, as with every end (`report`). Also tells
+    /// whether `worker` holds it (running under a claim of its own): then it
+    /// is that worker's to cancel.
+    package func cancelQueued(_ id: Int64, run: Int64? = nil, worker: Int64 = 0, on connection: PostgresConnection) throws(PostgresError) -> (cancelled: CancelledInQueue?, heldBy: Bool) {
+        let rows = try connection.execute(
             """
             WITH cancelled AS (
               UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now(), secret = NULL
@@ -292,9 +294,20 @@ extension SharedQueue {
             )
             SELECT url, request, attempts FROM cancelled
             """, [.int(job), .int(id), run.map { .int($0) } ?? .null, .int(worker)]
-        ).rows.first.map { row throws(PostgresError) in
-            CancelledInQueue(url: try row.text("url"), request: try row.text("request"), attempts: Int(try row.int("attempts")))
+        ).rows
+        if let row = rows.first {
+            return (CancelledInQueue(url: try row.text("url"), request: try row.text("request"), attempts: Int(try row.int("attempts"))), false)
         }
+        // A statement of its own, so a snapshot of its own: the update above
+        // waited for a claim that held the row locked (FOR UPDATE SKIP
+        // LOCKED, not committed yet) and then found it running, but a part
+        // of the same statement would still see it ready, as before that
+        // claim. This one sees the claim.
+        let held = try connection.execute(
+            "SELECT 1 FROM dlpipe.downloads WHERE job_id = $1 AND id = $2 AND status = 'running' AND worker_id = $3",
+            [.int(job), .int(id), .int(worker)]
+        ).rows.isEmpty == false
+        return (nil, held)
     }
 
     /// Puts back to ready the downloads that `worker` holds under tokens it

@@ -212,14 +212,20 @@ public final class DownloadEngine: Sendable {
         if send(.cancel(id), to: id) { return true }
         // A shared queue's download that no worker holds yet is cancelled there.
         guard let shared, id.engine == registry.engine else { return false }
-        guard let cancelled = shared.cancelQueued(id.rawValue) else {
-            // A claim held ahead may have started here meanwhile.
-            return send(.cancel(id), to: id)
+        switch shared.cancelQueued(id.rawValue, sendIfOpen: { send(.cancel(id), to: id) }) {
+        case .cancelled(let cancelled):
+            reportCancelledInQueue(cancelled, number: id.rawValue)
+            return true
+        case .sent, .onItsWay: return true
+        case .untouched: return false
         }
-        // No engine holds it: this one reports it, as it reports a download
-        // it cancels while it waits in its own queue.
-        loop.post(.cancelledInQueue(QueuedRequestCodec.info(of: cancelled, id: id)))
-        return true
+    }
+
+    /// Reports a shared queue's download that ended cancelled before this
+    /// engine held it, as it reports a download it cancels while it waits in
+    /// its own queue: its `cancelled` event and count.
+    package func reportCancelledInQueue(_ cancelled: CancelledInQueue, number: Int) {
+        loop.post(.cancelledInQueue(QueuedRequestCodec.info(of: cancelled, id: DownloadID(number, engine: registry.engine))))
     }
 
     /// This engine's id of download number `number` (`DownloadID.rawValue`),

@@ -49,15 +49,19 @@ extension QueueWorker {
     /// waits for its batch, and the worker may claim another in its place.
     func noteTransferEnded(_ number: Int) {
         let id = Int64(number)
-        let (known, next) = state.withLock { state -> (Bool, ClaimedRequest?) in
-            guard let token = state.held[id], state.slotFree.insert(id).inserted else { return (false, nil) }
-            return (true, state.handOver(from: id, token: token, at: QueueClock.now()))
-        }
-        if let next, let engine = engineBox.withLock({ $0 }) {
-            // Its host's slot, handed over: the engine starts it now. Its
-            // host stays as the engine paces it (a Retry-After this engine
-            // holds is not lifted: no claim of the queue's brought it).
-            engine.addClaimed([next], liftingHolds: false)
+        // From ahead into the engine in one step for a cancel (`admission`).
+        let known = admission.withLock { _ -> Bool in
+            let (known, next) = state.withLock { state -> (Bool, ClaimedRequest?) in
+                guard let token = state.held[id], state.slotFree.insert(id).inserted else { return (false, nil) }
+                return (true, state.handOver(from: id, token: token, at: QueueClock.now()))
+            }
+            if let next, let engine = engineBox.withLock({ $0 }) {
+                // Its host's slot, handed over: the engine starts it now. Its
+                // host stays as the engine paces it (a Retry-After this engine
+                // holds is not lifted: no claim of the queue's brought it).
+                engine.addClaimed([next], liftingHolds: false)
+            }
+            return known
         }
         if known { signal() }
     }
@@ -207,7 +211,8 @@ extension QueueWorker {
                         return (promoted, claims, try queue.claimAhead(worker: worker, hosts: hosts.sorted(), limit: ahead, on: connection))
                     }
                 }
-                let promotedStarted = startPromoted(stranded.map(\.claim), promoted)
+                let (promotedStarted, cancelledReleased) = startPromoted(stranded.map(\.claim), promoted)
+                cancelReleased(cancelledReleased)
                 holdAhead(aheadClaims)
                 let strandedNow = state.withLock { state -> Bool in
                     held = state.held.count
@@ -280,42 +285,71 @@ extension QueueWorker {
     /// Starts claimed downloads in the engine; how many.
     private func start(_ claims: [ClaimedDownload]) -> Int {
         guard let engine = engineBox.withLock({ $0 }) else { return 0 }
-        let started = hold(claims, for: engine, ahead: false)
-        if !started.isEmpty { engine.addClaimed(started) }
-        return started.count
+        let decoded = decode(claims, for: engine)
+        let (started, cancelled) = admission.withLock { onTheirWay in
+            let (kept, cancelled) = holdClaims(decoded, claims, ahead: false, onTheirWay: &onTheirWay)
+            if !kept.isEmpty { engine.addClaimed(kept) }
+            return (kept.count, cancelled)
+        }
+        reportCancelled(cancelled, to: engine)
+        return started
     }
 
     /// Starts the stranded claims the queue gave a slot; the others went
-    /// back to ready and are no longer this worker's.
-    private func startPromoted(_ stranded: [ClaimedRequest], _ promoted: Set<Int64>) -> Int {
-        guard !stranded.isEmpty else { return 0 }
-        state.withLock { state in
-            for claim in stranded {
-                let id = Int64(claim.number)
-                if promoted.contains(id) { state.promoted(id) } else { state.released(id) }
+    /// back to ready and are no longer this worker's. Also returns those of
+    /// the others that a cancel reached on their way back (`cancelReleased`).
+    private func startPromoted(_ stranded: [ClaimedRequest], _ promoted: Set<Int64>) -> (started: Int, cancelledReleased: [Int64]) {
+        guard !stranded.isEmpty else { return (0, []) }
+        let engine = engineBox.withLock { $0 }
+        let (started, cancelled, cancelledReleased) = admission.withLock { onTheirWay in
+            let (started, cancelled, cancelledReleased) = state.withLock { state in
+                var (started, cancelled, cancelledReleased) = ([ClaimedRequest](), [ClaimedRequest](), [Int64]())
+                for claim in stranded {
+                    let id = Int64(claim.number)
+                    let cancel = onTheirWay.remove(id) != nil
+                    if promoted.contains(id) {
+                        state.promoted(id)
+                        if cancel {
+                            state.endCancelled(id)
+                            cancelled.append(claim)
+                        } else {
+                            started.append(claim)
+                        }
+                    } else {
+                        state.released(id)
+                        if cancel { cancelledReleased.append(id) }
+                    }
+                }
+                return (started, cancelled, cancelledReleased)
             }
+            if !started.isEmpty { engine?.addClaimed(started) }
+            return (started, cancelled, cancelledReleased)
         }
-        let started = stranded.filter { promoted.contains(Int64($0.number)) }
-        guard !started.isEmpty, let engine = engineBox.withLock({ $0 }) else { return 0 }
-        engine.addClaimed(started)
-        return started.count
+        guard let engine else { return (0, cancelledReleased) }
+        reportCancelled(cancelled, to: engine)
+        return (started.count, cancelledReleased)
     }
 
     /// Keeps claims made ahead until a transfer of their host hands them its slot.
     private func holdAhead(_ claims: [ClaimedDownload]) {
         guard let engine = engineBox.withLock({ $0 }) else { return }
-        _ = hold(claims, for: engine, ahead: true)
-        // Transfers that ended while the claim ran, with nobody held ahead
-        // to take their slots over: the new claims take them now, as at a
-        // hand-over, instead of waiting a cycle for the queue to give them one.
-        let started = state.withLock { $0.startOnFreeSlots() }
-        if !started.isEmpty { engine.addClaimed(started, liftingHolds: false) }
+        let decoded = decode(claims, for: engine)
+        let cancelled = admission.withLock { onTheirWay in
+            let (_, cancelled) = holdClaims(decoded, claims, ahead: true, onTheirWay: &onTheirWay)
+            // Transfers that ended while the claim ran, with nobody held ahead
+            // to take their slots over: the new claims take them now, as at a
+            // hand-over, instead of waiting a cycle for the queue to give them one.
+            let started = state.withLock { $0.startOnFreeSlots() }
+            if !started.isEmpty { engine.addClaimed(started, liftingHolds: false) }
+            return cancelled
+        }
+        reportCancelled(cancelled, to: engine)
     }
 
-    /// Makes claims this worker's: held under their tokens, decoded into the
-    /// engine's requests (one that cannot be read fails at once), their
-    /// records read ahead; `ahead` ones wait in `State.ahead` without a slot.
-    private func hold(_ claims: [ClaimedDownload], for engine: DownloadEngine, ahead: Bool) -> [ClaimedRequest] {
+    /// Claims decoded into the engine's requests (one that cannot be read
+    /// fails at once, with the next report), their records read ahead: no
+    /// lock is held, as the read-ahead may wait for the database.
+    private func decode(_ claims: [ClaimedDownload], for engine: DownloadEngine) -> [ClaimedRequest] {
         guard !claims.isEmpty else { return [] }
         var decoded: [ClaimedRequest] = []
         var unreadable: [ClaimEnd] = []
@@ -333,24 +367,45 @@ extension QueueWorker {
         }
         // Their records in one statement, not one lookup each when they start.
         readAhead?.prime(keys: decoded.map(\.request.deduplicationKey))
-        let tokens = Dictionary(claims.map { ($0.id, ($0.token, $0.host)) }) { first, _ in first }
-        let rows = ahead ? Dictionary(claims.map { ($0.id, $0) }) { first, _ in first } : [:]
+        if !unreadable.isEmpty { state.withLock { $0.ends.append(contentsOf: unreadable) } }
+        return decoded
+    }
+
+    /// Makes decoded claims this worker's, under their tokens (`claims`, the
+    /// rows they came from): `ahead` ones wait in `State.ahead` without a
+    /// slot. Under `admission`: those a cancel reached on their way in
+    /// (`onTheirWay`) end cancelled instead. Returns the others and those.
+    private func holdClaims(
+        _ decoded: [ClaimedRequest], _ claims: [ClaimedDownload], ahead: Bool, onTheirWay: inout Set<Int64>
+    ) -> (kept: [ClaimedRequest], cancelled: [ClaimedRequest]) {
+        guard !decoded.isEmpty else { return ([], []) }
+        let rows = Dictionary(claims.map { ($0.id, $0) }) { first, _ in first }
+        var kept: [ClaimedRequest] = []
+        var cancelled: [ClaimedRequest] = []
         state.withLock { state in
             for item in decoded {
                 let id = Int64(item.number)
-                guard let (token, host) = tokens[id] else { continue }
-                state.held[id] = token
-                state.hostOf[id] = host
+                guard let row = rows[id] else { continue }
+                state.held[id] = row.token
+                state.hostOf[id] = row.host
+                if onTheirWay.remove(id) != nil {
+                    // Never in the engine: no request is made. A slot its
+                    // row took goes back with its end (`letGo`).
+                    if ahead { state.slotFree.insert(id) }
+                    state.endCancelled(id)
+                    cancelled.append(item)
+                    continue
+                }
                 if ahead {
                     state.slotFree.insert(id)
-                    state.ahead[host, default: FirstInLine()].append(item)
+                    state.ahead[row.host, default: FirstInLine()].append(item)
                     state.aheadCount += 1
-                    state.aheadRows[id] = rows[id]
+                    state.aheadRows[id] = row
                 }
+                kept.append(item)
             }
-            state.ends.append(contentsOf: unreadable)
         }
-        return decoded
+        return (kept, cancelled)
     }
 
     /// Whether a drained worker looks at the run in this turn of its loop.

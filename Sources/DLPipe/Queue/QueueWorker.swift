@@ -196,22 +196,6 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             return stranded
         }
 
-        /// Takes claim `id` out of those held ahead, to end cancelled (its
-        /// report counts it); nil when it is not held ahead.
-        mutating func cancelAhead(_ id: Int64) -> CancelledInQueue? {
-            let isThis = { (claim: ClaimedRequest) in Int64(claim.number) == id }
-            guard let host = hostOf[id], ahead[host]?.elements.contains(where: isThis) == true,
-                let token = held.removeValue(forKey: id), let row = aheadRows.removeValue(forKey: id)
-            else { return nil }
-            _ = ahead[host]?.remove(firstWhere: isThis)
-            if ahead[host]?.isEmpty == true { ahead[host] = nil }
-            aheadCount -= 1
-            letGo(id)
-            ends.append(ClaimEnd(id: id, token: token, outcome: .cancelled, error: nil, unchanged: false, bytes: 0))
-            // This claim made no attempt of its own.
-            return CancelledInQueue(url: row.url, request: row.request, attempts: max(0, row.attempts - 1))
-        }
-
         /// A stranded claim got a slot: it transfers now.
         mutating func promoted(_ id: Int64) {
             slotFree.remove(id)
@@ -224,6 +208,11 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         }
     }
     let state = Mutex(State())
+    /// Held while a claim enters the engine or the claims held ahead (the
+    /// check of a cancel waits for it): the ids of claims cancelled on their
+    /// way in, which end cancelled there instead (`QueueWorker+Cancel`).
+    /// Taken before `state`, never inside it.
+    let admission = Mutex<Set<Int64>>([])
     /// The engine's drained calls and the worker's answers.
     let drain = DrainAnswers()
     let wakeSignal = DispatchSemaphore(value: 0)
@@ -406,20 +395,6 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         }
         signal()
         return ids
-    }
-
-    package func cancelQueued(_ number: Int) -> CancelledInQueue? {
-        // Held ahead here: not in the engine yet, not ready in the queue. It
-        // ends cancelled under its token with the next cycle's report.
-        if let cancelled = state.withLock({ $0.cancelAhead(Int64(number)) }) {
-            signal()
-            return cancelled
-        }
-        return (try? addLink.withLock { link throws(PostgresError) in
-            try link.run(patience: settings.outage) { connection throws(PostgresError) in
-                try queue.cancelQueued(Int64(number), run: run, worker: worker, on: connection)
-            }
-        }) ?? nil
     }
 
     func fatal(_ message: String) {
