@@ -22,6 +22,8 @@ import tools
 CONCURRENCY = 16  # -j of every worker, and of the SQLite run
 NAME = "bench"  # the job's --name in the queue
 TEMPLATE = "queue_template"  # the database each run's is copied from (schema_template)
+# The compared build's own: its schema may be older (a newer one is refused).
+COMPARED_TEMPLATE = "queue_template_compared"
 BASELINE = "dlpipe run (SQLite)"
 WORKERS = (1, 2, 4)
 
@@ -52,7 +54,8 @@ class QueueRuns:
 
         def argv(job, out):
             # Made outside the timing: argv is built before the runner starts.
-            database[:] = [self.cluster.fresh_database(TEMPLATE), self.cluster.cpu_seconds()]
+            database[:] = [self.cluster.fresh_database(COMPARED_TEMPLATE if compared else TEMPLATE),
+                           self.cluster.cpu_seconds()]
             # No `timeout` wrapper: with one, quick runs had workers stopped by signals
             # (twice in 16 runs; never in 32 runs without). A worker that did not
             # exit (the drain bug fixed in stop 14, docs/performance.md) would stall
@@ -84,19 +87,19 @@ class QueueRuns:
         return (statistics.median(c / s for c, s in runs if s > 0), statistics.median(s for _, s in runs))
 
 
-def schema_template(cluster, binary, work):
-    """Makes TEMPLATE: a database where dlpipe created its tables (a run of a job
-    with nothing to fetch, under another name), then emptied but for the schema's
-    version."""
-    cluster.sql("CREATE DATABASE %s" % TEMPLATE)
+def schema_template(cluster, binary, work, template=TEMPLATE):
+    """Makes `template`: a database where `binary` created its tables (a run of a
+    job with nothing to fetch, under another name), then emptied but for the
+    schema's version."""
+    cluster.sql("CREATE DATABASE %s" % template)
     script = os.path.join(work, "nothing.lua")
     with open(script, "w") as f:
         f.write("-- the schema only: nothing to fetch\n")
-    out = os.path.join(work, "template-out")
+    out = os.path.join(work, template + "-out")
     subprocess.run([binary, "run", script, "-d", out, "-q", "--progress", "none", "--no-hooks",
-                    "--queue", cluster.url(TEMPLATE), "--name", "template", "--settle", "0"],
+                    "--queue", cluster.url(template), "--name", "template", "--settle", "0"],
                    check=True, stdout=subprocess.DEVNULL)
-    cluster.clear_tables(TEMPLATE, "dlpipe", keep="schema_version")
+    cluster.clear_tables(template, "dlpipe", keep="schema_version")
 
 
 def job_file(work, data):
@@ -127,6 +130,7 @@ def run(bench, server):
         contenders += [runs.contender(bench.binary, script, base, count, n) for n in WORKERS]
         if bench.args.compare:
             # An A/B run: the other build's SQLite run and one worker, in the same rounds.
+            schema_template(cluster, bench.args.compare, bench.work, COMPARED_TEMPLATE)
             contenders += [tools.dlpipe_job(bench.args.compare, script, COMPARED_BASELINE, base,
                                             extra=lambda job: ["--var", "count=%d" % count]),
                            runs.contender(bench.args.compare, script, base, count, 1, compared=True)]
