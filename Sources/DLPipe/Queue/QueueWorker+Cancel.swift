@@ -39,7 +39,10 @@ extension QueueWorker {
         // Claimed by this worker and not in the engine yet: it ends where it
         // enters (`holdClaims`, `startPromoted`), which reports it.
         if mayBeOnItsWay, answer?.heldBy == true { return .onItsWay }
-        admission.withLock { _ = $0.remove(id) }
+        let consumed = mayBeOnItsWay && admission.withLock { $0.remove(id) == nil }
+        // Taken meanwhile by its claim on its way in (and reported, so no
+        // longer running): it ended cancelled there.
+        if consumed { return .onItsWay }
         return answer?.cancelled.map(QueuedCancel.cancelled) ?? .untouched
     }
 
