@@ -27,17 +27,25 @@ package struct ClaimedFiles: Sendable {
     /// holds may go to another transfer. Called once per download, on the
     /// engine thread; a later transfer of it goes back through `handBack`.
     package let transferEnded: (@Sendable (_ number: Int) -> Void)?
+    /// Download `number` was paused (true), or resumed in this engine
+    /// (false; one resumed after its transfer ended goes through `handBack`
+    /// instead). On the engine thread, before the `paused` event: the queue
+    /// must know that a paused download is no work of the run's, or a run
+    /// whose last download a handler paused would never end.
+    package let pauseChanged: (@Sendable (_ number: Int, _ paused: Bool) -> Void)?
 
     package init(
         folder: String, worker: Int64, mayPlace: @escaping @Sendable () -> Bool,
         handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError?) -> Void)? = nil,
-        transferEnded: (@Sendable (_ number: Int) -> Void)? = nil
+        transferEnded: (@Sendable (_ number: Int) -> Void)? = nil,
+        pauseChanged: (@Sendable (_ number: Int, _ paused: Bool) -> Void)? = nil
     ) {
         self.folder = folder
         self.worker = worker
         self.mayPlace = mayPlace
         self.handBack = handBack
         self.transferEnded = transferEnded
+        self.pauseChanged = pauseChanged
     }
 
     /// The part file of the final name `relative`.

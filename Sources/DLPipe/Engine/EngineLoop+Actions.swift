@@ -96,7 +96,7 @@ extension EngineLoop {
                     handBack(job.id.rawValue, 0, nil)
                     break
                 }
-                pausedJobs.remove(job.id)
+                if pausedJobs.remove(job.id) != nil { configuration.claims?.pauseChanged?(job.id.rawValue, false) }
                 scheduler.enqueue(job.id, host: job.host, priority: job.request.priority)
             case .dequeue:
                 scheduler.withdraw(job.id)
@@ -122,6 +122,7 @@ extension EngineLoop {
                 finish(job, .cancelled)
             case .emitPaused:
                 pausedJobs.insert(job.id)
+                configuration.claims?.pauseChanged?(job.id.rawValue, true)
                 emit(.paused(job.info(root: root)))
             }
         }

@@ -28,7 +28,21 @@ package enum QueueSchema {
         SchemaMigration(version: 10, what: "a job knows the output directory its workers share", sql: directoryToken),
         SchemaMigration(version: 11, what: "a worker's row says which directory it checked", sql: workerDirectoryToken),
         SchemaMigration(version: 12, what: "no table of reserved names: the shared directory's no-clobber link decides a name", sql: noReservedNames),
+        SchemaMigration(version: 13, what: "a paused claim keeps its token and is no work of its run's", sql: pausedClaims),
     ]
+
+    /// A download paused in its worker's engine shows `paused` (it had stayed
+    /// `running`, and its run never ended) and keeps its claim token, so that
+    /// its end is reported as any claim's and a late one changes nothing.
+    /// The index of held rows covers paused ones: a worker that dies holding
+    /// one gives it back with the rest.
+    private static let pausedClaims = """
+        ALTER TABLE dlpipe.downloads DROP CONSTRAINT downloads_claim_token;
+        ALTER TABLE dlpipe.downloads ADD CONSTRAINT downloads_claim_token
+          CHECK ((status IN ('running', 'paused')) = (claim_token IS NOT NULL));
+        DROP INDEX dlpipe.downloads_running;
+        CREATE INDEX downloads_running ON dlpipe.downloads (worker_id) WHERE status IN ('running', 'paused');
+        """
 
     /// Version 1 made a table for the final names that downloads in flight
     /// would reserve; no version of dlpipe wrote a row into it. Workers

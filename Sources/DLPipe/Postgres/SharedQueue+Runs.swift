@@ -20,6 +20,10 @@ extension SharedQueue {
     /// left to end it. Its exit code is 130, as an interrupted run's; `done`
     /// does not run for it. Without this the next cron run would join it and
     /// skip what finished in it instead of asking for everything again.
+    /// What the run still owed ends with it (`cancelled`, "its run was
+    /// interrupted"): its ready and scheduled rows, and the claims of its
+    /// dead workers. Left ready, the next run claimed them, whatever its own
+    /// top level adds; it queues again what it adds (`enqueue`).
     /// Returns whether a run was ended.
     @discardableResult
     package func endOrphanedRun(except worker: Int64, on connection: PostgresConnection) throws(PostgresError) -> Bool {
@@ -33,6 +37,29 @@ extension SharedQueue {
                   WHERE w.run_id = r.id AND w.id <> $2 AND w.stopped_at IS NULL AND w.lease_until > now())
               RETURNING r.id
             ),
+            -- Claims are by row: a live worker (one of an older run that
+            -- follows) keeps what it holds.
+            owed AS (
+              -- A ready row holds no slot, whatever slot_host a take-back left.
+              SELECT d.id, CASE WHEN d.status <> 'ready' THEN d.slot_host END AS slot_host
+              FROM dlpipe.downloads d JOIN ended ON d.run_id = ended.id
+              WHERE d.job_id = $1 AND (d.status = 'ready' OR (d.status IN ('running', 'paused') AND NOT EXISTS (
+                SELECT 1 FROM dlpipe.workers w
+                WHERE w.id = d.worker_id AND w.stopped_at IS NULL AND w.lease_until > now())))
+              FOR NO KEY UPDATE OF d
+            ),
+            closed AS (
+              UPDATE dlpipe.downloads d
+              SET status = 'cancelled', worker_id = NULL, claim_token = NULL, slot_host = NULL, ahead = false,
+                  secret = NULL, ended_at = now(), last_error = '\(Self.interruptedRunError)'
+              FROM owed WHERE d.id = owed.id
+              RETURNING owed.slot_host
+            ),
+            slots AS (
+              UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
+              FROM (SELECT slot_host, count(*)::int AS n FROM closed WHERE slot_host IS NOT NULL GROUP BY slot_host) c
+              WHERE h.job_id = $1 AND h.host = c.slot_host
+            ),
             -- A --follow worker still in an older run hears of it too.
             notified AS (
               SELECT pg_notify('\(QueueSchema.workChannel)', $1::text || '\(QueueSchema.runEndedSuffix)') FROM (SELECT 1 FROM ended LIMIT 1) anything
@@ -41,6 +68,9 @@ extension SharedQueue {
             """, [.int(job), .int(worker)]
         ).rows.isEmpty)
     }
+
+    /// The last error of a download its run's interruption ended.
+    package static let interruptedRunError = "its run was interrupted (its workers stopped) before it ended; the next run queues it again"
 
     /// The open run of the job, made when there is none; the worker joins it.
     /// An open run that no live worker is in any more is ended first.

@@ -144,7 +144,7 @@ package struct SharedQueue: Sendable {
               UPDATE dlpipe.downloads d
               SET status = 'ready', worker_id = NULL, claim_token = NULL, ahead = false,
                   attempts = CASE WHEN d.ahead THEN greatest(0, d.attempts - 1) ELSE d.attempts END
-              FROM dead WHERE d.worker_id = dead.id AND d.status = 'running'
+              FROM dead WHERE d.worker_id = dead.id AND d.status IN ('running', 'paused')
               RETURNING d.id, d.slot_host
             ),
             -- A row whose transfer ended gave its slot back then (slot_host

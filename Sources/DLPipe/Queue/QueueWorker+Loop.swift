@@ -141,6 +141,9 @@ extension QueueWorker {
                 state.wake = false
                 return (state.stopping, state.ends.take(), state.takeSlots(now: QueueClock.now()), state.held.count, state.transferring)
             }
+            // Before the ends: a handler that resumed a parked download ran
+            // in a download that is still running, whose end comes later.
+            let unparks = state.withLock { $0.unparking.take() }.map { (id: $0.key, token: $0.value) }
             let drainWaiting = drain.isAsked
             if stopping { return }
             if !(ends.isEmpty && gives.isEmpty) && held > 0 && !busy {
@@ -175,7 +178,7 @@ extension QueueWorker {
                     loopSession.store(connection.serverPID, ordering: .relaxed)
                     let reconnected = loopLink.reconnected
                     loopLink.reconnected = false
-                    let writes = !(ends.isEmpty && gives.isEmpty && taking.isEmpty && stranded.isEmpty) || reconnected
+                    let writes = !(ends.isEmpty && gives.isEmpty && taking.isEmpty && stranded.isEmpty && unparks.isEmpty) || reconnected
                     if !writes && aheadRoom(held: held, ahead: aheadCount) == 0 {
                         // Nothing to record and nothing to claim ahead: at most
                         // a claim, one statement without a transaction around it.
@@ -184,6 +187,7 @@ extension QueueWorker {
                     // The slots given back and taken, the report and the next
                     // claims commit together: one flush of the database's log.
                     return try connection.transaction { () throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload]) in
+                        _ = try queue.unpark(unparks, on: connection)
                         try report(ends, freeing: gives.map { ($0.key, $0.value) }, taking: taking.map { ($0.key, $0.value) }, on: connection)
                         // Claims held ahead that no transfer will hand a slot:
                         // a slot from the queue where there is room (they come
@@ -238,7 +242,7 @@ extension QueueWorker {
                 if claimed > 0 {
                     // The engine was told of them before its drained call is answered.
                     answerDrain(nil)
-                } else if drainWaiting && held == 0 && lookIsDue(reported: !ends.isEmpty) {
+                } else if drainWaiting, try parkIfAllPaused(), lookIsDue(reported: !ends.isEmpty) {
                     if try lookAtRun() { return }
                 }
             } catch {
@@ -465,7 +469,13 @@ extension QueueWorker {
             }
             return false
         }
-        let exitCode = code ?? (summary.failed > 0 ? 1 : 0)
+        var exitCode = code ?? (summary.failed > 0 ? 1 : 0)
+        if code == nil && exitCode == 0 {
+            let paused = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                try queue.hasPaused(on: connection)
+            }
+            if paused { exitCode = 1 }
+        }
         try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
             try queue.endRun(run, exitCode: exitCode, on: connection)
         }

@@ -122,6 +122,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var lookWanted = false
         /// Monotonic time of the last look at the run.
         var lastLook: Double = 0
+        /// Held claims paused in the engine (`QueueWorker+Pause.swift`).
+        var paused: Set<Int64> = []
+        /// Those of `paused` whose rows the queue shows as paused.
+        var parked: Set<Int64> = []
+        /// Parked claims resumed in the engine, whose rows go back to
+        /// running with the next cycle: their tokens.
+        var unparking: [Int64: Int64] = [:]
 
         /// Held claims that hold a host slot: transferring, or waiting in
         /// the engine for a transfer.
@@ -141,6 +148,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             if let host = hostOf[id], gives || (transferred && !took) { endSlots[host, default: 0] += 1 }
             hostOf[id] = nil
             transferEndedAt[id] = nil
+            paused.remove(id)
+            parked.remove(id)
+            unparking[id] = nil
         }
 
         /// The slot of claim `id` (its transfer ended) goes to the next
@@ -302,7 +312,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
                 state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
             },
             handBack: { [self] number, delay, error in noteRetry(number, after: delay, error) },
-            transferEnded: { [self] number in noteTransferEnded(number) })
+            transferEnded: { [self] number in noteTransferEnded(number) },
+            pauseChanged: { [self] number, paused in notePause(number, paused: paused) })
     }
 
     /// The hooks the engine gets: the job's, with `drained` answered by the worker.

@@ -1,0 +1,103 @@
+@testable import DLPipe
+import Foundation
+import Testing
+import TestSupport
+
+/// A download a handler pauses in a worker of a shared queue. Its row had
+/// stayed running, so the run never ended: the worker waited for ever and
+/// `done` never ran. Now it behaves as without a queue: `done` runs once,
+/// the paused download then fails "paused and never resumed", and the
+/// run's exit code counts it; one that a later handler resumes goes on.
+/// Every worker here is killed by its watchdog after 60 s: a hang fails.
+@Suite struct QueuePauseTests: QueueRunSuite {
+    let fixture: QueueRunFixture
+
+    init() throws {
+        fixture = try QueueRunFixture(label: "pause", hosts: ["pause.queue.test"])
+    }
+
+    private func worker(_ jobFile: String, name: String, _ extra: [String] = []) throws -> Subprocess {
+        try Subprocess(
+            Paths.binary,
+            ["run", jobFile, "-d", out, "--queue", queue, "--name", name, "--settle", "1", "-j", "2"] + extra + resolving,
+            environment: ["NO_COLOR": "1"], timeout: 60)
+    }
+
+    private func statuses(_ name: String) throws -> [String: Int64] {
+        let rows = try PostgresConnection(PostgresAddress(queue)).execute(
+            """
+            SELECT d.status, count(*) AS n FROM dlpipe.downloads d JOIN dlpipe.jobs j ON j.id = d.job_id
+            WHERE j.name = $1 GROUP BY d.status
+            """, [.text(name)]
+        ).rows
+        var counts: [String: Int64] = [:]
+        for row in rows { counts[try row.text("status")] = try row.int("n") }
+        return counts
+    }
+
+    /// The part files left anywhere under the output directory.
+    private func partFiles() -> [String] {
+        FileManager.default.enumerator(atPath: out)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".part") } ?? []
+    }
+
+    @Test(arguments: [1, 2])
+    func aDownloadPausedAndNeverResumedLetsTheRunEnd(workers: Int) async throws {
+        // 300 KB at 100 KiB/s: still transferring when its first progress comes.
+        let slow = try fixture.slowFile("paused.bin", size: 300_000, seed: 3, hostIndex: 0)
+        var quick: [String] = []
+        for index in 0..<4 {
+            let path = dir + "/quick\(index).bin"
+            _ = try nginx.put(path, randomBytes: 1_000, seed: UInt64(10 + index))
+            quick.append(nginx.url(path, host: hosts[0], tls: false))
+        }
+        let jobFile = try job.write("job.lua", """
+            local slow = dl.add('\(slow.url)')
+            \(quick.map { "dl.add('\($0)')" }.joined(separator: "\n"))
+            local paused = false
+            dl.on("progress", function(d, p)
+              if d.id == slow and p.bytes > 0 and not paused then paused = true; dl.pause(d.id) end
+            end)
+            dl.on("done", function(s) dl.log("done: finished " .. s.finished .. ", failed " .. s.failed) end)
+            """)
+        let name = "paused-\(workers)"
+        let started = try (0..<workers).map { _ in try worker(jobFile, name: name) }
+        let ended = await offThePool { started.map { $0.finish() } }
+        let stderr = ended.map(\.stderr).joined(separator: "\n")
+        // The run's code for every worker: the paused download failed.
+        #expect(ended.map(\.status) == Array(repeating: 1, count: workers), "\(stderr)")
+        #expect(stderr.components(separatedBy: "done: finished 4, failed 0").count == 2, "done ran once: \(stderr)")
+        #expect(stderr.components(separatedBy: "paused and never resumed").count == 2, "\(stderr)")
+        #expect(listing(out).filter { !$0.hasPrefix(".") }.sorted() == (0..<4).map { "quick\($0).bin" })
+        #expect(partFiles().isEmpty)
+        #expect(try statuses(name) == ["finished": 4, "failed": 1])
+    }
+
+    /// Paused while nothing else runs (its row is marked paused, and the run
+    /// goes idle), then resumed by a handler of a download that `done` adds:
+    /// it goes back to the queue and is fetched whole.
+    @Test func aParkedDownloadResumedLaterIsFetched() async throws {
+        let slow = try fixture.slowFile("parked.bin", size: 300_000, seed: 4, hostIndex: 0)
+        let laterPath = dir + "/later.bin"
+        let later = try nginx.put(laterPath, randomBytes: 2_000, seed: 5)
+        let jobFile = try job.write("job.lua", """
+            local slow = dl.add('\(slow.url)')
+            local paused, added = false, false
+            dl.on("progress", function(d, p)
+              if d.id == slow and p.bytes > 0 and not paused then paused = true; dl.pause(d.id) end
+            end)
+            dl.on("finished", function(d) if d.url:match("later%.bin$") then dl.resume(slow) end end)
+            dl.on("done", function(s)
+              dl.log("done: finished " .. s.finished)
+              if not added then added = true; dl.add('\(nginx.url(laterPath, host: hosts[0], tls: false))') end
+            end)
+            """)
+        let run = await offThePool { [self] in try? worker(jobFile, name: "parked").finish() }
+        let stderr = run?.stderr ?? ""
+        #expect(run?.status == 0, "\(stderr)")
+        #expect(stderr.contains("done: finished 0") && stderr.contains("done: finished 2"), "\(stderr)")
+        #expect(sameBytes(out + "/parked.bin", slow.bytes))
+        #expect(sameBytes(out + "/later.bin", later))
+        #expect(partFiles().isEmpty)
+        #expect(try statuses("parked") == ["finished": 2])
+    }
+}
