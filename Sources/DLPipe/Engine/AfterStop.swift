@@ -40,7 +40,7 @@ struct AfterStop {
             return done
         case .pause, .resume, .cancel, .cancelledInQueue, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
             .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed, .holdStarts, .releaseStarts,
-            .hostsDueByQueue:
+            .hostsDueByQueue, .perHost:
             return nil
         }
     }

@@ -34,6 +34,8 @@ final class EngineLoop: @unchecked Sendable {
         /// A shared queue's claims for these URLs: their hosts are due by the
         /// queue's clock (`hostsDueByQueue`).
         case hostsDueByQueue([String])
+        /// A shared queue's job-wide `per_host` changed: this engine's cap too.
+        case perHost(Int)
         case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
         /// A shared queue's download that no worker held was cancelled there
         /// by this engine's caller: counted and reported here.
@@ -317,6 +319,7 @@ final class EngineLoop: @unchecked Sendable {
         case .holdStarts: startsHeld += 1
         case .releaseStarts: startsHeld -= 1
         case .hostsDueByQueue(let urls): hostsDueByQueue(urls)
+        case .perHost(let limit): scheduler.setPerHost(limit)
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
         case .cancel(let id): feed(id, .cancel)

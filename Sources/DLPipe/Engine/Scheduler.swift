@@ -25,7 +25,8 @@ struct Scheduler {
     }
 
     let concurrency: Int
-    let perHost: Int
+    /// A shared queue's worker follows the job's `per_host` (`setPerHost`).
+    private(set) var perHost: Int
     private var queues: [String: Heap<Entry>] = [:]
     private var activeByHost: [String: Int] = [:]
     /// The queued ids, by number: an entry of an id not here is stale
@@ -52,6 +53,9 @@ struct Scheduler {
         self.concurrency = max(1, concurrency)
         self.perHost = max(1, perHost)
     }
+
+    /// Transfers per host from now on; those running go on.
+    mutating func setPerHost(_ limit: Int) { perHost = max(1, limit) }
 
     /// Puts a download in line.
     mutating func enqueue(_ id: DownloadID, host: String, priority: Int) {

@@ -21,6 +21,8 @@ package final class PostgresColumns: Sendable {
         self.indexes = indexes
     }
 
+    func has(_ name: String) -> Bool { indexes[name] != nil }
+
     func index(_ name: String) throws(PostgresError) -> Int {
         guard let index = indexes[name] else {
             throw PostgresError(.unexpected, "the result has no column \(name) (it has \(names.joined(separator: ", ")))")

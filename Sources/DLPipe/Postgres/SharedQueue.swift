@@ -286,7 +286,7 @@ package struct SharedQueue: Sendable {
               FROM job, (SELECT host, count(*)::int AS n FROM claimed GROUP BY host) c
               WHERE h.job_id = $1 AND h.host = c.host
             )
-            SELECT * FROM claimed ORDER BY priority DESC, id
+            SELECT c.*, (SELECT per_host FROM job) AS per_host FROM claimed c ORDER BY priority DESC, id
             """, [.int(job), .int(worker), .int(Int64(max(0, limit)))]
         ).rows
         return try Self.claimed(rows)
@@ -302,7 +302,8 @@ package struct SharedQueue: Sendable {
                 id: try row.int("id"), token: try row.int("claim_token"), key: try row.bytes("key"),
                 url: try row.text("url"), host: try row.text("host"), priority: Int(try row.int("priority")),
                 request: try row.text("request"), secret: try row.optionalText("secret"),
-                attempts: Int(try row.int("attempts"))))
+                attempts: Int(try row.int("attempts")),
+                perHost: row.columns.has("per_host") ? try row.optionalInt("per_host").map(Int.init) : nil))
         }
         return claims
     }

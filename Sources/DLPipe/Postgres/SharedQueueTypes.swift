@@ -40,6 +40,9 @@ package struct ClaimedDownload: Sendable, Equatable {
     package let secret: String?
     /// Attempts including this one.
     package let attempts: Int
+    /// The job's `per_host` as the claim read it (nil from statements that
+    /// do not say): a worker's engine caps its transfers per host at it.
+    package var perHost: Int? = nil
 }
 
 /// How a claimed download ended, or that it should be tried again.

@@ -254,6 +254,13 @@ public final class DownloadEngine: Sendable {
         }
     }
 
+    /// Caps transfers per host at `limit` from now on: a shared queue's
+    /// worker follows the job-wide `per_host` that its claims read, which a
+    /// later worker may have changed (its claims take slots at that value).
+    package func setPerHost(_ limit: Int) {
+        loop.post(.perHost(limit))
+    }
+
     /// Waits for one download's outcome. Nil at once for an id of another
     /// engine, and for a download that ended earlier when `keepsOutcomes` is
     /// off. After a stop it answers at once: `.stopped` for what was open at

@@ -289,6 +289,7 @@ extension QueueWorker {
     /// Starts claimed downloads in the engine; how many.
     private func start(_ claims: [ClaimedDownload]) -> Int {
         guard let engine = engineBox.withLock({ $0 }) else { return 0 }
+        followPerHost(of: claims, engine: engine)
         let decoded = decode(claims, for: engine)
         let (started, cancelled) = admission.withLock { onTheirWay in
             let (kept, cancelled) = holdClaims(decoded, claims, ahead: false, onTheirWay: &onTheirWay)
@@ -516,4 +517,21 @@ private final class CodeBox: @unchecked Sendable {
     private var code: Int?
     func set(_ value: Int?) { code = value }
     func get() -> Int? { code }
+}
+
+extension QueueWorker {
+    /// The job's `per_host` as these claims read it becomes the engine's
+    /// cap, before they start. A worker's engine had kept the value it
+    /// started with: after a later worker raised the job's, it claimed
+    /// slots at the new value and ran its transfers at the old one (one
+    /// at a time while the queue showed three of its slots taken, and the
+    /// other workers got none of them).
+    func followPerHost(of claims: [ClaimedDownload], engine: DownloadEngine) {
+        guard let limit = claims.lazy.compactMap(\.perHost).first else { return }
+        let changed = state.withLock { state -> Bool in
+            defer { state.enginePerHost = limit }
+            return state.enginePerHost != limit
+        }
+        if changed { engine.setPerHost(limit) }
+    }
 }

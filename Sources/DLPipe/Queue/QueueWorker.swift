@@ -122,6 +122,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         var lookWanted = false
         /// Monotonic time of the last look at the run.
         var lastLook: Double = 0
+        /// The engine's cap of transfers per host: the job's `per_host` as
+        /// this worker's last claim read it.
+        var enginePerHost = 0
         /// Held claims paused in the engine (`QueueWorker+Pause.swift`).
         var paused: Set<Int64> = []
         /// Those of `paused` whose rows the queue shows as paused.
@@ -334,6 +337,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     package func start(engine: DownloadEngine, onFatal: @escaping @Sendable (String) -> Void) {
         self.onFatal = onFatal
         engineBox.withLock { $0 = engine }
+        state.withLock { $0.enginePerHost = jobLimits.perHost }
         engine.observe { [self] event in noteEnd(event) }
         try? FileManager.default.createDirectory(
             atPath: root + "/" + partFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
