@@ -297,6 +297,12 @@ public final class DownloadEngine: Sendable {
         return (drained.summary, drained.exitCode)
     }
 
+    /// The counts since the engine started, as they are now, to `reply` (on
+    /// the engine's thread): a `--follow` worker's summary of a run.
+    package func countsNow(_ reply: @escaping @Sendable (RunSummary) -> Void) {
+        loop.post(.countsNow({ summary, _ in reply(summary) }))
+    }
+
     /// `waitUntilDrained`'s answer as one Sendable value.
     private struct Drained: Sendable {
         let summary: RunSummary

@@ -440,7 +440,10 @@ extension QueueWorker {
             try queue.look(run: run, settle: settings.settle, on: connection)
         }
         if look.ended {
-            if settings.follow { return try followNextRun() }
+            if settings.follow {
+                noteFollowedEnd(FollowedRunEnd(run: run, exitCode: look.exitCode ?? 0, job: nil))
+                return try followNextRun()
+            }
             answerDrain(look.exitCode ?? 0)
             return true
         }
@@ -480,9 +483,12 @@ extension QueueWorker {
         try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
             try queue.endRun(run, exitCode: exitCode, on: connection)
         }
-        ranDone.withLock { $0 = (run, summary) }
         removeDeadWorkersParts()
-        if settings.follow { return try followNextRun() }
+        if settings.follow {
+            noteFollowedEnd(FollowedRunEnd(run: run, exitCode: exitCode, job: summary))
+            return try followNextRun()
+        }
+        ranDone.withLock { $0 = (run, summary) }
         answerDrain(exitCode)
         return true
     }
@@ -504,6 +510,15 @@ extension QueueWorker {
             }
         }
         return false
+    }
+
+    /// Tells a `--follow` worker's caller that its run ended, once a run.
+    private func noteFollowedEnd(_ end: FollowedRunEnd) {
+        let fresh = endedRunTold.withLock { told -> Bool in
+            defer { told = max(told, end.run) }
+            return end.run > told
+        }
+        if fresh { onRunEnded?(end) }
     }
 
     private func answerDrain(_ code: Int?) {
@@ -534,4 +549,13 @@ extension QueueWorker {
         }
         if changed { engine.setPerHost(limit) }
     }
+}
+
+/// A run that a `--follow` worker was in ended.
+package struct FollowedRunEnd: Sendable {
+    package let run: Int64
+    /// The run's exit code, the same for every worker.
+    package let exitCode: Int
+    /// The job-wide counts `done` got, when this worker ran it.
+    package let job: RunSummary?
 }

@@ -239,6 +239,10 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let ranDone = Mutex<(run: Int64, summary: RunSummary)?>(nil)
     /// Called once when the worker cannot go on (the database stayed away, the lease was lost).
     var onFatal: @Sendable (String) -> Void = { _ in }
+    /// A `--follow` worker's run ended (`noteFollowedEnd`).
+    var onRunEnded: (@Sendable (FollowedRunEnd) -> Void)?
+    /// The last run whose end `onRunEnded` was told of.
+    let endedRunTold = Mutex<Int64>(0)
 
     /// Connects, migrates the schema and registers in the job; `joinRun`
     /// joins its run, once the worker may write into its directory.
@@ -334,8 +338,14 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
 
     /// Starts the worker's threads for `engine` (built with `hooks(wrapping:)`
     /// and `claimedFiles`, and this worker as its `SharedAdds`).
-    package func start(engine: DownloadEngine, onFatal: @escaping @Sendable (String) -> Void) {
+    /// `onRunEnded`: a `--follow` worker's runs end while it goes on; it is
+    /// told of each once (its engine never drains, so nothing else says so).
+    package func start(
+        engine: DownloadEngine, onRunEnded: (@Sendable (FollowedRunEnd) -> Void)? = nil,
+        onFatal: @escaping @Sendable (String) -> Void
+    ) {
         self.onFatal = onFatal
+        self.onRunEnded = onRunEnded
         engineBox.withLock { $0 = engine }
         state.withLock { $0.enginePerHost = jobLimits.perHost }
         engine.observe { [self] event in noteEnd(event) }

@@ -1,6 +1,7 @@
 import DLPipe
 import DLPipeLua
 import Foundation
+import Synchronization
 
 /// Runs an engine to the end with the options' output, and returns the exit status.
 enum RunDriver {
@@ -94,7 +95,22 @@ enum RunDriver {
                 exit(ExitCode.failed)
             }
         }
-        queueWorker?.start(engine: engine) { message in
+        // A --follow worker's counts at the end of the run before (`since`),
+        // and when that was: its seconds are the wall time from there.
+        let countsAtLastEnd = Mutex((counts: RunSummary(), at: ProcessInfo.processInfo.systemUptime))
+        let workerID = queueWorker?.worker ?? 0
+        queueWorker?.start(engine: engine, onRunEnded: { end in
+            engine.countsNow { now in
+                let own = countsAtLastEnd.withLock { last in
+                    let at = ProcessInfo.processInfo.systemUptime
+                    defer { last = (now, at) }
+                    var own = now.since(last.counts)
+                    own.seconds = at - last.at
+                    return own
+                }
+                reporter.runEnded(FollowedRun(end: end, own: own, worker: workerID))
+            }
+        }) { message in
             // The database stayed away, or this worker's lease passed to others:
             // nothing more is placed; part files stay for whoever takes over.
             Terminal.error("dlpipe: " + message)

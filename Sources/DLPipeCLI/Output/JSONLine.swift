@@ -64,12 +64,14 @@ enum JSONLine {
     /// worker that ran the job's `done` handler and ended the run adds
     /// `job`, the job-wide counts that handler got. One line per run has
     /// `job`, whichever worker wrote it.
-    static func done(_ s: RunSummary, worker: Int64, run: Int64, job: RunSummary?) -> String {
+    /// `exitCode`: a `--follow` worker's run, which ends while it goes on.
+    static func done(_ s: RunSummary, worker: Int64, run: Int64, job: RunSummary?, exitCode: Int? = nil) -> String {
         var object = JSONObject()
         object.add("event", "done")
         add(s, to: &object)
         object.add("worker", worker)
         object.add("run", run)
+        if let exitCode { object.add("exit_code", exitCode) }
         if let job {
             var counts = JSONObject()
             add(job, to: &counts)

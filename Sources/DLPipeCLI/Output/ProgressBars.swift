@@ -80,6 +80,13 @@ final class ProgressBars: Reporter, @unchecked Sendable {
         Terminal.error(LineReporter.summaryLine(summary))
     }
 
+    func runEnded(_ ended: FollowedRun) {
+        model.withLock { m in
+            m.log.append(ended.line)
+            m.dirty = true
+        }
+    }
+
     private func paint(_ line: String, failed: Bool) -> String {
         guard colors else { return line }
         return (failed ? "\u{1b}[31m" : "\u{1b}[32m") + line + "\u{1b}[0m"

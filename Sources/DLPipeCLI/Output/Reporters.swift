@@ -13,10 +13,13 @@ protocol Reporter: Sendable {
     func finish(_ summary: RunSummary)
     /// The run is stopping (a signal): write what is pending, within a few seconds.
     func flushBeforeExit()
+    /// A `--follow` worker's run ended (`FollowedRun`); it goes on.
+    func runEnded(_ ended: FollowedRun)
 }
 
 extension Reporter {
     func flushBeforeExit() {}
+    func runEnded(_ ended: FollowedRun) {}
 }
 
 enum Reporters {
@@ -59,6 +62,11 @@ final class LineReporter: Reporter {
     func finish(_ summary: RunSummary) {
         guard !onlyFailures else { return }
         Terminal.error(Self.summaryLine(summary))
+    }
+
+    func runEnded(_ ended: FollowedRun) {
+        guard !onlyFailures else { return }
+        Terminal.error(ended.line)
     }
 
     /// The line for a terminal event (nil for the others).
@@ -122,6 +130,11 @@ final class JSONReporter: Reporter {
             return writer.write(line: JSONLine.done(s, worker: worker.worker, run: ran?.run ?? worker.run, job: ran?.summary))
         }
         writer.write(event)
+    }
+
+    func runEnded(_ ended: FollowedRun) {
+        writer.write(line: JSONLine.done(
+            ended.own, worker: ended.worker, run: ended.end.run, job: ended.end.job, exitCode: ended.end.exitCode))
     }
 
     /// Waits until every event is written, however slow the reader.
