@@ -33,6 +33,10 @@ extension QueueEdgeTests {
         #expect(refused.stderr.contains("another job's workers write into \(out) now: \"first\" (queue job "), "\(refused.stderr)")
         #expect(refused.stderr.contains("Give each job its own -d"), "\(refused.stderr)")
         #expect(try server.requests(matching: "/files/b.bin").isEmpty)
+        // It took back the folder it made for its claim: the directory names one job.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/.dlpipe/queue") == folders)
+        let statusAfter = try await DLPipeRun.run(["status", out])
+        #expect(!statusAfter.stdout.contains("\"second\""), "\(statusAfter.stdout)")
         // The refused worker opened no run: none ended with 130 in the second job's history.
         #expect(try runCount(queue, job: "second") == 0)
         // A second worker of the same job is welcome (it finds nothing to claim and ends with the run).
@@ -103,6 +107,10 @@ extension QueueEdgeTests {
         #expect(refused.stderr.contains("every worker of a job needs the same -d"), "\(refused.stderr)")
         #expect(try server.requests(matching: "/files/big.bin").count == 1, "the refused worker asked for nothing")
         #expect(listing(elsewhere).isEmpty)
+        // Nor a job folder: `dlpipe status` of that directory lists no job that wrote there.
+        #expect(!FileManager.default.fileExists(atPath: elsewhere + "/.dlpipe/queue"))
+        let statusElsewhere = try await DLPipeRun.run(["status", elsewhere])
+        #expect(!statusElsewhere.stdout.contains("wrote here"), "\(statusElsewhere.stdout)")
         // It joined no run: the job's history holds the first worker's alone.
         #expect(try runCount(queue, job: "moving") == 1)
 

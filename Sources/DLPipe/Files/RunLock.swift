@@ -79,6 +79,17 @@ package final class RunLock: @unchecked Sendable {
         close(fd)
     }
 
+    /// Makes a shared lock exclusive when no other process holds it; false
+    /// when one does (flock may then have dropped this one: the caller is
+    /// letting go of it anyway).
+    package func makeExclusiveIfAlone() -> Bool {
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        return true
+    }
+
     static func readPID(_ fd: Int32) -> Int32? {
         var buffer = [UInt8](repeating: 0, count: 32)
         let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }

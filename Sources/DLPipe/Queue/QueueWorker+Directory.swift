@@ -43,6 +43,9 @@ extension QueueWorker {
         let jobs = root + "/.dlpipe/queue"
         // The state folder must be this user's, as for a run without the queue.
         if let problem = StatePermissions.makeFolder(root + "/" + StateLayout.folderName) { throw DownloadError(.io, problem) }
+        var isFolder: ObjCBool = false
+        let folderExisted = FileManager.default.fileExists(atPath: root + "/" + partFolder, isDirectory: &isFolder)
+        createdJobFolder.withLock { $0 = !folderExisted }
         // The part folder's mode, as `start` makes it (the lock file's folder).
         try? FileManager.default.createDirectory(
             atPath: root + "/" + partFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -69,6 +72,23 @@ extension QueueWorker {
             if let id = try? row.int("id"), let name = try? row.text("name") { names[id] = name }
         }
         return (lock, ids.map { OtherJob(id: $0, name: names[$0], recorded: Self.recordedJobName(inFolder: jobs + "/\($0)")) })
+    }
+
+    /// A worker refused before it ran (another job writes here, or its job
+    /// writes elsewhere) takes back the job folder it made for its claim:
+    /// left there, `dlpipe status DIR` listed the job as one that wrote
+    /// into the directory, and the folder named a job that never ran there.
+    /// Only a folder this worker made, and only while no other worker holds
+    /// its `active` lock (one of the same job that started meanwhile keeps
+    /// it); a folder that holds anything else stays.
+    package func withdrawDirectoryClaim(_ lock: RunLock) {
+        guard createdJobFolder.withLock({ $0 }), lock.makeExclusiveIfAlone() else { return }
+        let folder = root + "/" + partFolder
+        unlink(folder + "/" + Self.jobNameFile)
+        unlink(folder + "/active")
+        rmdir(folder)
+        // The folder of job folders too, when it holds no other.
+        rmdir(root + "/.dlpipe/queue")
     }
 
     /// Whether some process holds the lock file at `path` (a worker of its job).

@@ -239,6 +239,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let ranDone = Mutex<(run: Int64, summary: RunSummary)?>(nil)
     /// Called once when the worker cannot go on (the database stayed away, the lease was lost).
     var onFatal: @Sendable (String) -> Void = { _ in }
+    /// Whether `claimDirectory` made the job's folder (`withdrawDirectoryClaim`).
+    let createdJobFolder = Mutex(false)
     /// A `--follow` worker's run ended (`noteFollowedEnd`).
     var onRunEnded: (@Sendable (FollowedRunEnd) -> Void)?
     /// The last run whose end `onRunEnded` was told of.

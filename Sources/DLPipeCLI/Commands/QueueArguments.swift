@@ -231,6 +231,7 @@ enum QueueMode {
         do throws(DownloadError) {
             let (lock, others) = try worker.claimDirectory()
             guard others.isEmpty else {
+                worker.withdrawDirectoryClaim(lock)
                 worker.leave()
                 return .failure(Failure(
                     message: QueueWorker.otherJobsMessage(others, directory: configuration.directory, job: setup.name), code: ExitCode.locked))
@@ -246,6 +247,7 @@ enum QueueMode {
             case .shared:
                 break
             case .elsewhere(let live, let tokenFound):
+                worker.withdrawDirectoryClaim(directoryClaim)
                 worker.leave()
                 return .failure(Failure(
                     message: QueueWorker.elsewhereMessage(
