@@ -37,7 +37,11 @@ import TestSupport
         let ended = await offThePool { worker.finish() }
         let waited = Date().timeIntervalSince(started)
         #expect(ended.status == 4, "\(ended.stderr)")
-        #expect(ended.stderr.contains("cannot reach the shared queue for") && ended.stderr.contains("part files are kept"), "\(ended.stderr)")
+        #expect(ended.stderr.contains("cannot reach the shared queue at ") && ended.stderr.contains("part files are kept"), "\(ended.stderr)")
+        // How long it was away and how long it waits, not one statement's
+        // try ("tried for 0.7 s" beside "it waits 60 s").
+        #expect(ended.stderr.range(of: #" for (59|6\d) s \(it waits 60 s\); last error: "#, options: .regularExpression) != nil, "\(ended.stderr)")
+        #expect(!ended.stderr.contains("tried for"), "\(ended.stderr)")
         // It waited its outage (60 s with a lease of 2 s), not less.
         #expect(waited >= 59, "exited after \(waited) s")
         let parts = FileManager.default.enumerator(atPath: out)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".part") } ?? []

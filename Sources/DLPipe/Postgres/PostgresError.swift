@@ -26,6 +26,13 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// The five-character SQLSTATE ("23505" unique violation, "40P01"
     /// deadlock, "57P01" admin shutdown), when the server sent one.
     package let sqlState: String?
+    /// A link that gave up reconnecting (`ReconnectingConnection.run`): the
+    /// last attempt's error, and how long it tried. A worker's own line
+    /// about the outage says these, not the link's message, whose "tried
+    /// for" is one statement's try (0.7 s of a heartbeat's, next to the
+    /// 60 s the worker waited).
+    package var lastError: String?
+    package var triedFor: Double?
 
     package init(_ kind: Kind, _ message: String, sqlState: String? = nil) {
         self.kind = kind

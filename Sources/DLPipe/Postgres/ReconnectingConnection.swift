@@ -111,10 +111,13 @@ package final class ReconnectingConnection: @unchecked Sendable {
             guard elapsed < patience else {
                 // A deadlock that kept coming back is still the statement's.
                 guard error.isConnectionLoss else { throw error }
-                throw PostgresError(
+                var gaveUp = PostgresError(
                     .connection,
                     "\(Self.unreachable) at \(address) is unreachable: tried for \(Self.seconds(elapsed)) (\(attempt + 1) attempts); last error: \(error.message)",
                     sqlState: error.sqlState)
+                gaveUp.lastError = error.message
+                gaveUp.triedFor = elapsed
+                throw gaveUp
             }
             // The first retry goes at once: a terminated backend or a recycled
             // connection is back as soon as a new one is made. Later ones wait.

@@ -58,7 +58,7 @@ extension QueueWorker {
                 failure = error.message
                 let since = state.withLock { QueueClock.now() - $0.lastAcknowledged }
                 if since > settings.outage {
-                    fatal("cannot reach the shared queue for \(Int(since)) s (it waits \(Int(settings.outage)) s): \(error.message); part files are kept")
+                    fatal(outageMessage(away: since, error))
                     return
                 }
             }
@@ -146,5 +146,14 @@ extension QueueWorker {
             guard let owner = ClaimedFiles.worker(ofPart: name), !live.contains(owner) else { continue }
             unlink(folder + "/" + name)
         }
+    }
+}
+
+extension QueueWorker {
+    /// The line of a worker that gives up on its database after `away`
+    /// seconds: the same from the heartbeat and from the claim loop.
+    func outageMessage(away: Double, _ error: PostgresError) -> String {
+        "cannot reach the shared queue at \(settings.address) for \(Int(away)) s (it waits \(Int(settings.outage)) s); "
+            + "last error: \(error.lastError ?? error.message); part files are kept"
     }
 }

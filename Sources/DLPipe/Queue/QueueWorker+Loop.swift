@@ -247,7 +247,7 @@ extension QueueWorker {
                 }
             } catch {
                 fatal(error.isConnectionLoss
-                    ? "cannot reach the shared queue for \(Int(settings.outage)) s: \(error.message); part files are kept"
+                    ? outageMessage(away: error.triedFor ?? settings.outage, error)
                     : "the shared queue refused a statement: \(error.description); part files are kept")
                 return
             }
