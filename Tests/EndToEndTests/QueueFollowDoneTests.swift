@@ -52,7 +52,7 @@ import TestSupport
     @Test func aFollowWorkerWritesADoneEventForEachRun() async throws {
         let path = try jobFile()
         let follower = try Subprocess(
-            Paths.binary, arguments(path, set: 1, ["--follow", "--json"]), environment: ["NO_COLOR": "1"], timeout: 60)
+            Paths.binary, arguments(path, set: 1, ["--follow", "--json"]), environment: ["NO_COLOR": "1"], timeout: 180)
         // Its own run: it ran `done`, so it has the job's counts too.
         let first = try #require(await nextDone(follower))
         #expect(first["exit_code"] as? Int == 0)
@@ -61,7 +61,7 @@ import TestSupport
         let firstRun = try #require(first["run"] as? Int)
         // A cron worker opens the next run; the follower joins it.
         let cron = await offThePool { [self] in
-            try? Subprocess(Paths.binary, arguments(path, set: 2, []), environment: ["NO_COLOR": "1"], timeout: 60).finish()
+            try? Subprocess(Paths.binary, arguments(path, set: 2, []), environment: ["NO_COLOR": "1"], timeout: 180).finish()
         }
         #expect(cron?.status == 1, "the 404 fails the run: \(cron?.stderr ?? "")")
         let second = try #require(await nextDone(follower))
@@ -78,7 +78,7 @@ import TestSupport
     @Test func aFollowWorkerPrintsASummaryLineForEachRun() async throws {
         let path = try jobFile()
         let follower = try Subprocess(
-            Paths.binary, arguments(path, set: 1, ["--follow"]), environment: ["NO_COLOR": "1"], timeout: 60)
+            Paths.binary, arguments(path, set: 1, ["--follow"]), environment: ["NO_COLOR": "1"], timeout: 180)
         let line = await offThePool { () -> String? in
             while let line = follower.readStderrLine() {
                 if line.contains("of the job ended") { return line }

@@ -34,7 +34,7 @@ import TestSupport
             ["run", jobFile, "-d", out, "--queue", queue, "--name", name, "--settle", "0", "-j", "2", "--lease", "2",
              "--var", "n=\(count)", "--json"] + resolving
         }
-        let first = try Subprocess(Paths.binary, arguments(12), environment: ["NO_COLOR": "1"], timeout: 60)
+        let first = try Subprocess(Paths.binary, arguments(12), environment: ["NO_COLOR": "1"], timeout: 180)
         let firstStatus = await offThePool { () -> Int32 in
             _ = first.waitForLine(containing: "\"event\":\"progress\"")
             first.signal(stop == "SIGTERM" ? SIGTERM : SIGKILL)
@@ -56,7 +56,7 @@ import TestSupport
         let secondStart = Int(Date().timeIntervalSince1970 * 1000)
         let secondArguments = arguments(2)
         let second = await offThePool {
-            try? Subprocess(Paths.binary, secondArguments, environment: ["NO_COLOR": "1"], timeout: 60).finish()
+            try? Subprocess(Paths.binary, secondArguments, environment: ["NO_COLOR": "1"], timeout: 180).finish()
         }
         #expect(second?.status == 0, "\(second?.stderr ?? "")")
         // What the second run asked for: requests that began after it started.

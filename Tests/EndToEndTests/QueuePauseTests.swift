@@ -8,7 +8,9 @@ import TestSupport
 /// `done` never ran. Now it behaves as without a queue: `done` runs once,
 /// the paused download then fails "paused and never resumed", and the
 /// run's exit code counts it; one that a later handler resumes goes on.
-/// Every worker here is killed by its watchdog after 60 s: a hang fails.
+/// Every worker here is killed by its watchdog after 180 s, so a hang fails
+/// (not sooner: at the start of a full suite on two cores a worker took up
+/// to 114 s to start, QueueOutageTests).
 @Suite struct QueuePauseTests: QueueRunSuite {
     let fixture: QueueRunFixture
 
@@ -20,7 +22,7 @@ import TestSupport
         try Subprocess(
             Paths.binary,
             ["run", jobFile, "-d", out, "--queue", queue, "--name", name, "--settle", "1", "-j", "2"] + extra + resolving,
-            environment: ["NO_COLOR": "1"], timeout: 60)
+            environment: ["NO_COLOR": "1"], timeout: 180)
     }
 
     private func statuses(_ name: String) throws -> [String: Int64] {

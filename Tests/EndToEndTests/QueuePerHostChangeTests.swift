@@ -27,11 +27,11 @@ import TestSupport
              "-j", "\(concurrency)", "--per-host", "\(perHost)", "--json"] + resolving
         }
         let first = try Subprocess(
-            Paths.binary, arguments(perHost: 1, concurrency: 4), environment: ["NO_COLOR": "1"], timeout: 60)
+            Paths.binary, arguments(perHost: 1, concurrency: 4), environment: ["NO_COLOR": "1"], timeout: 180)
         // Once the first transfers, the second worker raises the job's per_host.
         _ = await offThePool { first.waitForLine(containing: "\"event\":\"progress\"") }
         let second = try Subprocess(
-            Paths.binary, arguments(perHost: 3, concurrency: 1), environment: ["NO_COLOR": "1"], timeout: 60)
+            Paths.binary, arguments(perHost: 3, concurrency: 1), environment: ["NO_COLOR": "1"], timeout: 180)
         let ended = await offThePool { [first.finish(), second.finish()] }
         #expect(ended.map(\.status) == [0, 0], "\(ended.map(\.stderr))")
         for file in files { #expect(sameBytes(out + "/" + file.name, file.bytes), "\(file.name)") }
