@@ -35,10 +35,6 @@ import TestSupport
         #expect(run.stdout.isEmpty)
     }
 
-    /// The part files under the output directory, wherever they are.
-    private func partFiles() -> [String] {
-        FileManager.default.enumerator(atPath: out)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".part") } ?? []
-    }
 
     private func rows(_ queue: String, _ sql: String) throws -> [PostgresRow] {
         try PostgresConnection(PostgresAddress(queue)).execute(sql).rows
@@ -55,7 +51,7 @@ import TestSupport
         let worker = try Subprocess(Paths.binary, arguments, timeout: 60)
         let (partsBefore, stopped) = await offThePool { () -> ([String], (status: Int32, stdout: String, stderr: String)) in
             worker.waitForLine(containing: "\"bytes\":50000,")
-            let parts = partFiles()
+            let parts = partFiles(under: out)
             worker.signal(SIGTERM)
             return (parts, worker.finish())
         }
@@ -63,7 +59,7 @@ import TestSupport
         #expect(stopped.status == 130, "\(stopped.stderr)")
         #expect(stopped.stderr.contains("this worker's downloads go back to the queue for the other workers and its part files are removed"), "\(stopped.stderr)")
         #expect(!stopped.stderr.contains("part files are kept"), "\(stopped.stderr)")
-        #expect(partFiles().isEmpty, "the leaving worker removed its part file")
+        #expect(partFiles(under: out).isEmpty, "the leaving worker removed its part file")
         // It was the run's last worker: the run ended with it, and so did
         // what it held (QueueInterruptedRunTests); no worker holds it.
         #expect(try rows(queue, "SELECT status, worker_id FROM dlpipe.downloads").map {
@@ -73,7 +69,7 @@ import TestSupport
         let next = try await DLPipeRun.run(arguments.filter { $0 != "--json" })
         #expect(next.status == 0, "\(next.stderr)")
         #expect(sameBytes(out + "/big.bin", body))
-        #expect(partFiles().isEmpty)
+        #expect(partFiles(under: out).isEmpty)
     }
 
     // MARK: --state with a queue

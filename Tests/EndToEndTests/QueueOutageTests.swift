@@ -44,7 +44,7 @@ import TestSupport
         #expect(!ended.stderr.contains("tried for"), "\(ended.stderr)")
         // It waited its outage (60 s with a lease of 2 s), not less.
         #expect(waited >= 59, "exited after \(waited) s")
-        let parts = FileManager.default.enumerator(atPath: out)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".part") } ?? []
+        let parts = partFiles(under: out)
         #expect(parts.count == 1, "\(parts)")
         #expect(!FileManager.default.fileExists(atPath: out + "/big.bin"))
     }

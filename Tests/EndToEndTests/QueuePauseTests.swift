@@ -37,10 +37,6 @@ import TestSupport
         return counts
     }
 
-    /// The part files left anywhere under the output directory.
-    private func partFiles() -> [String] {
-        FileManager.default.enumerator(atPath: out)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".part") } ?? []
-    }
 
     @Test(arguments: [1, 2])
     func aDownloadPausedAndNeverResumedLetsTheRunEnd(workers: Int) async throws {
@@ -70,7 +66,7 @@ import TestSupport
         #expect(stderr.components(separatedBy: "done: finished 4, failed 0").count == 2, "done ran once: \(stderr)")
         #expect(stderr.components(separatedBy: "paused and never resumed").count == 2, "\(stderr)")
         #expect(listing(out).filter { !$0.hasPrefix(".") }.sorted() == (0..<4).map { "quick\($0).bin" })
-        #expect(partFiles().isEmpty)
+        #expect(partFiles(under: out).isEmpty)
         #expect(try statuses(name) == ["finished": 4, "failed": 1])
     }
 
@@ -99,7 +95,7 @@ import TestSupport
         #expect(stderr.contains("done: finished 0") && stderr.contains("done: finished 2"), "\(stderr)")
         #expect(sameBytes(out + "/parked.bin", slow.bytes))
         #expect(sameBytes(out + "/later.bin", later))
-        #expect(partFiles().isEmpty)
+        #expect(partFiles(under: out).isEmpty)
         #expect(try statuses("parked") == ["finished": 2])
     }
 }

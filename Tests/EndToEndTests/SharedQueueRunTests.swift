@@ -33,7 +33,7 @@ import TestSupport
         #expect(listing(out) == files.map(\.name).sorted(), "numbered copies or strays: \(listing(out).filter { !$0.hasPrefix("f") || $0.contains(".part") || $0.split(separator: ".").count > 2 })")
         let broken = files.filter { !sameBytes(out + "/" + $0.name, $0.bytes) }.map(\.name)
         #expect(broken.isEmpty, "not whole: \(broken)")
-        let parts = FileManager.default.enumerator(atPath: out)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".part") } ?? []
+        let parts = partFiles(under: out)
         #expect(parts.isEmpty, "part files left: \(parts)")
     }
 

@@ -155,3 +155,9 @@ func sameBytes(_ path: String, _ data: [UInt8]) -> Bool {
 func listing(_ directory: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0 != ".dlpipe" }.sorted()
 }
+
+/// The part files anywhere under `directory` (a queue worker's are in
+/// `.dlpipe/queue/JOB/`), as paths relative to it.
+func partFiles(under directory: String) -> [String] {
+    FileManager.default.enumerator(atPath: directory)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".part") } ?? []
+}
