@@ -98,4 +98,23 @@ import TestSupport
         #expect(partFiles(under: out).isEmpty)
         #expect(try statuses("parked") == ["finished": 2])
     }
+
+    /// Paused in `response`, resumed by `done` itself: the look after `done`
+    /// had run before the resume was reported, found the run idle and ended
+    /// it (exit 1, nothing failed), and the row stayed ready past its run.
+    @Test func aDownloadDoneResumesIsFetchedInTheSameRun() async throws {
+        let slow = try fixture.slowFile("resumed.bin", size: 300_000, seed: 6, hostIndex: 0)
+        let jobFile = try job.write("job.lua", """
+            local slow = dl.add('\(slow.url)')
+            dl.on("response", function(d) if d.id == slow and d.attempt == 1 then dl.pause(d.id) end end)
+            dl.on("done", function(s) dl.log("done: finished " .. s.finished); dl.resume(slow) end)
+            """)
+        let run = await offThePool { [self] in try? worker(jobFile, name: "done-resumed").finish() }
+        let stderr = run?.stderr ?? ""
+        #expect(run?.status == 0, "\(stderr)")
+        #expect(stderr.contains("done: finished 0") && stderr.contains("done: finished 1"), "\(stderr)")
+        #expect(sameBytes(out + "/resumed.bin", slow.bytes))
+        #expect(partFiles(under: out).isEmpty)
+        #expect(try statuses("done-resumed") == ["finished": 1])
+    }
 }

@@ -463,11 +463,13 @@ extension QueueWorker {
             answered.wait()
             code = box.get()
         }
+        if doneHook != nil { try reportWhatDoneResumed() }
         let after = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
             try queue.look(run: run, settle: 0, on: connection)
         }
         if after.busy {
-            // `done` added downloads: the run goes on, and `done` comes again at its next idle.
+            // `done` added or resumed downloads: the run goes on, and `done`
+            // comes again at its next idle.
             try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
                 try queue.releaseDone(run: run, on: connection)
             }
@@ -491,6 +493,31 @@ extension QueueWorker {
         ranDone.withLock { $0 = (run, summary) }
         answerDrain(exitCode)
         return true
+    }
+
+    /// Reports what the resumes of `done`'s handlers did, before the look
+    /// after `done`: a paused download resumed there goes back to the queue
+    /// as ready (or shows running again, if it never transferred) only once
+    /// the engine took the resume and the worker reported it. The look had
+    /// come first, found the run idle and ended it, and the row stayed ready
+    /// past its run (the next run fetched it). The engine takes commands in
+    /// order, so its answer to one sent now comes after theirs.
+    private func reportWhatDoneResumed() throws(PostgresError) {
+        guard let engine = engineBox.withLock({ $0 }) else { return }
+        let taken = DispatchSemaphore(value: 0)
+        engine.countsNow { _ in taken.signal() }
+        taken.wait()
+        // An end gives its own slot back (`letGo` took it off the slots to give).
+        let (ends, unparks) = state.withLock { state in
+            (state.ends.take(), state.unparking.take().map { (id: $0.key, token: $0.value) })
+        }
+        guard !(ends.isEmpty && unparks.isEmpty) else { return }
+        try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try connection.transaction { () throws(PostgresError) in
+                _ = try queue.unpark(unparks, on: connection)
+                try report(ends, on: connection)
+            }
+        }
     }
 
     /// A `--follow` worker whose run ended: it joins the job's next run once
