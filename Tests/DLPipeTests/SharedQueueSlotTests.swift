@@ -206,7 +206,13 @@ import TestSupport
         try SchemaMigrator(Array(QueueSchema.migrations.prefix(4))).migrate(connection)
         let queue = try SharedQueue.open(job: "old", limits: JobLimits(perHost: 2), on: connection)
         _ = try queue.add(queuedRequests(3, hosts: ["a.test"]), on: connection)
-        let worker = try queue.register(hostname: "w", pid: 1, lease: 30, on: connection)
+        // A worker of a build of version 4's time: its row has the columns of then.
+        let worker = try connection.execute(
+            """
+            INSERT INTO dlpipe.workers (job_id, hostname, pid, lease, lease_until)
+            VALUES ($1, 'w', 1, interval '30 seconds', now() + interval '30 seconds') RETURNING id
+            """, [.int(queue.job)]
+        ).rows[0].int("id")
         let claims = try queue.claim(worker: worker, limit: 10, on: connection)
         #expect(claims.count == 2)
         // Version 4 refuses a running row without a slot. (Asked by hand:

@@ -117,4 +117,46 @@ import TestSupport
         #expect(partFiles(under: out).isEmpty)
         #expect(try statuses("done-resumed") == ["finished": 1])
     }
+
+    /// A `--follow` worker keeps a paused download past its run's end. Its
+    /// run counted it as failed (exit 1, "0 failed"), and when the worker
+    /// stopped, the take-back made the row ready under the ended run: the
+    /// next run fetched it, though its top level did not add it.
+    @Test func aFollowWorkersPausedDownloadEndsWithItsRun() async throws {
+        let slow = try fixture.slowFile("kept.bin", size: 300_000, seed: 7, hostIndex: 0)
+        var quick: [String] = []
+        for index in 0..<2 {
+            let path = dir + "/set\(index).bin"
+            _ = try nginx.put(path, randomBytes: 1_000, seed: UInt64(20 + index))
+            quick.append(nginx.url(path, host: hosts[0], tls: false))
+        }
+        let jobFile = try job.write("job.lua", """
+            if dl.var.set == "0" then dl.add('\(slow.url)') end
+            dl.add(({ ['0'] = '\(quick[0])', ['1'] = '\(quick[1])' })[dl.var.set])
+            dl.on("progress", function(d, p)
+              if d.url:match("kept%.bin$") and p.bytes > 0 then dl.pause(d.id) end
+            end)
+            """)
+        let follower = try worker(jobFile, name: "follow-kept", ["--follow", "--json", "--var", "set=0"])
+        let done = await offThePool { () -> String? in
+            while let line = follower.readStdoutLine() {
+                if line.contains("\"event\":\"done\"") { return line }
+            }
+            return nil
+        }
+        let event = try #require(done.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        // Nothing failed in the run: the follower keeps its paused download.
+        #expect(event["exit_code"] as? Int == 0, "\(event)")
+        #expect(try statuses("follow-kept") == ["finished": 1, "paused": 1])
+        follower.signal(SIGTERM)
+        let stopped = await offThePool { follower.finish() }
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        #expect(try statuses("follow-kept") == ["finished": 1, "cancelled": 1])
+        let next = await offThePool { [self] in try? worker(jobFile, name: "follow-kept", ["--var", "set=1"]).finish() }
+        #expect(next?.status == 0, "\(next?.stderr ?? "")")
+        #expect(next?.stderr.contains("1 finished") == true, "\(next?.stderr ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: out + "/kept.bin"), "the next run fetched the ended run's download")
+        #expect(listing(out).filter { !$0.hasPrefix(".") }.sorted() == ["set0.bin", "set1.bin"])
+        #expect(try statuses("follow-kept") == ["finished": 2, "cancelled": 1])
+    }
 }

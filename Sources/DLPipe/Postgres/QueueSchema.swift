@@ -29,7 +29,15 @@ package enum QueueSchema {
         SchemaMigration(version: 11, what: "a worker's row says which directory it checked", sql: workerDirectoryToken),
         SchemaMigration(version: 12, what: "no table of reserved names: the shared directory's no-clobber link decides a name", sql: noReservedNames),
         SchemaMigration(version: 13, what: "a paused claim keeps its token and is no work of its run's", sql: pausedClaims),
+        SchemaMigration(version: 14, what: "a worker's row says whether it follows the job (--follow)", sql: workerFollows),
     ]
+
+    /// A `--follow` worker keeps its paused downloads across runs instead of
+    /// failing them when its run ends, so a run's default exit code counts
+    /// only the paused rows of workers that will fail them.
+    private static let workerFollows = """
+        ALTER TABLE dlpipe.workers ADD COLUMN follows boolean NOT NULL DEFAULT false;
+        """
 
     /// A download paused in its worker's engine shows `paused` (it had stayed
     /// `running`, and its run never ended) and keeps its claim token, so that

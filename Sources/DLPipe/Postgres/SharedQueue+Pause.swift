@@ -16,12 +16,18 @@ extension SharedQueue {
         try move(claims, from: "paused", to: "running", on: connection)
     }
 
-    /// Whether a download of the job is paused: its worker fails it once
-    /// the run ends ("paused and never resumed"), so the run's default exit
-    /// code counts it as failed, as a run without a queue does.
+    /// Whether a download of the job is paused by a worker that fails it
+    /// once the run ends ("paused and never resumed"): the run's default
+    /// exit code counts it as failed, as a run without a queue does. A
+    /// `--follow` worker keeps its paused downloads for a later run, so
+    /// they fail nothing in this one.
     package func hasPaused(on connection: PostgresConnection) throws(PostgresError) -> Bool {
         try connection.execute(
-            "SELECT EXISTS (SELECT 1 FROM dlpipe.downloads WHERE job_id = $1 AND status = 'paused') AS paused", [.int(job)]
+            """
+            SELECT EXISTS (
+              SELECT 1 FROM dlpipe.downloads d JOIN dlpipe.workers w ON w.id = d.worker_id
+              WHERE d.job_id = $1 AND d.status = 'paused' AND NOT w.follows) AS paused
+            """, [.int(job)]
         ).rows[0].bool("paused")
     }
 

@@ -41,9 +41,11 @@ extension SharedQueue {
             -- follows) keeps what it holds.
             owed AS (
               -- A ready row holds no slot, whatever slot_host a take-back left.
+              -- Every ready row is the ending run's work, whichever run queued
+              -- it (a --follow worker's download of an older run, resumed).
               SELECT d.id, CASE WHEN d.status <> 'ready' THEN d.slot_host END AS slot_host
-              FROM dlpipe.downloads d JOIN ended ON d.run_id = ended.id
-              WHERE d.job_id = $1 AND (d.status = 'ready' OR (d.status IN ('running', 'paused') AND NOT EXISTS (
+              FROM dlpipe.downloads d, ended
+              WHERE d.job_id = $1 AND (d.status = 'ready' OR (d.run_id = ended.id AND d.status IN ('running', 'paused') AND NOT EXISTS (
                 SELECT 1 FROM dlpipe.workers w
                 WHERE w.id = d.worker_id AND w.stopped_at IS NULL AND w.lease_until > now())))
               FOR NO KEY UPDATE OF d

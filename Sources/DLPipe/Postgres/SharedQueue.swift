@@ -72,14 +72,17 @@ package struct SharedQueue: Sendable {
 
     // MARK: workers
 
-    /// Registers a worker with a lease of `lease` seconds (at least 2) from now.
-    package func register(hostname: String, pid: Int32, lease: Double, on connection: PostgresConnection) throws(PostgresError) -> Int64 {
+    /// Registers a worker with a lease of `lease` seconds (at least 2) from
+    /// now; `follows` for a `--follow` worker.
+    package func register(
+        hostname: String, pid: Int32, lease: Double, follows: Bool = false, on connection: PostgresConnection
+    ) throws(PostgresError) -> Int64 {
         try connection.execute(
             """
-            INSERT INTO dlpipe.workers (job_id, hostname, pid, lease, lease_until)
-            VALUES ($1, $2, $3, make_interval(secs => $4), now() + make_interval(secs => $4))
+            INSERT INTO dlpipe.workers (job_id, hostname, pid, lease, lease_until, follows)
+            VALUES ($1, $2, $3, make_interval(secs => $4), now() + make_interval(secs => $4), $5)
             RETURNING id
-            """, [.int(job), .text(hostname), .int(Int64(pid)), .double(lease)]
+            """, [.int(job), .text(hostname), .int(Int64(pid)), .double(lease), .bool(follows)]
         ).rows[0].int("id")
     }
 
@@ -124,6 +127,10 @@ package struct SharedQueue: Sendable {
         }
     }
 
+    /// The last error of a download its worker held past its run's end
+    /// (paused, in a `--follow` worker) when that worker stopped or died.
+    package static let endedRunError = "its run ended while its worker kept it paused, and that worker stopped; the next run that adds it queues it again"
+
     /// The take-back statement; a deadlock aborts it (its caller runs it again).
     private func takeBackNow(worker: Int64?, on connection: PostgresConnection) throws(PostgresError) -> Int {
         Int(try connection.execute(
@@ -138,14 +145,29 @@ package struct SharedQueue: Sendable {
                 FOR UPDATE SKIP LOCKED)
               RETURNING w.id
             ),
+            held AS (
+              SELECT d.id, d.slot_host,
+                EXISTS (SELECT 1 FROM dlpipe.runs r WHERE r.id = d.run_id AND r.ended_at IS NOT NULL) AS run_ended
+              FROM dlpipe.downloads d JOIN dead ON d.worker_id = dead.id
+              WHERE d.status IN ('running', 'paused')
+              FOR NO KEY UPDATE OF d
+            ),
             back AS (
               -- A claim held ahead that never started made no request: its
-              -- attempt is not kept (schema version 8).
+              -- attempt is not kept (schema version 8). A row whose run ended
+              -- (a paused one a --follow worker kept) is no later run's work:
+              -- made ready, the next run fetched it whatever its top level
+              -- added. It ends, and the run that adds it again queues it.
               UPDATE dlpipe.downloads d
-              SET status = 'ready', worker_id = NULL, claim_token = NULL, ahead = false,
-                  attempts = CASE WHEN d.ahead THEN greatest(0, d.attempts - 1) ELSE d.attempts END
-              FROM dead WHERE d.worker_id = dead.id AND d.status IN ('running', 'paused')
-              RETURNING d.id, d.slot_host
+              SET status = CASE WHEN held.run_ended THEN 'cancelled' ELSE 'ready' END,
+                  worker_id = NULL, claim_token = NULL, ahead = false,
+                  attempts = CASE WHEN d.ahead THEN greatest(0, d.attempts - 1) ELSE d.attempts END,
+                  slot_host = CASE WHEN held.run_ended THEN NULL ELSE d.slot_host END,
+                  secret = CASE WHEN held.run_ended THEN NULL ELSE d.secret END,
+                  ended_at = CASE WHEN held.run_ended THEN now() ELSE d.ended_at END,
+                  last_error = CASE WHEN held.run_ended THEN '\(Self.endedRunError)' ELSE d.last_error END
+              FROM held WHERE d.id = held.id
+              RETURNING d.id, held.slot_host
             ),
             -- A row whose transfer ended gave its slot back then (slot_host
             -- NULL, as the row's lock shows it): it gives none here.

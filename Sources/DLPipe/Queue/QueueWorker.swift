@@ -270,7 +270,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             // The job's limits stay as they are until `joinRun`.
             let found = try SharedQueue.find(job: settings.name, limits: settings.limits, on: connection)
             let worker = try found.queue.register(
-                hostname: settings.hostname, pid: getpid(), lease: lease, on: connection)
+                hostname: settings.hostname, pid: getpid(), lease: lease, follows: settings.follow, on: connection)
             return (found, worker)
         }
         self.queue = found.queue
