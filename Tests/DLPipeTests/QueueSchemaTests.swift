@@ -107,3 +107,22 @@ import TestSupport
         #expect(try version(connect()) == Int64(QueueSchema.latest))
     }
 }
+
+/// The payload of a Retry-After's hold, as the report sends it and the
+/// listener reads it.
+@Suite struct HeldPayloadTests {
+    @Test func aHoldOfTheJobIsRead() {
+        let held = QueueSchema.parseHeld("12 held 3.5 files.example.org", job: "12")
+        #expect(held?.host == "files.example.org" && held?.seconds == 3.5)
+    }
+
+    @Test func othersAreNot() {
+        #expect(QueueSchema.parseHeld("12", job: "12") == nil)
+        #expect(QueueSchema.parseHeld("12 ended", job: "12") == nil)
+        #expect(QueueSchema.parseHeld("121 held 3 h", job: "12") == nil)
+        #expect(QueueSchema.parseHeld("13 held 3 h", job: "12") == nil)
+        #expect(QueueSchema.parseHeld("12 held 0 h", job: "12") == nil)
+        #expect(QueueSchema.parseHeld("12 held x h", job: "12") == nil)
+        #expect(QueueSchema.parseHeld("12 held 3 ", job: "12") == nil)
+    }
+}

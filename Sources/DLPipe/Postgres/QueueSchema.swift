@@ -12,6 +12,18 @@ package enum QueueSchema {
     /// After the job's id in a NOTIFY's payload: the job's run ended (or was
     /// ended by its last worker's leaving), so every worker looks now.
     package static let runEndedSuffix = " ended"
+    /// After the job's id in a NOTIFY's payload: ` held SECONDS HOST`, a
+    /// server's Retry-After holds its host back for the job that long.
+    package static let heldInfix = " held "
+
+    /// The host and seconds of a hold's payload for `job`; nil for others.
+    package static func parseHeld(_ payload: String, job: String) -> (host: String, seconds: Double)? {
+        guard payload.hasPrefix(job + heldInfix) else { return nil }
+        let rest = payload.dropFirst(job.count + heldInfix.count)
+        guard let space = rest.firstIndex(of: " "), let seconds = Double(rest[..<space]), seconds > 0 else { return nil }
+        let host = String(rest[rest.index(after: space)...])
+        return host.isEmpty ? nil : (host, seconds)
+    }
 
     package static var latest: Int { migrations.last?.version ?? 0 }
 

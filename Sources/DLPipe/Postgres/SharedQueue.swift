@@ -456,8 +456,14 @@ package struct SharedQueue: Sendable {
                 notified AS (
                   SELECT pg_notify('\(QueueSchema.workChannel)', $1::text)
                   FROM (SELECT 1 FROM ended UNION ALL SELECT 1 FROM freed LIMIT 1) anything
+                ),
+                -- A Retry-After holds its host back for every worker: those
+                -- holding claims ahead for it hear of it now.
+                held AS (
+                  SELECT pg_notify('\(QueueSchema.workChannel)', $1::text || '\(QueueSchema.heldInfix)' || h.hold::text || ' ' || h.host)
+                  FROM (SELECT e.host, max(i.hold) AS hold FROM ended e JOIN input i ON i.id = e.id WHERE i.hold > 0 GROUP BY e.host) h
                 )
-                SELECT id, true AS ended, (SELECT count(*) FROM notified) AS notified FROM ended
+                SELECT id, true AS ended, (SELECT count(*) FROM notified) + (SELECT count(*) FROM held) AS notified FROM ended
                 UNION ALL
                 SELECT id, false, 0 FROM freed
                 """,

@@ -75,7 +75,8 @@ extension QueueWorker.State {
     mutating func startOnFreeSlots() -> [ClaimedRequest] {
         guard aheadCount > 0, !(slotsToGive.isEmpty && endSlots.isEmpty) else { return [] }
         var started: [ClaimedRequest] = []
-        for host in ahead.keys.sorted() {
+        let now = QueueClock.now()
+        for host in ahead.keys.sorted() where !isHeld(host, at: now) {
             let free = freeSlots(host)
             guard free > 0 else { continue }
             for _ in 0..<free {

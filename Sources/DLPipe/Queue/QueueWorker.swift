@@ -125,6 +125,11 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// The engine's cap of transfers per host: the job's `per_host` as
         /// this worker's last claim read it.
         var enginePerHost = 0
+        /// Hosts a server's Retry-After holds back for the whole job, as
+        /// another worker's report told (a NOTIFY): until when, on
+        /// `QueueClock`. No claim held ahead takes a slot of theirs over
+        /// meanwhile; each went back to ready once stranded.
+        var heldUntil: [String: Double] = [:]
         /// Held claims paused in the engine (`QueueWorker+Pause.swift`).
         var paused: Set<Int64> = []
         /// Those of `paused` whose rows the queue shows as paused.
@@ -170,7 +175,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             // The next in its host's line, popped in place. Nobody to take
             // the slot over now: a claim that comes ahead before the cycle
             // sends this may (`startOnFreeSlots`).
-            guard let host = hostOf[id], let next = ahead[host]?.popFirst() else { return nil }
+            guard let host = hostOf[id], !isHeld(host, at: now), let next = ahead[host]?.popFirst() else { return nil }
             if ahead[host]?.isEmpty == true { ahead[host] = nil }
             aheadCount -= 1
             let number = Int64(next.number)
@@ -178,6 +183,14 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             slotFree.remove(number)
             if let nextToken = held[number] { taking[number] = nextToken }
             return next
+        }
+
+        /// Whether a Retry-After holds `host` back for the job at `now`.
+        mutating func isHeld(_ host: String, at now: Double) -> Bool {
+            guard let until = heldUntil[host] else { return false }
+            if now < until { return true }
+            heldUntil[host] = nil
+            return false
         }
 
         /// Hosts of the claims that hold a slot (transferring, or waiting in

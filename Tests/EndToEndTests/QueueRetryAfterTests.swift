@@ -1,0 +1,54 @@
+@testable import DLPipe
+import Foundation
+import Testing
+import TestSupport
+
+/// A server's Retry-After holds its host back for every worker of the job,
+/// not only for the one that got it. The queue's `next_at` stopped new
+/// claims, but the other worker's claims held ahead started on the slots
+/// its own transfers handed over: 24 requests in a 4 s hold from a worker
+/// with `-j 2`. Now the report that sets the hold tells every worker
+/// (NOTIFY), and none hands a slot of that host over until it ends.
+@Suite struct QueueRetryAfterTests: QueueRunSuite {
+    let fixture: QueueRunFixture
+
+    init() throws {
+        fixture = try QueueRunFixture(label: "retry-after", hosts: [])
+    }
+
+    @Test func aRetryAfterHoldsTheHostBackForEveryWorker() async throws {
+        let server = try FaultServer()
+        let count = 200
+        var bytes: [String: [UInt8]] = [:]
+        var urls: [String] = []
+        for index in 1...count {
+            let name = String(format: "f%03d.bin", index)
+            bytes[name] = try server.put(name, randomBytes: 500, seed: UInt64(index))
+            // Each answer takes 50 ms, so both workers are busy when the 503 comes.
+            let query = index == 30 ? "status=503&retry_after=3&fail_times=1" : "delay=0.05"
+            urls.append(server.url("/files/\(name)?\(query)"))
+        }
+        let jobFile = try job.write("job.lua", urls.map { "dl.add('\($0)')" }.joined(separator: "\n"))
+        let workers = try (0..<2).map { _ in
+            try Subprocess(
+                Paths.binary,
+                ["run", jobFile, "-d", out, "--queue", queue, "--name", "retry-after", "--settle", "1", "-j", "2",
+                 "--per-host", "4"],
+                environment: ["NO_COLOR": "1"], timeout: 180)
+        }
+        let ended = await offThePool { workers.map { $0.finish() } }
+        #expect(ended.map(\.status) == [0, 0], "\(ended.map(\.stderr))")
+        for (name, data) in bytes { #expect(sameBytes(out + "/" + name, data), "\(name)") }
+
+        let requests = try server.requests(matching: "/files/")
+        let refused = try #require(requests.first { $0["path"] as? String == "/files/f030.bin" }?["time"] as? Double)
+        // The hold reaches the other worker with the report's commit, a few
+        // milliseconds after the 503: what it started before then, and what
+        // was in flight, may come in the first half second.
+        let during = requests.compactMap { $0["time"] as? Double }.filter { $0 > refused + 0.5 && $0 < refused + 2.9 }
+        #expect(during.isEmpty, "\(during.count) requests to the host while its Retry-After held it back")
+        let retried = requests.filter { $0["path"] as? String == "/files/f030.bin" }.compactMap { $0["time"] as? Double }
+        #expect(retried.count == 2)
+        #expect((retried.last ?? 0) - refused >= 3, "the retry came before the server's Retry-After")
+    }
+}
