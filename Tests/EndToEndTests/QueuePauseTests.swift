@@ -159,4 +159,29 @@ import TestSupport
         #expect(listing(out).filter { !$0.hasPrefix(".") }.sorted() == ["set0.bin", "set1.bin"])
         #expect(try statuses("follow-kept") == ["finished": 2, "cancelled": 1])
     }
+
+    /// A control that reaches no download of the worker (here one that
+    /// ended; in a job of several workers, often one another worker holds)
+    /// says so in a worker: it did nothing silently. Without a queue it
+    /// stays silent, as documented for a download that ended.
+    @Test func aControlThatReachesNothingWarnsInAWorker() async throws {
+        let path = dir + "/one.bin"
+        _ = try nginx.put(path, randomBytes: 1_000, seed: 30)
+        let jobFile = try job.write("job.lua", """
+            local one = dl.add('\(nginx.url(path, host: hosts[0], tls: false))')
+            dl.on("done", function() dl.resume(one); dl.pause(one); dl.cancel(one) end)
+            """)
+        let run = await offThePool { [self] in try? worker(jobFile, name: "untouched").finish() }
+        let stderr = run?.stderr ?? ""
+        #expect(run?.status == 0, "\(stderr)")
+        for verb in ["resume", "pause"] {
+            #expect(stderr.contains("job.lua:2] warning: dl.\(verb)(-1): nothing done: it is not open in this worker (another worker holds it, it has not started here yet, or it ended)"), "\(stderr)")
+        }
+        #expect(stderr.contains("warning: dl.cancel(-1): nothing done: it is not open in this worker (another worker holds it, or it ended)"), "\(stderr)")
+        let alone = await offThePool { [self] in
+            try? Subprocess(Paths.binary, ["run", jobFile, "-d", out + "-alone"] + resolving, environment: ["NO_COLOR": "1"], timeout: 180).finish()
+        }
+        #expect(alone?.status == 0)
+        #expect(alone?.stderr.contains("warning") == false, "\(alone?.stderr ?? "")")
+    }
 }

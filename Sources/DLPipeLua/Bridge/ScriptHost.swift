@@ -299,16 +299,13 @@ final class ScriptHost: @unchecked Sendable {
     private func registerPrimitives() {
         runtime.register("__dl.add") { [unowned self] args throws(LuaCallError) in try add(args) }
         runtime.register("__dl.pause") { [unowned self] args in
-            if let id = engineID(args.first) { engine?.pause(id) }
-            return []
+            untouchedInQueue(args.first, "pause") { $0.pause($1) }
         }
         runtime.register("__dl.resume") { [unowned self] args in
-            if let id = engineID(args.first) { engine?.resume(id) }
-            return []
+            untouchedInQueue(args.first, "resume") { $0.resume($1) }
         }
         runtime.register("__dl.cancel") { [unowned self] args in
-            if let id = engineID(args.first) { engine?.cancel(id) }
-            return []
+            untouchedInQueue(args.first, "cancel") { $0.cancel($1) }
         }
         runtime.register("__dl.read") { [unowned self] args in
             switch readInsideRoot(args.first?.text ?? "") {
@@ -559,6 +556,25 @@ final class ScriptHost: @unchecked Sendable {
 
     /// The engine's id of a number a script passed (nil before the run, or
     /// for a number the engine never gave).
+    /// Runs a control (`act`) on the download `value` names; in a worker of
+    /// a shared queue, why it reached none, for the prelude's warning.
+    /// Without a queue a control of a download that ended does nothing, as
+    /// documented; in a worker it may also be a download another worker
+    /// holds, which a user expects to act on and would not know it did not.
+    private func untouchedInQueue(
+        _ value: LuaValue?, _ verb: String, _ act: (DownloadEngine, DownloadID) -> Bool
+    ) -> [LuaValue] {
+        guard let engine else { return [] }
+        if let id = engineID(value), act(engine, id) { return [] }
+        guard engine.isShared else { return [] }
+        // A cancel reaches the queue's waiting rows and this worker's claims
+        // held ahead too; a pause or resume only what its engine runs.
+        let why = verb == "cancel"
+            ? "another worker holds it, or it ended"
+            : "another worker holds it, it has not started here yet, or it ended"
+        return [LuaValue("nothing done: it is not open in this worker (\(why))")]
+    }
+
     private func engineID(_ value: LuaValue?) -> DownloadID? {
         guard let number = value?.int else { return nil }
         return engine?.downloadID(number: provisional.row(of: Int(number)) ?? Int(number))

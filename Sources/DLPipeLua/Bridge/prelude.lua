@@ -326,11 +326,14 @@ function dl.handled()
   return recorded
 end
 
+-- In a worker of a shared queue, a control that reached no download says
+-- why (another worker holds it, or it ended): it had done nothing silently.
 local function control(name, fn)
   return function(id)
     allowed(name)
     if math_tointeger(id) == nil then fail(name .. " wants a download id") end
-    fn(id)
+    local untouched = fn(id)
+    if untouched then dl.warn(name .. "(" .. tostring(id) .. "): " .. untouched) end
   end
 end
 dl.pause = control("dl.pause", raw.pause)
