@@ -126,7 +126,7 @@ extension QueueWorker {
     }
 
     /// A server's Retry-After that a worker's report turned into a hold of
-    /// its host for the job (`QueueSchema.heldPayload`): this worker's
+    /// its host for the job (`QueueSchema.heldInfix`): this worker's
     /// claims held ahead take none of that host's slots over until it ends.
     /// They had started at once on the slots that their worker's transfers
     /// handed over, 24 requests in a 4 s hold from a worker with `-j 2`:

@@ -126,7 +126,7 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// this worker's last claim read it.
         var enginePerHost = 0
         /// Hosts a server's Retry-After holds back for the whole job, as
-        /// another worker's report told (a NOTIFY): until when, on
+        /// a worker's report told (a NOTIFY, its own too): until when, on
         /// `QueueClock`. No claim held ahead takes a slot of theirs over
         /// meanwhile; each went back to ready once stranded.
         var heldUntil: [String: Double] = [:]

@@ -554,8 +554,6 @@ final class ScriptHost: @unchecked Sendable {
     /// The engine has the downloads added at load, and keeps their keys itself.
     func dropTopLevel() { topLevel = nil }
 
-    /// The engine's id of a number a script passed (nil before the run, or
-    /// for a number the engine never gave).
     /// Runs a control (`act`) on the download `value` names; in a worker of
     /// a shared queue, why it reached none, for the prelude's warning.
     /// Without a queue a control of a download that ended does nothing, as
@@ -575,6 +573,8 @@ final class ScriptHost: @unchecked Sendable {
         return [LuaValue("nothing done: it is not open in this worker (\(why))")]
     }
 
+    /// The engine's id of a number a script passed (nil before the run, or
+    /// for a number the engine never gave).
     private func engineID(_ value: LuaValue?) -> DownloadID? {
         guard let number = value?.int else { return nil }
         return engine?.downloadID(number: provisional.row(of: Int(number)) ?? Int(number))
