@@ -54,6 +54,25 @@ import Testing
         #expect(state.takeSlots(now: late) == ([1: 101], [2: 102]), "1's end is late: both go now")
     }
 
+    /// Another worker's Retry-After holds a.test back (its NOTIFY came):
+    /// a transfer that ends hands its slot to no claim held ahead, and a
+    /// claim ahead takes no free slot over, until the hold ends.
+    @Test func aHeldHostHandsNoSlotOver() {
+        var state = QueueWorker.State()
+        transferring(&state, 1)
+        holdAhead(&state, [2])
+        state.heldUntil["a.test"] = 10
+        #expect(transferEnded(&state, 1, at: 5) == nil, "held at 5")
+        #expect(state.slotsToGive == [1: 101], "its slot goes back to the queue")
+        state.heldUntil["a.test"] = QueueClock.now() + 60
+        #expect(state.startOnFreeSlots().isEmpty)
+        #expect(state.ahead["a.test"]?.elements.map(\.number) == [2], "still held ahead: stranded, then released")
+        transferring(&state, 3)
+        state.heldUntil["a.test"] = 10
+        #expect(transferEnded(&state, 3, at: 11) == 2, "the hold ended at 10")
+        #expect(state.heldUntil["a.test"] == nil)
+    }
+
     @Test func noTakeOverOnceTheCycleTookTheSlots() {
         var state = QueueWorker.State()
         transferring(&state, 1)

@@ -19,7 +19,7 @@ import TestSupport
         let back = DispatchSemaphore(value: 0)
         let claims = ClaimedFiles(
             folder: ".dlpipe/queue/1", worker: 1, mayPlace: { true },
-            handBack: { number, delay, error in
+            handBack: { number, delay, error, _, _ in
                 handedBack.withLock { $0.append((number, delay, error)) }
                 back.signal()
             },

@@ -21,7 +21,13 @@ package struct ClaimedFiles: Sendable {
     /// it had ended, without a terminal event.
     /// (`error` is nil for a download that goes back without a failure: one
     /// resumed after its transfer ended, whose host slot went back.)
-    package let handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError?) -> Void)?
+    /// `request` and `attempts` (made so far, by any worker) let a cancel
+    /// that comes before the queue took it end it cancelled instead.
+    package let handBack: HandBack?
+
+    package typealias HandBack = @Sendable (
+        _ number: Int, _ delay: Double, _ error: DownloadError?, _ request: DownloadRequest, _ attempts: Int
+    ) -> Void
     /// Download `number`'s transfer ended (its body is checked and waits
     /// for placement, or the transfer stopped): the queue's host slot it
     /// holds may go to another transfer. Called once per download, on the
@@ -36,7 +42,7 @@ package struct ClaimedFiles: Sendable {
 
     package init(
         folder: String, worker: Int64, mayPlace: @escaping @Sendable () -> Bool,
-        handBack: (@Sendable (_ number: Int, _ delay: Double, _ error: DownloadError?) -> Void)? = nil,
+        handBack: HandBack? = nil,
         transferEnded: (@Sendable (_ number: Int) -> Void)? = nil,
         pauseChanged: (@Sendable (_ number: Int, _ paused: Bool) -> Void)? = nil
     ) {

@@ -81,7 +81,7 @@ extension EngineLoop {
                 if let handBack = configuration.claims?.handBack, let error = job.state.retryingAfter {
                     // A shared queue's download: the queue holds the retry.
                     handOver(job)
-                    handBack(job.id.rawValue, delay, error)
+                    handBack(job.id.rawValue, delay, error, job.request, job.state.attempt)
                     break
                 }
                 job.retryGeneration += 1
@@ -93,7 +93,7 @@ extension EngineLoop {
                     // would run outside the job-wide per_host. The queue
                     // takes it again (ready now), and a claim brings a slot.
                     handOver(job)
-                    handBack(job.id.rawValue, 0, nil)
+                    handBack(job.id.rawValue, 0, nil, job.request, job.state.attempt)
                     break
                 }
                 if pausedJobs.remove(job.id) != nil { configuration.claims?.pauseChanged?(job.id.rawValue, false) }

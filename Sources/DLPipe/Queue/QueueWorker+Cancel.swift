@@ -17,9 +17,9 @@ extension QueueWorker {
         let id = Int64(number)
         let (found, mayBeOnItsWay) = admission.withLock { onTheirWay -> (QueuedCancel?, Bool) in
             let (cancelled, ending) = state.withLock { state in
-                // An end waiting for its report (a retry handed back, say) is
-                // on its way out, not in: its row goes back to the queue.
-                (state.cancelAhead(id), state.ends.contains { $0.id == id })
+                // An end waiting for its report is on its way out, not in; a
+                // retry handed back ends cancelled instead of going back.
+                (state.cancelAhead(id) ?? state.cancelHandedBack(id), state.ends.contains { $0.id == id })
             }
             if let cancelled { return (.cancelled(cancelled), false) }
             if sendIfOpen() { return (.sent, false) }
@@ -91,6 +91,21 @@ extension QueueWorker.State {
         endCancelled(id)
         // This claim made no attempt of its own.
         return CancelledInQueue(url: row.url, request: row.request, attempts: max(0, row.attempts - 1))
+    }
+
+    /// Turns the unreported end of a download handed back to the queue (a
+    /// retry) into a cancelled one; nil when there is none. Its row was
+    /// still this worker's, so the queue's cancel did not touch it, and the
+    /// report then made it ready: the cancel was lost and the retry ran.
+    mutating func cancelHandedBack(_ id: Int64) -> CancelledInQueue? {
+        guard let index = ends.firstIndex(where: { $0.id == id }), case .retry = ends[index].outcome,
+            let (request, attempts) = ends[index].handedBack
+        else { return nil }
+        ends[index].outcome = .cancelled
+        ends[index].error = nil
+        ends[index].handedBack = nil
+        let row = QueuedRequestCodec.encode(request)
+        return CancelledInQueue(url: row.url, request: row.request, attempts: attempts)
     }
 
     /// A held claim that a cancel reached outside the engine ends cancelled

@@ -68,7 +68,7 @@ extension QueueWorker {
 
     /// A failed attempt whose retry the queue schedules (on the engine thread:
     /// quick, no database): reported as ready again after `delay`.
-    func noteRetry(_ number: Int, after delay: Double, _ error: DownloadError?) {
+    func noteRetry(_ number: Int, after delay: Double, _ error: DownloadError?, request: DownloadRequest, attempts: Int) {
         let id = Int64(number)
         let known = state.withLock { state -> Bool in
             guard let token = state.held.removeValue(forKey: id) else { return false }
@@ -76,7 +76,7 @@ extension QueueWorker {
             state.ends.append(ClaimEnd(
                 id: id, token: token, outcome: .retry(after: delay), error: error?.description, unchanged: false, bytes: 0,
                 // The server asked to be left alone: not by this worker only.
-                holdHost: error?.retryAfter.map { min($0, delay) } ?? 0))
+                holdHost: error?.retryAfter.map { min($0, delay) } ?? 0, handedBack: (request, attempts)))
             return true
         }
         if known { signal() }

@@ -333,7 +333,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             mayPlace: { [self] in
                 state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
             },
-            handBack: { [self] number, delay, error in noteRetry(number, after: delay, error) },
+            handBack: { [self] number, delay, error, request, attempts in
+                noteRetry(number, after: delay, error, request: request, attempts: attempts)
+            },
             transferEnded: { [self] number in noteTransferEnded(number) },
             pauseChanged: { [self] number, paused in notePause(number, paused: paused) })
     }
@@ -450,12 +452,15 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
 struct ClaimEnd {
     let id: Int64
     let token: Int64
-    let outcome: ClaimOutcome
-    let error: String?
+    var outcome: ClaimOutcome
+    var error: String?
     let unchanged: Bool
     let bytes: Int64
     /// A server's Retry-After: its host is held back for every worker.
     var holdHost: Double = 0
+    /// A download handed back to the queue (a retry): its request and the
+    /// attempts made, for a cancel that comes before this end is reported.
+    var handedBack: (request: DownloadRequest, attempts: Int)?
 }
 
 extension Array {
