@@ -148,6 +148,12 @@ import TestSupport
         // Nothing failed in the run: the follower keeps its paused download.
         #expect(event["exit_code"] as? Int == 0, "\(event)")
         #expect(try statuses("follow-kept") == ["finished": 1, "paused": 1])
+        // A cron run of the same top level adds the kept URL again: it is
+        // left to the follower (a re-queue made it ready under its claim
+        // token, which the table refuses: the worker died with exit 4).
+        let again = await offThePool { [self] in try? worker(jobFile, name: "follow-kept", ["--var", "set=0"]).finish() }
+        #expect(again?.status == 0, "\(again?.stderr ?? "")")
+        #expect(try statuses("follow-kept") == ["finished": 1, "paused": 1])
         follower.signal(SIGTERM)
         let stopped = await offThePool { follower.finish() }
         #expect(stopped.status == 130, "\(stopped.stderr)")

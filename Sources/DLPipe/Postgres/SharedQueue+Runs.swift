@@ -150,7 +150,7 @@ extension SharedQueue {
                 LEFT JOIN LATERAL (
                   SELECT d.id, d.run_id, d.status FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = i.key LIMIT 1
                 ) d ON true
-                WHERE d.id IS NULL OR (d.run_id IS DISTINCT FROM $8 AND d.status NOT IN ('ready', 'running'))
+                WHERE d.id IS NULL OR (d.run_id IS DISTINCT FROM $8 AND d.status NOT IN ('ready', 'running', 'paused'))
                 ORDER BY i.key, i.position
               ) f
             ),
@@ -170,7 +170,10 @@ extension SharedQueue {
                 status = 'ready', run_id = excluded.run_id, run_at = now(), attempts = 0, last_error = NULL,
                 ended_at = NULL, url = excluded.url, host = excluded.host, priority = excluded.priority,
                 request = excluded.request, secret = excluded.secret
-              WHERE d.run_id IS DISTINCT FROM excluded.run_id AND d.status NOT IN ('ready', 'running')
+              -- A row held (running, or paused in a --follow worker that
+              -- keeps it across runs) is left to its holder: made ready
+              -- under its claim token, it broke the table's check.
+              WHERE d.run_id IS DISTINCT FROM excluded.run_id AND d.status NOT IN ('ready', 'running', 'paused')
               RETURNING d.id, d.key
             ),
             -- The run is busy again (written only when it was idle), and its

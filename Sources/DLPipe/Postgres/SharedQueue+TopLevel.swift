@@ -42,15 +42,15 @@ extension SharedQueue {
             [.int(run), .bytes(digest)]
         ).rows[0].bool("recorded")
         guard recorded else { return nil }
-        // A row of this run, or one still waiting or running from before it
-        // (its add then found it as it is and queued nothing).
+        // A row of this run, or one still waiting, running or paused from
+        // before it (its add then found it as it is and queued nothing).
         let rows = try connection.execute(
             """
             SELECT d.id FROM unnest($2::bytea[]) WITH ORDINALITY AS k(key, position)
             CROSS JOIN LATERAL (  -- a lookup per key (see PostgresDownloadState.prime)
               SELECT d.id, d.run_id, d.status FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = k.key LIMIT 1
             ) d
-            WHERE d.run_id = $3 OR d.status IN ('ready', 'running')
+            WHERE d.run_id = $3 OR d.status IN ('ready', 'running', 'paused')
             ORDER BY k.position
             """, [.int(job), .bytesArray(requests.map(\.key)), .int(run)]
         ).rows
