@@ -161,6 +161,22 @@ import TestSupport
         #expect(Set(rest) == ["a.test", "b.test"])
     }
 
+    /// A run's adds go into the table in key order (so that workers adding
+    /// at once never deadlock), and their ids follow the keys: claims took
+    /// equal priorities in that order, not in the order the job added them.
+    @Test func aRunsAddsAreClaimedInTheOrderAdded() throws {
+        let connection = try connect()
+        let queue = try SharedQueue.open(job: "add-order", limits: JobLimits(perHost: 100), on: connection)
+        let worker = try queue.register(hostname: "test", pid: 1, lease: 30, on: connection)
+        let run = try queue.joinRun(worker: worker, on: connection)
+        let requests = queuedRequests(40, hosts: ["a.test"], prefix: "order")
+        let ids = try queue.enqueue(requests, run: run, on: connection)
+        #expect(ids.sorted() != ids, "the keys' order is not the adds' (else this shows nothing)")
+        var claimed: [String] = []
+        while let claim = try queue.claim(worker: worker, limit: 1, on: connection).first { claimed.append(claim.url) }
+        #expect(claimed == requests.map(\.url))
+    }
+
     @Test func aHostDelayGivesOneDownloadPerHostUntilItPasses() throws {
         let connection = try connect()
         let queue = try SharedQueue.open(job: "delay", limits: JobLimits(perHost: 4, hostDelay: 30), on: connection)

@@ -162,12 +162,18 @@ extension SharedQueue {
               SELECT DISTINCT $1::bigint, host FROM input WHERE key NOT IN (SELECT key FROM refused) ORDER BY 2
               ON CONFLICT DO NOTHING
             ),
+            -- Rows are inserted in key order (adds of several workers at once
+            -- lock them in one order, and never deadlock), so ids follow the
+            -- keys, not the adds. The claim orders by run_at before id: run_at
+            -- a microsecond apart in add order (the last one now, the others
+            -- just before) keeps equal priorities in the order added.
             queued AS (
-              INSERT INTO dlpipe.downloads AS d (job_id, key, url, host, priority, request, secret, run_id)
-              SELECT DISTINCT ON (key) $1, key, url, host, priority, request::jsonb, secret::jsonb, $8
+              INSERT INTO dlpipe.downloads AS d (job_id, key, url, host, priority, request, secret, run_id, run_at)
+              SELECT DISTINCT ON (key) $1, key, url, host, priority, request::jsonb, secret::jsonb, $8,
+                now() - make_interval(secs => ((SELECT count(*) FROM input) - position) / 1e6)
               FROM input WHERE key NOT IN (SELECT key FROM refused) ORDER BY key, position
               ON CONFLICT (job_id, key) DO UPDATE SET
-                status = 'ready', run_id = excluded.run_id, run_at = now(), attempts = 0, last_error = NULL,
+                status = 'ready', run_id = excluded.run_id, run_at = excluded.run_at, attempts = 0, last_error = NULL,
                 ended_at = NULL, url = excluded.url, host = excluded.host, priority = excluded.priority,
                 request = excluded.request, secret = excluded.secret
               -- A row held (running, or paused in a --follow worker that
