@@ -166,10 +166,9 @@ import TestSupport
         #expect(try statuses("follow-kept") == ["finished": 2, "cancelled": 1])
     }
 
-    /// A control that reaches no download of the worker (here one that
-    /// ended; in a job of several workers, often one another worker holds)
-    /// says so in a worker: it did nothing silently. Without a queue it
-    /// stays silent, as documented for a download that ended.
+    /// A control that reaches no download (here one that ended) says so in a
+    /// worker: it did nothing silently. Without a queue it stays silent, as
+    /// documented for a download that ended.
     @Test func aControlThatReachesNothingWarnsInAWorker() async throws {
         let path = dir + "/one.bin"
         _ = try nginx.put(path, randomBytes: 1_000, seed: 30)
@@ -181,9 +180,9 @@ import TestSupport
         let stderr = run?.stderr ?? ""
         #expect(run?.status == 0, "\(stderr)")
         for verb in ["resume", "pause"] {
-            #expect(stderr.contains("job.lua:2] warning: dl.\(verb)(-1): nothing done: it is not open in this worker (another worker holds it, it has not started here yet, or it ended)"), "\(stderr)")
+            #expect(stderr.contains("job.lua:2] warning: dl.\(verb)(-1): nothing done: no worker runs it now (it waits in the queue or in a worker's claims held ahead, or it ended)"), "\(stderr)")
         }
-        #expect(stderr.contains("warning: dl.cancel(-1): nothing done: it is not open in this worker (another worker holds it, or it ended)"), "\(stderr)")
+        #expect(stderr.contains("warning: dl.cancel(-1): nothing done: no worker runs it now (it ended, or its worker died and the queue has not taken it back yet)"), "\(stderr)")
         let alone = await offThePool { [self] in
             try? Subprocess(Paths.binary, ["run", jobFile, "-d", out + "-alone"] + resolving, environment: ["NO_COLOR": "1"], timeout: 180).finish()
         }

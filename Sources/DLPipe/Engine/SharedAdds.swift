@@ -17,6 +17,15 @@ package protocol SharedAdds: Sendable {
     /// it is open there, and is asked while no claim can enter the engine.
     /// Another worker's download is not touched.
     func cancelQueued(_ number: Int, sendIfOpen: () -> Bool) -> QueuedCancel
+    /// Passes a control of download `number` on to the worker that holds
+    /// it, when another live worker does; whether it was passed on.
+    func forward(_ control: QueueControl, of number: Int) -> Bool
+}
+
+/// A control of a download that `DownloadEngine` passes on to the worker
+/// of a shared queue that holds it.
+package enum QueueControl: String, Sendable, CaseIterable {
+    case pause, resume, cancel
 }
 
 /// What `SharedAdds.cancelQueued` did.

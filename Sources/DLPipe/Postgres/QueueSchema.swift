@@ -16,6 +16,21 @@ package enum QueueSchema {
     /// server's Retry-After holds its host back for the job that long.
     package static let heldInfix = " held "
 
+    /// After the job's id in a NOTIFY's payload: ` control VERB WORKER ID`,
+    /// a handler of another worker paused, resumed or cancelled download ID,
+    /// which WORKER holds.
+    package static let controlInfix = " control "
+
+    /// The control, worker and download of a control's payload for `job`.
+    package static func parseControl(_ payload: String, job: String) -> (control: QueueControl, worker: Int64, id: Int64)? {
+        guard payload.hasPrefix(job + controlInfix) else { return nil }
+        let parts = payload.dropFirst(job.count + controlInfix.count).split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3, let control = QueueControl(rawValue: String(parts[0])),
+            let worker = Int64(parts[1]), let id = Int64(parts[2])
+        else { return nil }
+        return (control, worker, id)
+    }
+
     /// The host and seconds of a hold's payload for `job`; nil for others.
     package static func parseHeld(_ payload: String, job: String) -> (host: String, seconds: Double)? {
         guard payload.hasPrefix(job + heldInfix) else { return nil }

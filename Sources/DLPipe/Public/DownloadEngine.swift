@@ -196,14 +196,23 @@ public final class DownloadEngine: Sendable {
 
     /// Stops a download, keeping its part file; `resume` continues it with a
     /// Range request. False when `id` is not an open download of this engine
-    /// (another engine's, or one that ended): nothing happens then.
+    /// (another engine's, or one that ended): nothing happens then. In a
+    /// worker of a shared queue, a download another live worker holds is
+    /// paused there (true: passed on).
     @discardableResult
-    public func pause(_ id: DownloadID) -> Bool { send(.pause(id), to: id) }
+    public func pause(_ id: DownloadID) -> Bool { send(.pause(id), to: id) || forward(.pause, id) }
 
     /// Queues a paused download again. False when `id` is not an open download
-    /// of this engine.
+    /// of this engine (nor, in a shared queue, one another live worker holds).
     @discardableResult
-    public func resume(_ id: DownloadID) -> Bool { send(.resume(id), to: id) }
+    public func resume(_ id: DownloadID) -> Bool { send(.resume(id), to: id) || forward(.resume, id) }
+
+    /// A control of a shared queue's download that another worker holds,
+    /// passed on to it.
+    private func forward(_ control: QueueControl, _ id: DownloadID) -> Bool {
+        guard let shared, id.engine == registry.engine else { return false }
+        return shared.forward(control, of: id.rawValue)
+    }
 
     /// Ends a download for good, removing its part file. False when `id` is not
     /// an open download of this engine (one that ended stays as it ended).
@@ -217,7 +226,7 @@ public final class DownloadEngine: Sendable {
             reportCancelledInQueue(cancelled, number: id.rawValue)
             return true
         case .sent, .onItsWay: return true
-        case .untouched: return false
+        case .untouched: return forward(.cancel, id)
         }
     }
 

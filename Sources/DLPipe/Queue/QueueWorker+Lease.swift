@@ -106,6 +106,7 @@ extension QueueWorker {
                         // that finds nothing new; adds and others' wake it.
                         let own = loopSession.load(ordering: .relaxed)
                         noteHeldHosts(received, job: job)
+                        applyPassedOn(received, job: job)
                         if received.contains(where: { $0.payload == ended }) {
                             // The run ended: look at it now, not at the next poll.
                             state.withLock { $0.lookWanted = true }

@@ -453,6 +453,7 @@ extension QueueWorker {
         }) else { return false }
         // This worker runs the job's `done`, with the counts of every worker.
         var code: Int?
+        state.withLock { $0.resumesPassedOn = 0 }
         if let doneHook {
             let answered = DispatchSemaphore(value: 0)
             let box = CodeBox()
@@ -467,7 +468,11 @@ extension QueueWorker {
         let after = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
             try queue.look(run: run, settle: 0, on: connection)
         }
-        if after.busy {
+        // A resume `done` passed on to another worker: its holder reports
+        // it a moment later; the run goes on until then (at worst `done`
+        // runs again first, if the next look still finds the run idle).
+        let passedOn = state.withLock { $0.resumesPassedOn } > 0
+        if after.busy || passedOn {
             // `done` added or resumed downloads: the run goes on, and `done`
             // comes again at its next idle.
             try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in

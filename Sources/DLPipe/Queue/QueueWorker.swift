@@ -130,6 +130,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// `QueueClock`. No claim held ahead takes a slot of theirs over
         /// meanwhile; each went back to ready once stranded.
         var heldUntil: [String: Double] = [:]
+        /// Resumes this worker passed on to the holders of their downloads
+        /// (`forward`), counted for the look after `done`.
+        var resumesPassedOn = 0
         /// Held claims paused in the engine (`QueueWorker+Pause.swift`).
         var paused: Set<Int64> = []
         /// Those of `paused` whose rows the queue shows as paused.

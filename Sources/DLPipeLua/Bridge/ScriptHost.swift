@@ -557,20 +557,21 @@ final class ScriptHost: @unchecked Sendable {
     /// Runs a control (`act`) on the download `value` names; in a worker of
     /// a shared queue, why it reached none, for the prelude's warning.
     /// Without a queue a control of a download that ended does nothing, as
-    /// documented; in a worker it may also be a download another worker
-    /// holds, which a user expects to act on and would not know it did not.
+    /// documented; in a worker the download may also be waiting in the
+    /// queue or held ahead, and a user would not know the pause did nothing.
+    /// (One another live worker runs is passed on to it: `act` is true.)
     private func untouchedInQueue(
         _ value: LuaValue?, _ verb: String, _ act: (DownloadEngine, DownloadID) -> Bool
     ) -> [LuaValue] {
         guard let engine else { return [] }
         if let id = engineID(value), act(engine, id) { return [] }
         guard engine.isShared else { return [] }
-        // A cancel reaches the queue's waiting rows and this worker's claims
-        // held ahead too; a pause or resume only what its engine runs.
+        // A cancel reaches the queue's waiting rows and the claims held
+        // ahead too; a pause or resume only what a worker's engine runs.
         let why = verb == "cancel"
-            ? "another worker holds it, or it ended"
-            : "another worker holds it, it has not started here yet, or it ended"
-        return [LuaValue("nothing done: it is not open in this worker (\(why))")]
+            ? "it ended, or its worker died and the queue has not taken it back yet"
+            : "it waits in the queue or in a worker's claims held ahead, or it ended"
+        return [LuaValue("nothing done: no worker runs it now (\(why))")]
     }
 
     /// The engine's id of a number a script passed (nil before the run, or
