@@ -189,4 +189,38 @@ import TestSupport
         #expect(alone?.status == 0)
         #expect(alone?.stderr.contains("warning") == false, "\(alone?.stderr ?? "")")
     }
+
+    /// A worker killed while it holds a paused download: the other worker
+    /// had ended the run at once (the paused row was no work of the run's),
+    /// exit 1 with "0 failed", and the row never went back to ready. Now
+    /// the run waits for the holder's next heartbeat, which a dead worker
+    /// never sends: its lease runs out, the download goes back to ready,
+    /// and the other worker fetches it in the same run.
+    @Test func aDownloadPausedInAKilledWorkerIsFetchedOnceItsLeaseRunsOut() async throws {
+        let slow = try fixture.slowFile("orphan.bin", size: 300_000, seed: 8, hostIndex: 0)
+        let jobFile = try job.write("job.lua", """
+            local slow = dl.add('\(slow.url)')
+            dl.on("response", function(d)
+              if d.id == slow and d.attempt == 1 then dl.pause(d.id); dl.log("paused it") end
+            end)
+            """)
+        // Its settle time is long: it must not end the run itself first.
+        let holder = try worker(jobFile, name: "orphan", ["--lease", "3", "--settle", "30"])
+        let pausedIt = await offThePool { () -> Bool in
+            while let line = holder.readStderrLine() {
+                if line.contains("paused it") { return true }
+            }
+            return false
+        }
+        try #require(pausedIt)
+        // Killed once its row shows paused (before, the row was still
+        // running, and the run waited for the lease anyway).
+        _ = try pollUntil(seconds: 60) { () throws -> Bool? in try statuses("orphan")["paused"] == 1 ? true : nil }
+        holder.signal(SIGKILL)
+        _ = await offThePool { holder.finish() }
+        let other = await offThePool { [self] in try? worker(jobFile, name: "orphan", ["--lease", "3"]).finish() }
+        #expect(other?.status == 0, "\(other?.stderr ?? "")")
+        #expect(sameBytes(out + "/orphan.bin", slow.bytes))
+        #expect(try statuses("orphan") == ["finished": 1])
+    }
 }

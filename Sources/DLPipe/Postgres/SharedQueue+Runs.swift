@@ -268,6 +268,15 @@ extension SharedQueue {
               AND (r.done_worker IS NULL OR r.done_worker = $3 OR NOT EXISTS (
                 SELECT 1 FROM dlpipe.workers w WHERE w.id = r.done_worker AND w.stopped_at IS NULL))
               AND NOT EXISTS (SELECT 1 FROM dlpipe.downloads WHERE job_id = $1 AND status IN ('ready', 'running'))
+              -- A download paused in another worker is no work of the run's
+              -- only while that worker lives: one killed holding it gives it
+              -- back when its lease runs out, and the run, ended before, had
+              -- lost it (exit 1, "0 failed"). Its holder must have heartbeated
+              -- since the run went idle: a live one does within a third of its
+              -- lease, a dead one never, and its lease then runs out first.
+              AND NOT EXISTS (
+                SELECT 1 FROM dlpipe.downloads d JOIN dlpipe.workers w ON w.id = d.worker_id
+                WHERE d.job_id = $1 AND d.status = 'paused' AND d.worker_id <> $3 AND w.lease_until - w.lease < r.idle_since)
             RETURNING r.finished + c.finished AS finished, r.unchanged + c.unchanged AS unchanged,
               r.failed + c.failed AS failed, r.handled + c.handled AS handled, r.skipped + c.skipped AS skipped,
               r.bytes + c.bytes AS bytes, r.cancelled + c.cancelled AS cancelled,

@@ -22,13 +22,23 @@ extension QueueWorker {
         var error: String?
         var unchanged = false
         var bytes: Int64 = 0
+        // A server's Retry-After holds its host back for every worker, also
+        // when its download fails for good (no retry left): the others sent
+        // 30 requests in the 3 s the server asked for.
+        var holdHost: Double = 0
         switch event {
         case .finished(_, let result):
             outcome = .finished
             unchanged = result.unchanged
             bytes = result.unchanged ? 0 : result.bytes
-        case .failed(_, let failure): outcome = .failed; error = failure.description
-        case .handled(_, let failure): outcome = .handled; error = failure.description
+        case .failed(_, let failure):
+            outcome = .failed
+            error = failure.description
+            holdHost = failure.retryAfter ?? 0
+        case .handled(_, let failure):
+            outcome = .handled
+            error = failure.description
+            holdHost = failure.retryAfter ?? 0
         case .skipped(_, let reason): outcome = .skipped; error = reason
         case .cancelled: outcome = .cancelled
         default:
@@ -38,7 +48,8 @@ extension QueueWorker {
         let known = state.withLock { state -> Bool in
             guard let token = state.held.removeValue(forKey: id) else { return false }
             state.letGo(id)
-            state.ends.append(ClaimEnd(id: id, token: token, outcome: outcome, error: error, unchanged: unchanged, bytes: bytes))
+            state.ends.append(ClaimEnd(
+                id: id, token: token, outcome: outcome, error: error, unchanged: unchanged, bytes: bytes, holdHost: holdHost))
             return true
         }
         if known { signal() }
