@@ -160,6 +160,12 @@ import Testing
         try Data("it's mine\n".utf8).write(to: URL(fileURLWithPath: out + "/.dlpipe/queue/7/name"))
         let one = try await DLPipeRun.run(["status", out])
         #expect(one.stdout.contains("workers of queue job 8 (\"it's mine\") write here now"), "\(one.stdout)")
+        // --json says it too: a script must not read the directory as idle.
+        let json = try await DLPipeRun.run(["status", out, "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        let jobs = object?["shared_queue"] as? [[String: Any]]
+        #expect(jobs?.map { "\($0["job"] ?? "") \($0["name"] ?? "") \($0["writing_now"] ?? "")" } == ["7 it's mine 0", "8 it's mine 1"], "\(json.stdout)")
+        #expect(object?["state"] is NSNull && object?["running_pid"] is NSNull, "\(json.stdout)")
         // One name for all: the command to copy, quoted for the shell.
         #expect(one.stdout.contains("dlpipe status --queue URL --name 'it'\\''s mine'"), "\(one.stdout)")
         // A file that is no name a worker wrote (no newline) names nothing.

@@ -32,9 +32,15 @@ enum StatusCommand {
         let path = layout.database(statePath: statePath)
         let holder = RunLock.holder(path: layout.lock(statePath: statePath))
         let queueHint = json ? nil : sharedQueueHint(directory)
+        let queueJobs = json ? sharedQueueJSON(directory) : "[]"
         guard FileManager.default.fileExists(atPath: path) else {
             if json {
-                print(#"{"state":null,"finished":0,"failed":0,"handled":0,"partial":0,"cancelled":0,"running_pid":\#(holder.map(String.init) ?? "null")}"#)
+                var object = JSONObject()
+                object.add("state", json: "null")
+                for field in ["finished", "failed", "handled", "partial", "cancelled"] { object.add(field, 0) }
+                object.add("running_pid", json: holder.map(String.init) ?? "null")
+                object.add("shared_queue", json: queueJobs)
+                print(object.json)
             } else {
                 print("\(directory): no dlpipe state (no download has run here)")
                 if let queueHint { print(queueHint) }
@@ -54,7 +60,8 @@ enum StatusCommand {
         // Only those still there: a user may have removed them since.
         let untracked = released.filter { BytesOnDisk.regularFileSize(directory + "/" + $0.path) != nil }
         if json {
-            print(StatusReport.json(path: path, records: records, runs: runs, holder: holder, untracked: untracked))
+            print(StatusReport.json(
+                path: path, records: records, runs: runs, holder: holder, untracked: untracked, sharedQueue: queueJobs))
         } else {
             print(StatusReport.text(path: path, records: records, runs: runs, holder: holder, untracked: untracked),
                   terminator: "")
@@ -69,14 +76,13 @@ enum StatusCommand {
     /// A job whose folder's `active` file a process holds has workers here
     /// now; the others wrote here before (or were refused and left).
     static func sharedQueueHint(_ directory: String) -> String? {
-        let folder = directory + "/.dlpipe/queue"
-        let jobs = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).compactMap(Int64.init).sorted()
-        guard !jobs.isEmpty else { return nil }
-        let live = jobs.filter { QueueWorker.isActive(folder + "/\($0)/active") }
+        let found = sharedQueueJobs(directory)
+        guard !found.isEmpty else { return nil }
+        let jobs = found.map(\.id)
+        let live = found.filter(\.writingNow).map(\.id)
         let past = jobs.filter { !live.contains($0) }
-        // The names their folders record (workers before this version wrote none).
         var names: [Int64: String] = [:]
-        for id in jobs { names[id] = QueueWorker.recordedJobName(inFolder: folder + "/\(id)") }
+        for job in found { names[job.id] = job.name }
         func named(_ ids: [Int64]) -> String {
             "queue job\(ids.count == 1 ? "" : "s") "
                 + ids.map { id in names[id].map { "\(id) (\(quoted($0)))" } ?? String(id) }.joined(separator: ", ")
@@ -91,6 +97,31 @@ enum StatusCommand {
         let name = known.count == 1 && names.count == jobs.count && printable ? shellWord(known.first!) : "NAME"
         return "shared queue: " + parts.joined(separator: ", those of ") + "; "
             + "what they fetched is in the queue's database: dlpipe status --queue URL --name \(name)"
+    }
+
+    /// The queue jobs whose workers write or wrote into `directory` (their
+    /// folders under `.dlpipe/queue/`), by id: the name a folder records
+    /// (workers before version 0.1 wrote none), and whether a process holds
+    /// its `active` file now.
+    static func sharedQueueJobs(_ directory: String) -> [(id: Int64, name: String?, writingNow: Bool)] {
+        let folder = directory + "/.dlpipe/queue"
+        let jobs = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).compactMap(Int64.init).sorted()
+        return jobs.map { id in
+            (id, QueueWorker.recordedJobName(inFolder: folder + "/\(id)"), QueueWorker.isActive(folder + "/\(id)/active"))
+        }
+    }
+
+    /// `sharedQueueJobs` as `--json`'s `shared_queue`: a script must not
+    /// read a directory that workers write into now as idle (the text says
+    /// so in its last line; the JSON had nothing).
+    static func sharedQueueJSON(_ directory: String) -> String {
+        "[" + sharedQueueJobs(directory).map { job -> String in
+            var o = JSONObject()
+            o.add("job", job.id)
+            o.add("name", job.name)
+            o.add("writing_now", job.writingNow)
+            return o.json
+        }.joined(separator: ",") + "]"
     }
 
     /// `text` as one word of a POSIX shell: as it is when it is made of

@@ -66,8 +66,11 @@ enum StatusReport {
         return first + suffix + rest.replacingOccurrences(of: "\n", with: "\n  ")
     }
 
+    /// `sharedQueue`: the queue jobs whose workers write or wrote here, as
+    /// JSON (`StatusCommand.sharedQueueJSON`).
     static func json(
-        path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?, untracked: [ReleasedFile] = []
+        path: String, records: [DownloadRecord], runs: [RunRecord], holder: Int32?, untracked: [ReleasedFile] = [],
+        sharedQueue: String = "[]"
     ) -> String {
         func count(_ status: DownloadRecord.Status) -> Int { records.filter { $0.status == status }.count }
         var object = JSONObject()
@@ -114,6 +117,7 @@ enum StatusReport {
             return o.json
         }
         object.add("untracked", json: "[" + untrackedList.joined(separator: ",") + "]")
+        object.add("shared_queue", json: sharedQueue)
         return object.json
     }
 }
