@@ -92,4 +92,31 @@ import TestSupport
         #expect(text.hasPrefix("dlpipe: 2 finished ("), "\(text)")
         #expect(text.range(of: #"; run \d+ of the job ended, exit 0$"#, options: .regularExpression) != nil, "\(text)")
     }
+
+    /// A run that opened and ended while the follower claimed nothing of it
+    /// and did not look (here it is stopped; on a loaded machine a cron
+    /// worker's run of a second was enough): it said nothing of that run.
+    @Test func aFollowWorkerThatMissedARunSaysItEnded() async throws {
+        let path = try jobFile()
+        // A long lease: stopped, it stays alive for the queue. A shorter
+        // watchdog than the others': a missed event fails in a minute.
+        let follower = try Subprocess(
+            Paths.binary, arguments(path, set: 1, ["--follow", "--json", "--lease", "120"]), environment: ["NO_COLOR": "1"],
+            timeout: 60)
+        let first = try #require(await nextDone(follower))
+        let firstRun = try #require(first["run"] as? Int)
+        follower.signal(SIGSTOP)
+        let cron = await offThePool { [self] in
+            try? Subprocess(Paths.binary, arguments(path, set: 2, []), environment: ["NO_COLOR": "1"], timeout: 180).finish()
+        }
+        follower.signal(SIGCONT)
+        #expect(cron?.status == 1, "\(cron?.stderr ?? "")")
+        let missed = try #require(await nextDone(follower))
+        #expect(missed["exit_code"] as? Int == 1)
+        #expect(try #require(missed["run"] as? Int) > firstRun)
+        #expect(missed["finished"] as? Int == 0, "it fetched nothing in that run")
+        follower.signal(SIGTERM)
+        let ended = await offThePool { follower.finish() }
+        #expect(ended.status == 130, "\(ended.stderr)")
+    }
 }

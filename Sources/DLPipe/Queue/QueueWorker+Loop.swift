@@ -545,6 +545,14 @@ extension QueueWorker {
                 "SELECT id FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NULL", [.int(queue.job)]
             ).rows.first?.int("id")
         }
+        if next == nil, let missed = try missedRun() {
+            // A run opened and ended while this worker claimed nothing of it
+            // and did not look (a cron worker's run of a second or two, on a
+            // loaded machine): it was there for it all the same, and says
+            // that it ended, as for the runs it joined.
+            runBox.withLock { $0 = missed.run }
+            noteFollowedEnd(missed)
+        }
         followsEndedRun.withLock { $0 = next == nil || next == run }
         if let next, next != run {
             runBox.withLock { $0 = next }
@@ -553,6 +561,20 @@ extension QueueWorker {
             }
         }
         return false
+    }
+
+    /// The job's last run after this worker's, when it has ended.
+    private func missedRun() throws(PostgresError) -> FollowedRunEnd? {
+        let current = run
+        return try loopLink.run(patience: settings.outage) { connection throws(PostgresError) -> FollowedRunEnd? in
+            guard let row = try connection.execute(
+                """
+                SELECT id, exit_code FROM dlpipe.runs WHERE job_id = $1 AND id > $2 AND ended_at IS NOT NULL
+                ORDER BY id DESC LIMIT 1
+                """, [.int(queue.job), .int(current)]
+            ).rows.first else { return nil }
+            return FollowedRunEnd(run: try row.int("id"), exitCode: Int(try row.optionalInt("exit_code") ?? 0), job: nil)
+        }
     }
 
     /// Tells a `--follow` worker's caller that its run ended, once a run.
