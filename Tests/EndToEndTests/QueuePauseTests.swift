@@ -201,11 +201,14 @@ import TestSupport
         let jobFile = try job.write("job.lua", """
             local slow = dl.add('\(slow.url)')
             dl.on("response", function(d)
-              if d.id == slow and d.attempt == 1 then dl.pause(d.id); dl.log("paused it") end
+              if d.id == slow and dl.var.pause == "1" then dl.pause(d.id); dl.log("paused it") end
             end)
             """)
         // Its settle time is long: it must not end the run itself first.
-        let holder = try worker(jobFile, name: "orphan", ["--lease", "3", "--settle", "30"])
+        // Its lease is long enough for the other to start within it on a
+        // loaded machine (else that one starts a fresh run, which shows
+        // nothing of this).
+        let holder = try worker(jobFile, name: "orphan", ["--lease", "10", "--settle", "30", "--var", "pause=1"])
         let pausedIt = await offThePool { () -> Bool in
             while let line = holder.readStderrLine() {
                 if line.contains("paused it") { return true }
@@ -218,7 +221,7 @@ import TestSupport
         _ = try pollUntil(seconds: 60) { () throws -> Bool? in try statuses("orphan")["paused"] == 1 ? true : nil }
         holder.signal(SIGKILL)
         _ = await offThePool { holder.finish() }
-        let other = await offThePool { [self] in try? worker(jobFile, name: "orphan", ["--lease", "3"]).finish() }
+        let other = await offThePool { [self] in try? worker(jobFile, name: "orphan", ["--lease", "10"]).finish() }
         #expect(other?.status == 0, "\(other?.stderr ?? "")")
         #expect(sameBytes(out + "/orphan.bin", slow.bytes))
         #expect(try statuses("orphan") == ["finished": 1])
