@@ -172,9 +172,18 @@ import TestSupport
         let requests = queuedRequests(40, hosts: ["a.test"], prefix: "order")
         let ids = try queue.enqueue(requests, run: run, on: connection)
         #expect(ids.sorted() != ids, "the keys' order is not the adds' (else this shows nothing)")
+        // In batches: a batch's rows come back in that order too (the worker
+        // starts them in it), not by id.
         var claimed: [String] = []
-        while let claim = try queue.claim(worker: worker, limit: 1, on: connection).first { claimed.append(claim.url) }
+        while case let batch = try queue.claim(worker: worker, limit: 7, on: connection), !batch.isEmpty {
+            claimed += batch.map(\.url)
+        }
         #expect(claimed == requests.map(\.url))
+        // Claims held ahead too.
+        let more = queuedRequests(40, hosts: ["a.test"], prefix: "ahead")
+        _ = try queue.enqueue(more, run: run, on: connection)
+        let ahead = try queue.claimAhead(worker: worker, hosts: ["a.test"], limit: 12, on: connection)
+        #expect(ahead.map(\.url) == more.prefix(12).map(\.url))
     }
 
     @Test func aHostDelayGivesOneDownloadPerHostUntilItPasses() throws {

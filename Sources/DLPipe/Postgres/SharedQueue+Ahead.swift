@@ -42,16 +42,20 @@ extension SharedQueue {
               ) d
               ORDER BY d.priority DESC, d.run_at, d.id
               LIMIT $4
+            ),
+            claimed AS (
+              UPDATE dlpipe.downloads d
+              SET status = 'running', worker_id = $2, claim_token = nextval('dlpipe.claim_tokens'),
+                  slot_host = NULL, ahead = true, claimed_at = now(), attempts = d.attempts + 1
+              FROM picked p WHERE d.id = p.id
+              RETURNING d.id, d.claim_token, d.key, d.url, d.host, d.priority, d.request::text AS request,
+                        d.secret::text AS secret, d.attempts, d.run_at
             )
-            UPDATE dlpipe.downloads d
-            SET status = 'running', worker_id = $2, claim_token = nextval('dlpipe.claim_tokens'),
-                slot_host = NULL, ahead = true, claimed_at = now(), attempts = d.attempts + 1
-            FROM picked p WHERE d.id = p.id
-            RETURNING d.id, d.claim_token, d.key, d.url, d.host, d.priority, d.request::text AS request,
-                      d.secret::text AS secret, d.attempts
+            -- In the order they wait in (ids follow the keys, not the adds).
+            SELECT * FROM claimed ORDER BY priority DESC, run_at, id
             """, [.int(job), .int(worker), .textArray(hosts), .int(Int64(limit))]
         ).rows
-        return try Self.claimed(rows).sorted { ($0.priority, -$0.id) > ($1.priority, -$1.id) }
+        return try Self.claimed(rows)
     }
 
     /// Puts claims held ahead back to ready as they were: no attempt

@@ -299,7 +299,7 @@ package struct SharedQueue: Sendable {
                   slot_host = p.host, claimed_at = now(), attempts = d.attempts + 1
               FROM picked p WHERE d.id = p.id
               RETURNING d.id, d.claim_token, d.key, d.url, d.host, d.priority, d.request::text AS request,
-                        d.secret::text AS secret, d.attempts
+                        d.secret::text AS secret, d.attempts, d.run_at
             ),
             slots AS (
               UPDATE dlpipe.hosts h
@@ -308,7 +308,8 @@ package struct SharedQueue: Sendable {
               FROM job, (SELECT host, count(*)::int AS n FROM claimed GROUP BY host) c
               WHERE h.job_id = $1 AND h.host = c.host
             )
-            SELECT c.*, (SELECT per_host FROM job) AS per_host FROM claimed c ORDER BY priority DESC, id
+            -- In the order the claim went by (ids follow the keys, not the adds).
+            SELECT c.*, (SELECT per_host FROM job) AS per_host FROM claimed c ORDER BY priority DESC, run_at, id
             """, [.int(job), .int(worker), .int(Int64(max(0, limit)))]
         ).rows
         return try Self.claimed(rows)
