@@ -25,16 +25,14 @@ import TestSupport
             environment: ["NO_COLOR": "1"], timeout: 180)
     }
 
-    private func statuses(_ name: String) throws -> [String: Int64] {
-        let rows = try PostgresConnection(PostgresAddress(queue)).execute(
-            """
-            SELECT d.status, count(*) AS n FROM dlpipe.downloads d JOIN dlpipe.jobs j ON j.id = d.job_id
-            WHERE j.name = $1 GROUP BY d.status
-            """, [.text(name)]
-        ).rows
-        var counts: [String: Int64] = [:]
-        for row in rows { counts[try row.text("status")] = try row.int("n") }
-        return counts
+    /// `count` files of 1,000 seeded bytes, `PREFIXN.bin` in the test's
+    /// folder on nginx, and their plain-http URLs.
+    private func smallFiles(_ prefix: String, count: Int, seed: UInt64) throws -> [String] {
+        try (0..<count).map { index in
+            let path = dir + "/\(prefix)\(index).bin"
+            _ = try nginx.put(path, randomBytes: 1_000, seed: seed + UInt64(index))
+            return nginx.url(path, host: hosts[0], tls: false)
+        }
     }
 
 
@@ -42,12 +40,7 @@ import TestSupport
     func aDownloadPausedAndNeverResumedLetsTheRunEnd(workers: Int) async throws {
         // 300 KB at 100 KiB/s: still transferring when its first progress comes.
         let slow = try fixture.slowFile("paused.bin", size: 300_000, seed: 3, hostIndex: 0)
-        var quick: [String] = []
-        for index in 0..<4 {
-            let path = dir + "/quick\(index).bin"
-            _ = try nginx.put(path, randomBytes: 1_000, seed: UInt64(10 + index))
-            quick.append(nginx.url(path, host: hosts[0], tls: false))
-        }
+        let quick = try smallFiles("quick", count: 4, seed: 10)
         let jobFile = try job.write("job.lua", """
             local slow = dl.add('\(slow.url)')
             \(quick.map { "dl.add('\($0)')" }.joined(separator: "\n"))
@@ -124,12 +117,7 @@ import TestSupport
     /// next run fetched it, though its top level did not add it.
     @Test func aFollowWorkersPausedDownloadEndsWithItsRun() async throws {
         let slow = try fixture.slowFile("kept.bin", size: 300_000, seed: 7, hostIndex: 0)
-        var quick: [String] = []
-        for index in 0..<2 {
-            let path = dir + "/set\(index).bin"
-            _ = try nginx.put(path, randomBytes: 1_000, seed: UInt64(20 + index))
-            quick.append(nginx.url(path, host: hosts[0], tls: false))
-        }
+        let quick = try smallFiles("set", count: 2, seed: 20)
         let jobFile = try job.write("job.lua", """
             if dl.var.set == "0" then dl.add('\(slow.url)') end
             dl.add(({ ['0'] = '\(quick[0])', ['1'] = '\(quick[1])' })[dl.var.set])

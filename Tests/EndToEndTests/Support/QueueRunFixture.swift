@@ -1,3 +1,4 @@
+import DLPipe
 import Foundation
 import TestSupport
 
@@ -60,4 +61,18 @@ extension QueueRunSuite {
     var queue: String { fixture.queue }
     var hosts: [String] { fixture.hosts }
     var resolving: [String] { fixture.resolving }
+
+    /// How many of the job `name`'s downloads are in each status, as the
+    /// queue's table holds them.
+    func statuses(_ name: String) throws -> [String: Int64] {
+        let rows = try PostgresConnection(PostgresAddress(queue)).execute(
+            """
+            SELECT d.status, count(*) AS n FROM dlpipe.downloads d JOIN dlpipe.jobs j ON j.id = d.job_id
+            WHERE j.name = $1 GROUP BY d.status
+            """, [.text(name)]
+        ).rows
+        var counts: [String: Int64] = [:]
+        for row in rows { counts[try row.text("status")] = try row.int("n") }
+        return counts
+    }
 }
