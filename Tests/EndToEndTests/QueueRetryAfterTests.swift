@@ -58,4 +58,43 @@ import TestSupport
         #expect(asked.count == (retried ? 2 : 1))
         if retried { #expect((asked.last ?? 0) - refused >= 3, "the retry came before the server's Retry-After") }
     }
+
+    /// The worker that got the Retry-After holds the host on its own clock
+    /// from the answer on, and a claim from the queue must not lift that
+    /// hold before the queue knows of it. Between the answer and the report
+    /// that carries the hold (a `retrying` handler runs in between), the
+    /// slot went back and the claims held ahead were given slots again by
+    /// the queue, and their start lifted the hold: a request 11 ms after the
+    /// 503 in 1 of 13 runs; with a slow handler, in every run.
+    @Test func aClaimBeforeTheHoldIsReportedDoesNotLiftIt() async throws {
+        let server = try FaultServer()
+        var bytes: [String: [UInt8]] = [:]
+        var adds = [String]()
+        for index in 1...6 {
+            let name = "g\(index).bin"
+            bytes[name] = try server.put(name, randomBytes: 500, seed: UInt64(100 + index))
+            let query = index == 1 ? "?status=503&retry_after=3&fail_times=1" : ""
+            adds.append("dl.add{ url = '\(server.url("/files/\(name)\(query)"))', priority = \(index == 1 ? 10 : 0) }")
+        }
+        let jobFile = try job.write("job.lua", adds.joined(separator: "\n") + """
+
+            dl.on("retrying", function(e)
+              local t = os.clock() while os.clock() - t < 0.3 do end
+            end)
+            """)
+        let worker = try Subprocess(
+            Paths.binary,
+            ["run", jobFile, "-d", out, "--queue", queue, "--name", "own-hold", "--settle", "1", "-j", "4", "--per-host", "1"],
+            environment: ["NO_COLOR": "1"], timeout: 120)
+        let ended = await offThePool { worker.finish() }
+        #expect(ended.status == 0, "\(ended.stderr)")
+        for (name, data) in bytes { #expect(sameBytes(out + "/" + name, data), "\(name)") }
+        let requests = try server.requests(matching: "/files/")
+        let refused = try #require(requests.first { ($0["path"] as? String) == "/files/g1.bin" }?["time"] as? Double)
+        let during = requests.compactMap { request -> String? in
+            guard let time = request["time"] as? Double, time > refused, time < refused + 2.9 else { return nil }
+            return "\(request["path"] ?? "?") at +\(Int((time - refused) * 1000)) ms"
+        }
+        #expect(during.isEmpty, "requests while the worker's own Retry-After held the host: \(during)")
+    }
 }

@@ -39,12 +39,19 @@ package struct ClaimedFiles: Sendable {
     /// must know that a paused download is no work of the run's, or a run
     /// whose last download a handler paused would never end.
     package let pauseChanged: (@Sendable (_ number: Int, _ paused: Bool) -> Void)?
+    /// Download `number` got a 429 or 503 with Retry-After: this engine holds
+    /// `host` back for `seconds` from now. On the engine thread, at the
+    /// answer: the queue learns of the hold only with the download's report,
+    /// later (after a `retrying` handler, say), and a claim of that host the
+    /// queue hands out before then must not lift this engine's hold.
+    package let hostHeld: (@Sendable (_ number: Int, _ host: String, _ seconds: Double) -> Void)?
 
     package init(
         folder: String, worker: Int64, mayPlace: @escaping @Sendable () -> Bool,
         handBack: HandBack? = nil,
         transferEnded: (@Sendable (_ number: Int) -> Void)? = nil,
-        pauseChanged: (@Sendable (_ number: Int, _ paused: Bool) -> Void)? = nil
+        pauseChanged: (@Sendable (_ number: Int, _ paused: Bool) -> Void)? = nil,
+        hostHeld: (@Sendable (_ number: Int, _ host: String, _ seconds: Double) -> Void)? = nil
     ) {
         self.folder = folder
         self.worker = worker
@@ -52,6 +59,7 @@ package struct ClaimedFiles: Sendable {
         self.handBack = handBack
         self.transferEnded = transferEnded
         self.pauseChanged = pauseChanged
+        self.hostHeld = hostHeld
     }
 
     /// The part file of the final name `relative`.

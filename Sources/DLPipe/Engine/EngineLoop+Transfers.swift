@@ -159,7 +159,7 @@ extension EngineLoop: TransferOwner {
             return .discard(.restart)
         case .fail(let error, let dropsResume):
             if let seconds = error.retryAfter, error.status == 429 || error.status == 503 {
-                holdBackHost(of: job.currentURL, for: seconds)
+                holdBackHost(of: job, for: seconds)
             }
             if dropsResume {
                 job.startOver()

@@ -254,10 +254,16 @@ public final class DownloadEngine: Sendable {
     /// `liftingHolds`: the queue's claim says their hosts are due now, which
     /// ends this engine's own holds of them (`hostsDueByQueue`); a claim
     /// held ahead and started on a slot handed over says nothing of the kind.
-    package func addClaimed(_ claimed: [ClaimedRequest], liftingHolds: Bool = true) {
+    /// Nor does a claim of a host in `keepingHoldsOf`: this engine holds it
+    /// for a Retry-After that the queue does not know of yet.
+    package func addClaimed(_ claimed: [ClaimedRequest], liftingHolds: Bool = true, keepingHoldsOf kept: Set<String> = []) {
         loop.post(.holdStarts)
         defer { loop.post(.releaseStarts) }
-        if liftingHolds { loop.post(.hostsDueByQueue(claimed.map(\.request.url))) }
+        if liftingHolds {
+            var urls = claimed.map(\.request.url)
+            if !kept.isEmpty { urls.removeAll { URLParts($0).map { kept.contains($0.hostPort) } ?? false } }
+            if !urls.isEmpty { loop.post(.hostsDueByQueue(urls)) }
+        }
         registry.admitNumbered(claimed) { new in
             if !new.isEmpty { loop.post(.addAll(new)) }
         }

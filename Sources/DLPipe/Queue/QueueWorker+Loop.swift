@@ -77,6 +77,19 @@ extension QueueWorker {
         if known { signal() }
     }
 
+    /// A Retry-After this worker's engine got (on the engine thread, at the
+    /// answer): its host is held here at once, as the engine holds it,
+    /// until the report of download `number` carries the hold to the queue.
+    /// No claim held ahead takes its slots over meanwhile (`handOver`), and
+    /// no claim lifts the engine's hold (`unreportedHolds`).
+    func noteOwnHold(_ number: Int, host: String, seconds: Double) {
+        let now = QueueClock.now()
+        state.withLock { state in
+            state.heldUntil[host] = max(state.heldUntil[host] ?? 0, now + seconds)
+            state.unreportedHolds[Int64(number)] = (host, now + seconds)
+        }
+    }
+
     /// A failed attempt whose retry the queue schedules (on the engine thread:
     /// quick, no database): reported as ready again after `delay`.
     func noteRetry(_ number: Int, after delay: Double, _ error: DownloadError?, request: DownloadRequest, attempts: Int) {
@@ -226,6 +239,9 @@ extension QueueWorker {
                         return (promoted, claims, try queue.claimAhead(worker: worker, hosts: hosts.sorted(), limit: ahead, on: connection))
                     }
                 }
+                // The queue knows of the holds these ends carried: its claims
+                // of their hosts from now on may lift the engine's own.
+                if !ends.isEmpty { state.withLock { state in for end in ends { state.unreportedHolds[end.id] = nil } } }
                 let (promotedStarted, cancelledReleased) = startPromoted(stranded.map(\.claim), promoted)
                 cancelReleased(cancelledReleased)
                 holdAhead(aheadClaims)
@@ -304,7 +320,7 @@ extension QueueWorker {
         let decoded = decode(claims, for: engine)
         let (started, cancelled) = admission.withLock { onTheirWay in
             let (kept, cancelled) = holdClaims(decoded, claims, ahead: false, onTheirWay: &onTheirWay)
-            if !kept.isEmpty { engine.addClaimed(kept) }
+            if !kept.isEmpty { engine.addClaimed(kept, keepingHoldsOf: state.withLock { $0.unreportedHeldHosts(at: QueueClock.now()) }) }
             return (kept.count, cancelled)
         }
         reportCancelled(cancelled, to: engine)
@@ -338,7 +354,9 @@ extension QueueWorker {
                 }
                 return (started, cancelled, cancelledReleased)
             }
-            if !started.isEmpty { engine?.addClaimed(started) }
+            if !started.isEmpty {
+                engine?.addClaimed(started, keepingHoldsOf: state.withLock { $0.unreportedHeldHosts(at: QueueClock.now()) })
+            }
             return (started, cancelled, cancelledReleased)
         }
         guard let engine else { return (0, cancelledReleased) }

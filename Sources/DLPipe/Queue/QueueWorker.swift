@@ -130,6 +130,12 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// `QueueClock`. No claim held ahead takes a slot of theirs over
         /// meanwhile; each went back to ready once stranded.
         var heldUntil: [String: Double] = [:]
+        /// Retry-After holds this worker's engine got that no report has
+        /// carried to the queue yet, by the download that got it: its host
+        /// (as the engine holds it) and until when (`QueueClock`). Claims the
+        /// queue hands out meanwhile may be of that host, as its `next_at`
+        /// does not say so yet: they must not lift the engine's hold.
+        var unreportedHolds: [Int64: (host: String, until: Double)] = [:]
         /// Resumes this worker passed on to the holders of their downloads
         /// (`forward`), counted for the look after `done`.
         var resumesPassedOn = 0
@@ -186,6 +192,13 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
             slotFree.remove(number)
             if let nextToken = held[number] { taking[number] = nextToken }
             return next
+        }
+
+        /// The hosts of `unreportedHolds` still held at `now`.
+        mutating func unreportedHeldHosts(at now: Double) -> Set<String> {
+            guard !unreportedHolds.isEmpty else { return [] }
+            unreportedHolds = unreportedHolds.filter { $0.value.until > now }
+            return Set(unreportedHolds.values.map(\.host))
         }
 
         /// Whether a Retry-After holds `host` back for the job at `now`.
@@ -340,7 +353,8 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
                 noteRetry(number, after: delay, error, request: request, attempts: attempts)
             },
             transferEnded: { [self] number in noteTransferEnded(number) },
-            pauseChanged: { [self] number, paused in notePause(number, paused: paused) })
+            pauseChanged: { [self] number, paused in notePause(number, paused: paused) },
+            hostHeld: { [self] number, host, seconds in noteOwnHold(number, host: host, seconds: seconds) })
     }
 
     /// The hooks the engine gets: the job's, with `drained` answered by the worker.
