@@ -38,6 +38,7 @@ enum RunCommand {
                 return failure.code
             }
             options.scripts.storeState = QueueMode.store(address, name: name)
+            options.scripts.storeStateNamespace = QueueMode.storeNamespace(name)
         }
         guard let session = RunDriver.loadScripts(options.scripts, quiet: options.quiet, json: options.json) else { return ExitCode.usage }
         try queue.refuse(statePath: options.state, environment: environment, job: session.settings)
@@ -50,7 +51,7 @@ enum RunCommand {
         }
         if let setup, early == nil {
             // Named by dl.config{ queue }: dl.store lives there from now on.
-            session.useStore(QueueMode.store(setup.address, name: setup.name))
+            session.useStore(QueueMode.store(setup.address, name: setup.name), namespace: QueueMode.storeNamespace(setup.name))
         }
         if setup == nil, let problem = queue.withoutQueue {
             throw UsageError(problem, command: "run")

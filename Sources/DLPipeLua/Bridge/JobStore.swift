@@ -12,6 +12,10 @@ import DLPipe
 /// `set` writes its own row, and the shared row stays for the other jobs.
 final class JobStore {
     let namespace: String
+    /// A namespace read for a key the job has not set in its own: in a shared
+    /// queue the job's name (`--name`) is the namespace, and the job file's
+    /// base name, which workers used before, still answers.
+    let earlierNamespace: String?
     let state: any DownloadState
     /// Bytes the job's rows take, learnt at the first `set` and kept up to date after.
     private var total: Int?
@@ -25,8 +29,9 @@ final class JobStore {
     /// Why a value is not stored.
     struct Refused: Error { let message: String }
 
-    init(namespace: String, state: any DownloadState) {
+    init(namespace: String, earlierNamespace: String? = nil, state: any DownloadState) {
         self.namespace = namespace
+        self.earlierNamespace = earlierNamespace == namespace ? nil : earlierNamespace
         self.state = state
     }
 
@@ -44,9 +49,11 @@ final class JobStore {
         "\u{1F}" + namespace + "\u{1F}" + key
     }
 
-    /// The job's value (JSON text), else the shared one of an older state.
+    /// The job's value (JSON text), else its earlier namespace's, else the
+    /// shared one of an older state.
     func value(_ key: String) throws(StateFailure) -> String? {
         if let own = try state.value(Self.rowKey(key, namespace: namespace)) { return own }
+        if let earlierNamespace, let earlier = try state.value(Self.rowKey(key, namespace: earlierNamespace)) { return earlier }
         return try state.value(key)
     }
 

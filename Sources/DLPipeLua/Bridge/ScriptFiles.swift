@@ -21,6 +21,8 @@ struct ScriptFiles {
     let state: any DownloadState
     /// The job's name (`JobStore.namespace`): who wrote a file.
     let job: String
+    /// The job's earlier name (`JobStore.earlierNamespace`): its files are the job's too.
+    var earlierJob: String?
     /// The downloads' files as the run first read them (`KnownDownloadFiles`).
     let downloads: KnownDownloadFiles
 
@@ -107,7 +109,7 @@ struct ScriptFiles {
             guard let writer = try recorded({ () throws(StateFailure) in try state.writer(of: place.relative) }) else {
                 throw ScriptError("\(path) was not placed by dlpipe (it was there before, or another program put it there); dl.remove removes only the downloads' files and the files this job wrote")
             }
-            guard writer == job else {
+            guard writer == job || writer == earlierJob else {
                 throw ScriptError("\(path) was written by the job \(writer.debugDescription); only that job removes it")
             }
         }

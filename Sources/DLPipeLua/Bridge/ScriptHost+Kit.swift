@@ -54,7 +54,9 @@ extension ScriptHost {
             return [.nil_, LuaValue(error.message)]
         case .success(let store):
             do throws(ScriptError) {
-                let files = ScriptFiles(root: root, state: store.state, job: store.namespace, downloads: knownDownloadFiles)
+                let files = ScriptFiles(
+                    root: root, state: store.state, job: store.namespace, earlierJob: store.earlierNamespace,
+                    downloads: knownDownloadFiles)
                 try operation(files, path, data)
                 return [.boolean(true)]
             } catch {

@@ -112,6 +112,9 @@ final class ScriptHost: @unchecked Sendable {
     private var store: JobStore?
     /// The state `dl.store` uses instead of the SQLite one (a shared queue's).
     var storeState: (@Sendable () throws(StateFailure) -> any DownloadState)?
+    /// The namespace in `storeState` when it is not `storeNamespace`: a shared
+    /// queue's job name, the same in every worker whatever its job file is called.
+    var storeStateNamespace: String?
     let log: @Sendable (String) -> Void
     private let warn: @Sendable (ScriptLine) -> Void
     /// Digests that handlers computed (`f.sha256`), by path, until the
@@ -440,8 +443,9 @@ final class ScriptHost: @unchecked Sendable {
     }
 
     /// `dl.store` in `make`'s state from now on; a store opened before is let go.
-    func useStore(_ make: @escaping @Sendable () throws(StateFailure) -> any DownloadState) {
+    func useStore(_ make: @escaping @Sendable () throws(StateFailure) -> any DownloadState, namespace: String?) {
         storeState = make
+        storeStateNamespace = namespace
         store = nil
     }
 
@@ -450,7 +454,8 @@ final class ScriptHost: @unchecked Sendable {
         if let store { return .success(store) }
         if let storeState {
             do throws(StateFailure) {
-                let opened = JobStore(namespace: storeNamespace, state: try storeState())
+                let opened = JobStore(
+                    namespace: storeStateNamespace ?? storeNamespace, earlierNamespace: storeNamespace, state: try storeState())
                 store = opened
                 return .success(opened)
             } catch {

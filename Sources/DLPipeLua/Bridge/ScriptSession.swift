@@ -32,6 +32,10 @@ public struct ScriptOptions: Sendable {
     /// is not the SQLite state: a shared queue's database. Made at first use,
     /// on the Lua thread (a connection of its own).
     package var storeState: (@Sendable () throws(StateFailure) -> any DownloadState)?
+    /// The namespace of `dl.store` in `storeState`: a shared queue's job
+    /// name (`--name`), so that workers whose job files are named apart
+    /// share one store. Nil: the job file's base name (`JobStore`).
+    package var storeStateNamespace: String?
     /// Whether the run is a shared queue's worker, as the command line said
     /// (true: `--queue` or `DLPIPE_QUEUE`; false: `--no-queue`); nil when the
     /// job's `dl.config{ queue }` decides. Top-level ids depend on it (ProvisionalIDs).
@@ -132,6 +136,7 @@ public final class ScriptSession: @unchecked Sendable {
                 host.stateDirectory = options.outputDirectory
                 host.readOnlyStore = options.readOnlyStore
                 host.storeState = options.storeState
+                host.storeStateNamespace = options.storeStateNamespace
                 host.provisional.commandLine = options.sharedQueue
                 host.storeNamespace = options.jobPath.map(JobStore.namespace(ofJob:)) ?? JobStore.getNamespace
                 host.heldUsage.message = options.usageUnlessJobNamesQueue
@@ -215,9 +220,9 @@ public final class ScriptSession: @unchecked Sendable {
 extension ScriptSession {
     /// `dl.store` lives in `make`'s state from now on (a queue named by the
     /// job's `dl.config{ queue }`, known only after the job loaded).
-    package func useStore(_ make: @escaping @Sendable () throws(StateFailure) -> any DownloadState) {
+    package func useStore(_ make: @escaping @Sendable () throws(StateFailure) -> any DownloadState, namespace: String?) {
         _ = thread.sync { [host] in
-            host.useStore(make)
+            host.useStore(make, namespace: namespace)
             return true
         }
     }
