@@ -154,4 +154,32 @@ import TestSupport
         let queued = try connection().execute("SELECT sum(queued) AS n FROM dlpipe.runs").rows[0].int("n")
         #expect(queued == Int64(limit))
     }
+
+    /// A worker whose top level the run's `max_downloads` refused says so
+    /// under its job file's name, as a run without a queue names the add's
+    /// line (it said `[] warning: ...`, naming nothing).
+    @Test func aTopLevelRefusedByTheRunsLimitNamesItsJobFile() async throws {
+        let urls = try files(8, size: 100_000)
+        let first = try job.write("a/job.lua", "dl.config{ max_downloads = 5 }\n"
+            + urls.prefix(5).map { "dl.add('\($0)')" }.joined(separator: "\n"))
+        let second = try job.write("b/mirror.lua", "dl.config{ max_downloads = 5 }\n"
+            + urls.suffix(3).map { "dl.add('\($0)')" }.joined(separator: "\n"))
+        let one = try spawnWorker(first, ["--settle", "1"])
+        // The second joins the run once the first queued its five (1 s each
+        // at 100 KB/s, two at a time: the run lasts about 3 s).
+        let deadline = Date().addingTimeInterval(60)
+        // (No schema yet before the first worker made it.)
+        func queued() -> Int64 {
+            (try? connection().execute("SELECT coalesce(sum(queued), 0) AS n FROM dlpipe.runs WHERE ended_at IS NULL").rows[0].int("n")) ?? 0
+        }
+        while queued() < 5 {
+            try #require(Date() < deadline, "the first worker never queued its top level")
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let two = try spawnWorker(second, ["--settle", "1"])
+        let results = await offThePool { [one.finish(), two.finish()] }
+        #expect(results.map(\.status) == [0, 0], "\(results.map(\.stderr))")
+        let warning = results[1].stderr.split(separator: "\n").filter { $0.contains("were not queued") }
+        #expect(warning.count == 1 && warning[0].hasPrefix("[\(second)] warning: 3 of the downloads added at load were not queued"), "\(results[1].stderr)")
+    }
 }

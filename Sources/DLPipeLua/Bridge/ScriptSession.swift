@@ -187,7 +187,7 @@ public final class ScriptSession: @unchecked Sendable {
 
     /// Connects the scripts to the running engine and queues what they added at load.
     public func start(with engine: DownloadEngine) {
-        _ = thread.sync { [host] in
+        _ = thread.sync { [host, scripts] in
             host.engine = engine
             host.root = engine.directory
             // All at once: a download added first must not start before one of
@@ -204,11 +204,14 @@ public final class ScriptSession: @unchecked Sendable {
             // A shared queue's run that queued its max_downloads already (by
             // other workers' adds) refuses the rest: id 0.
             let refused = ids.filter { $0.rawValue == 0 }.count
+            // Said of the job's top level as a whole: which add came too late
+            // is not kept (its adds went to the queue together, at the start).
+            let jobPlace = scripts.first ?? "top level"
             if engine.isShared && refused > 0 {
-                host.report(ScriptLine(place: "", download: nil, text: "\(refused) of the downloads added at load were not queued: the job's run already queued its max_downloads (dl.config{ max_downloads = N }), counted over every worker"))
+                host.report(ScriptLine(place: jobPlace, download: nil, text: "\(refused) of the downloads added at load were not queued: the job's run already queued its max_downloads (dl.config{ max_downloads = N }), counted over every worker"))
             }
             if let failure = topLevel.readFailure {
-                host.report(ScriptLine(place: "", download: nil, text: "\(failure.message); \(topLevel.count - ids.count) of the downloads added at load were not queued"))
+                host.report(ScriptLine(place: jobPlace, download: nil, text: "\(failure.message); \(topLevel.count - ids.count) of the downloads added at load were not queued"))
             }
             // The command line's engine keeps the job's rule for these keys itself.
             if engine.deduplicatesWholeRun { host.dropTopLevel() }
