@@ -181,8 +181,8 @@ enum QueueSnapshot {
           w.alive, w.expired
         FROM dlpipe.jobs j
         CROSS JOIN LATERAL (
-          SELECT count(*) FILTER (WHERE d.status = 'ready' AND d.run_at <= now()) AS ready,
-                 count(*) FILTER (WHERE d.status = 'ready' AND d.run_at > now()) AS scheduled,
+          SELECT count(*) FILTER (WHERE d.status = 'ready' AND d.run_at <= now() AND NOT coalesce(h.next_at > now(), false)) AS ready,
+                 count(*) FILTER (WHERE d.status = 'ready' AND (d.run_at > now() OR coalesce(h.next_at > now(), false))) AS scheduled,
                  count(*) FILTER (WHERE d.status = 'running') AS running,
                  count(*) FILTER (WHERE d.status = 'paused') AS paused,
                  count(*) FILTER (WHERE d.status = 'finished') AS finished,
@@ -190,7 +190,11 @@ enum QueueSnapshot {
                  count(*) FILTER (WHERE d.status = 'failed') AS failed,
                  count(*) FILTER (WHERE d.status = 'handled') AS handled,
                  count(*) FILTER (WHERE d.status = 'cancelled') AS cancelled
-          FROM dlpipe.downloads d WHERE d.job_id = j.id
+          -- A ready row whose host a Retry-After or a host delay holds back
+          -- (the host's next_at) waits for its time too: scheduled.
+          FROM dlpipe.downloads d
+          LEFT JOIN dlpipe.hosts h ON h.job_id = d.job_id AND h.host = d.host
+          WHERE d.job_id = j.id
         ) c
         CROSS JOIN LATERAL (
           SELECT count(*) FILTER (WHERE w.lease_until >= now()) AS alive,
