@@ -183,12 +183,12 @@ enum QueueMode {
         }
     }
 
-    /// `dl.store` of job `name` in the queue's database, made at its first use.
     /// The namespace of a shared queue's `dl.store`: the job's name, which
     /// every worker of the job has (its job file may be named otherwise on
     /// each machine: keyed by that, one cursor was two).
     static func storeNamespace(_ name: String) -> String { name }
 
+    /// `dl.store` of job `name` in the queue's database, made at its first use.
     static func store(_ address: PostgresAddress, name: String) -> @Sendable () throws(StateFailure) -> any DownloadState {
         { () throws(StateFailure) -> any DownloadState in
             let job: Int64
