@@ -275,7 +275,7 @@ extension QueueWorker {
             } catch {
                 fatal(error.isConnectionLoss
                     ? outageMessage(away: error.triedFor ?? settings.outage, error)
-                    : "the shared queue refused a statement: \(error.description); part files are kept")
+                    : "the shared queue refused a statement: \(error.description)", givingBack: !error.isConnectionLoss)
                 return
             }
             let woke = state.withLock { $0.wake }

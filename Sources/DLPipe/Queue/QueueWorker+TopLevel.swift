@@ -47,7 +47,7 @@ extension QueueWorker {
             signal()
             return ids.map { Int($0) }
         } catch {
-            fatal("cannot queue downloads in the shared queue: \(error.message)")
+            fatal("cannot queue downloads in the shared queue: \(error.message)", givingBack: !error.isConnectionLoss)
             return rows.map { _ in 0 }
         }
     }

@@ -449,19 +449,38 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
                 }
             }
         } catch {
-            fatal("cannot queue downloads in the shared queue: \(error.message)")
+            fatal("cannot queue downloads in the shared queue: \(error.message)", givingBack: !error.isConnectionLoss)
             return rows.map { _ in 0 }
         }
         signal()
         return ids
     }
 
-    func fatal(_ message: String) {
+    /// Stops the worker with `message` (the command line exits 4).
+    /// `givingBack`: the queue answers but refused a statement (not an
+    /// outage, nor a lost lease): what this worker holds goes back to ready
+    /// at once, rather than waiting for its lease to run out.
+    func fatal(_ message: String, givingBack: Bool = false) {
         let first = state.withLock { state -> Bool in
             defer { state.stopping = true }
             return !state.stopping
         }
-        if first { onFatal(message) }
+        guard first else { return }
+        onFatal(message + (givingBack ? giveBackAfterRefusal() : ""))
+    }
+
+    /// Places nothing more, and gives this worker's claims back (and leaves
+    /// the job) in one statement, waiting at most 2 s: what the message says
+    /// of the part files.
+    private func giveBackAfterRefusal() -> String {
+        state.withLock { $0.leaseLost = true }
+        let givenBack: Int? = try? partsLink.withLock { link throws(PostgresError) in
+            try link.run(patience: 2) { connection throws(PostgresError) in try queue.takeBack(worker: worker, on: connection) }
+        }
+        guard givenBack != nil else { return "; part files are kept" }
+        // Whoever takes them starts afresh: this worker's part files are of no use.
+        removeOwnParts()
+        return "; its downloads went back to the queue"
     }
 }
 
