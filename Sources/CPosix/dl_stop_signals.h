@@ -22,6 +22,19 @@
 static int dl_stop_signal_count = 0;
 static int dl_stop_pipe_write = -1;
 
+// Paths the second signal removes before it quits (`get -o -`'s staging
+// folder: files first, then the folder). Fixed buffers: a handler may not
+// allocate, and unlink and rmdir are async-signal-safe. The buffer is a
+// function's static: a file-static array was not emitted when Swift imported
+// this header (an undefined reference at link time).
+#define DL_STOP_REMOVE_MAX 4
+#define DL_STOP_REMOVE_LENGTH 4096
+static int dl_stop_remove_count = 0;
+static inline char *dl_stop_remove_path(int index) {
+    static char paths[DL_STOP_REMOVE_MAX][DL_STOP_REMOVE_LENGTH];
+    return paths[index];
+}
+
 static void dl_stop_signal_handler(int number) {
     int saved = errno;
     if (__atomic_add_fetch(&dl_stop_signal_count, 1, __ATOMIC_SEQ_CST) >= 2) {
@@ -30,8 +43,16 @@ static void dl_stop_signal_handler(int number) {
         // with Ctrl-S (what may be slowing the clean stop) must not keep the
         // process from leaving.
         static const char message[] = "dlpipe: interrupted again: quit at once (part files are kept)\n";
+        static const char removed[] = "dlpipe: interrupted again: quit at once\n";
+        int count = __atomic_load_n(&dl_stop_remove_count, __ATOMIC_SEQ_CST);
+        for (int i = 0; i < count; i++) {
+            if (unlink(dl_stop_remove_path(i)) != 0) (void)rmdir(dl_stop_remove_path(i));
+        }
         struct pollfd err = { .fd = 2, .events = POLLOUT, .revents = 0 };
-        if (poll(&err, 1, 0) == 1 && (err.revents & POLLOUT)) (void)!write(2, message, sizeof message - 1);
+        if (poll(&err, 1, 0) == 1 && (err.revents & POLLOUT)) {
+            if (count > 0) (void)!write(2, removed, sizeof removed - 1);
+            else (void)!write(2, message, sizeof message - 1);
+        }
         _exit(130);
     }
     unsigned char byte = (unsigned char)number;
@@ -53,6 +74,16 @@ static inline int dl_stop_signals_install(void) {
     action.sa_flags = SA_RESTART;
     if (sigaction(SIGINT, &action, NULL) != 0 || sigaction(SIGTERM, &action, NULL) != 0) return -1;
     return fds[0];
+}
+
+/// Adds a path for the second signal to remove (a file, or an empty folder)
+/// before it quits; 0, or -1 when there is no room for it.
+static inline int dl_stop_signals_remove_on_quit(const char *path) {
+    int index = __atomic_load_n(&dl_stop_remove_count, __ATOMIC_SEQ_CST);
+    if (index >= DL_STOP_REMOVE_MAX || strlen(path) >= DL_STOP_REMOVE_LENGTH) return -1;
+    strcpy(dl_stop_remove_path(index), path);
+    __atomic_store_n(&dl_stop_remove_count, index + 1, __ATOMIC_SEQ_CST);
+    return 0;
 }
 
 /// How many stop signals arrived so far (0, or 1: a second one exits).

@@ -33,6 +33,9 @@ enum HelpText {
           --per-host N            transfers at once per host (default: 4)
           --retries N             retries of network errors, timeouts, 408, 429, 5xx (default: 3)
           --timeout SECONDS       no progress for that long fails the attempt (default: 30)
+          -m, --max-time S        an attempt that takes longer fails (kind timeout, retried)
+          -Y, --speed-limit B     an attempt slower than B bytes/s over --speed-time fails
+          -y, --speed-time S      the seconds --speed-limit is measured over (default: 30)
           --rate BYTES[/s]        total speed cap; K, M, G suffixes (e.g. 500K, 2M)
           --var NAME=VALUE        a value for scripts (dl.var.NAME; every script reads it)
           --allow-env NAME        let scripts read this environment variable with os.getenv
@@ -57,9 +60,10 @@ enum HelpText {
           --allow-insecure-redirects
                                   follow redirects from https to http (refused by default)
           -u, --user USER:PASS    credentials for the requested host (never sent after a
-                                  redirect to another host)
+                                  redirect to another host); blanked in ps once read
           --netrc                 credentials from ~/.netrc, per host
-          --netrc-file FILE       credentials from FILE, per host
+          --netrc-file FILE       credentials from FILE, per host (keeps a password out
+                                  of ps from the start)
           -b, --cookie FILE       send the cookies of a Netscape cookie file
           -c, --cookie-jar FILE   write the session's cookies to FILE at the end
           --host-delay S          at least S seconds between requests to one host
@@ -187,17 +191,22 @@ enum HelpText {
 
         USAGE: dlpipe get URL... [options]
                dlpipe get -i FILE [options]
+               dlpipe get - [options]  (the URL list on stdin)
 
         OPTIONS:
           -i, --input FILE        read URLs from FILE, one a line (- for stdin; # comments)
           -o, --output FILE       where the file goes (one URL only): a bare NAME goes
                                   under -d, a path with a / is the file itself (the
                                   state and lock stay those of -d), - is stdout (not
-                                  with --json); an existing file dlpipe did not place
-                                  is never replaced (exit 2, before any request)
+                                  with --json; its staged copy is removed on every
+                                  exit); an existing file dlpipe did not place is
+                                  never replaced (exit 2, before any request)
           --sha256 HEX            expected SHA-256 of the file (one URL only)
           -H, --header "N: V"     an extra request header (Authorization and Cookie are
                                   not sent after a redirect to another host)
+          -O, -L, -C -, -f        curl's letters for what dlpipe does anyway: name from
+                                  the URL, follow redirects, resume, fail on HTTP errors
+          -s, --silent            as -q
         \(shared)
         EXIT CODES:
           0 all finished or skipped, 1 at least one failed, 2 usage error

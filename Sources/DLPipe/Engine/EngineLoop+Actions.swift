@@ -355,11 +355,12 @@ extension EngineLoop {
                 stalled.append(transfer)
             }
         }
-        nextProgressTick = now + min(configuration.progressInterval, shortest / 4)
+        nextProgressTick = now + min(configuration.progressInterval, shortest / 4, shortestLimitCheck())
         for transfer in stalled {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(transfer.stallTimeout.secondsText) s"))
         }
+        checkTimeAndSpeedLimits(now: now)
         for transfer in transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
             let bytes = job.bytes

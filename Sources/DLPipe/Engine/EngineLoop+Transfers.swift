@@ -28,6 +28,7 @@ extension EngineLoop: TransferOwner {
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
+        if job.hops == 0 { job.attemptStartedAt = EngineLoop.now() }
         transfer.installCallbacks()
         transfer.recording = configuration.recorder?.begin(url: job.currentURL)
         easy.set(CURLOPT_URL, configuration.replay?.address ?? job.currentURL)

@@ -42,6 +42,9 @@ final class Job {
     var currentURL: String
     /// Redirect hops taken in the current attempt.
     var hops = 0
+    /// Monotonic seconds when the current attempt's first hop started
+    /// (`maxTime` counts from there).
+    var attemptStartedAt = 0.0
     /// The headers a `request` hook gave for the hop about to start; taken
     /// (and cleared) by that hop's transfer, so every hop asks the hook again.
     var hopHeaders: [String: String]?

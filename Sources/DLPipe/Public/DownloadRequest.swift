@@ -32,6 +32,11 @@ public struct DownloadRequest: Sendable, Hashable {
     /// Seconds without progress before an attempt fails; nil uses the engine's
     /// `timeout`.
     public var timeout: Double?
+    /// The engine's `maxTime`, `speedLimit` and `speedTime` for this download
+    /// only; nil uses the engine's.
+    public var maxTime: Double?
+    public var speedLimit: Int?
+    public var speedTime: Double?
     /// The most bytes the body may have: a larger Content-Length fails the
     /// download at once with kind `size`, and a body without one is stopped at
     /// the limit (never written past it). nil for no limit.

@@ -23,6 +23,18 @@ public struct EngineConfiguration: Sendable {
     /// Seconds without a received byte (or a connection) before an attempt
     /// fails with kind `timeout`. Default 30.
     public var timeout: Double
+    /// curl's `-m/--max-time`: the most seconds one attempt may take, redirect
+    /// hops included, however steadily bytes arrive (a trickle that `timeout`
+    /// never catches); past it the attempt fails with kind `timeout`. nil (the
+    /// default) for no limit.
+    public var maxTime: Double?
+    /// curl's `-Y/--speed-limit`: an attempt slower than this many bytes per
+    /// second over `speedTime` seconds fails with kind `timeout`. nil (the
+    /// default) for no limit.
+    public var speedLimit: Int?
+    /// curl's `-y/--speed-time`: the seconds `speedLimit` is measured over.
+    /// Default 30, as curl's.
+    public var speedTime: Double = 30
     /// A cap on the bytes per second of all transfers together; nil (the
     /// default) for none.
     public var rateLimit: Int?

@@ -13,6 +13,9 @@ package enum QueuedRequestCodec {
         if let sha256 = request.sha256 { fields["sha256"] = sha256 }
         if let parent = request.parent { fields["parent"] = parent.rawValue }
         if let timeout = request.timeout { fields["timeout"] = timeout }
+        if let maxTime = request.maxTime { fields["max_time"] = maxTime }
+        if let speedLimit = request.speedLimit { fields["speed_limit"] = speedLimit }
+        if let speedTime = request.speedTime { fields["speed_time"] = speedTime }
         if let maxSize = request.maxSize { fields["max_size"] = maxSize }
         if request.into == .memory { fields["into"] = "memory" }
         if let method = request.method { fields["method"] = method }
@@ -43,6 +46,9 @@ package enum QueuedRequestCodec {
             timeout: (fields["timeout"] as? NSNumber)?.doubleValue, maxSize: (fields["max_size"] as? NSNumber)?.int64Value,
             into: fields["into"] as? String == "memory" ? .memory : .file)
         request.method = fields["method"] as? String
+        request.maxTime = (fields["max_time"] as? NSNumber)?.doubleValue
+        request.speedLimit = (fields["speed_limit"] as? NSNumber)?.intValue
+        request.speedTime = (fields["speed_time"] as? NSNumber)?.doubleValue
         request.metaJSON = fields["meta_json"] as? String
         request.depth = (fields["depth"] as? NSNumber)?.intValue ?? 0
         if let body = secret["body"] as? String { request.body = Data(base64Encoded: body).map(Array.init) }

@@ -2,10 +2,10 @@ internal import CCurl
 
 /// The method and body of a request, and what a redirect does to them.
 /// Redirects are followed by the engine (one transfer per hop), so curl's own
-/// rule is applied here: a 303 turns any method but HEAD into a GET without a
-/// body; a 301 or 302 turns a POST into a GET (what browsers do, and curl
-/// without `--post301/302`); 307 and 308 keep the method and the body, and so
-/// does a 301/302 to any other method.
+/// rule is applied here (RFC 9110 15.4): a 303 turns any method but HEAD into
+/// a GET without a body; a 301 or 302 turns a POST, and only a POST, into a GET
+/// (what browsers do, and curl without `--post301/302`); 307 and 308 keep the
+/// method and the body, and so does a 301/302 of a PUT, PATCH or DELETE.
 struct RequestMethod: Equatable {
     /// The method sent ("GET", "POST", ...).
     var name: String
@@ -27,7 +27,9 @@ struct RequestMethod: Equatable {
     func following(status: Int) -> RequestMethod {
         switch status {
         case 303 where name != "HEAD": return .get
-        case 301, 302 where name == "POST": return .get
+        // One `where` per pattern: a `where` after `301, 302` binds to 302 only,
+        // and made a GET of every 301.
+        case 301 where name == "POST", 302 where name == "POST": return .get
         default: return self
         }
     }

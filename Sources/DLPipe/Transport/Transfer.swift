@@ -56,6 +56,9 @@ final class Transfer {
     /// Seconds without progress before the attempt fails (the download's own
     /// timeout, else the engine's).
     var stallTimeout = 30.0
+    /// Bytes so far at recent moments, oldest first, for `speedLimit`
+    /// (EngineLoop+SpeedLimits); emptied while the transfer waits for a hook.
+    var speedSamples: [(at: Double, bytes: Int64)] = []
 
     init(id: DownloadID, easy: CurlEasy, owner: any TransferOwner) {
         self.id = id

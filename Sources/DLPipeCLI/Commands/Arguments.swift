@@ -2,16 +2,44 @@
 /// `--dir=DIR`), switches, and positional arguments, in any order.
 struct Arguments {
     private var items: [String]
+    /// Where each item stands in `raw` (items are removed as they are taken).
+    private var positions: [Int]
+    /// The index in the process's argv of `raw[0]`, when `raw` is argv's tail
+    /// (it is for every command: the command's name is removed from the front).
+    private let argvBase: Int?
     let command: String
 
     init(_ items: [String], command: String) {
         self.items = items
+        self.positions = Array(items.indices)
         self.command = command
+        let argv = CommandLine.arguments
+        argvBase = argv.count >= items.count && Array(argv.suffix(items.count)) == items ? argv.count - items.count : nil
     }
 
     /// Takes every value of an option (the last one wins for single values).
     mutating func values(_ names: String...) throws -> [String] {
-        var found: [String] = []
+        try take(names).map(\.value)
+    }
+
+    /// Takes every value of an option that holds a secret, and blanks the
+    /// bytes `secret` picks out of each value in the process's own arguments,
+    /// which `ps` and /proc/PID/cmdline show to every user for the whole run
+    /// (curl does so for -u). Only the copy taken here keeps them.
+    mutating func secretValues(_ names: String..., secret: (String) -> Range<Int>?) throws -> [String] {
+        let taken = try take(names)
+        for item in taken {
+            guard let argvBase, let range = secret(item.value) else { continue }
+            ArgvSecret.blank(index: argvBase + item.position, expected: item.argument, bytes: range.lowerBound + item.prefix..<range.upperBound + item.prefix)
+        }
+        return taken.map(\.value)
+    }
+
+    /// The values of `names`, each with the argument it came from, that
+    /// argument's position in `raw`, and how many bytes precede the value in
+    /// it (`--name=` of the one-argument form).
+    private mutating func take(_ names: [String]) throws -> [(value: String, argument: String, position: Int, prefix: Int)] {
+        var found: [(value: String, argument: String, position: Int, prefix: Int)] = []
         var index = 0
         while index < items.count {
             let item = items[index]
@@ -20,15 +48,18 @@ struct Arguments {
                 guard index + 1 < items.count else {
                     throw UsageError("option \(item) needs a value", command: command)
                 }
-                found.append(items[index + 1])
+                found.append((items[index + 1], items[index + 1], positions[index + 1], 0))
                 items.removeSubrange(index...index + 1)
+                positions.removeSubrange(index...index + 1)
                 continue
             }
             if let eq = item.firstIndex(of: "="), item.hasPrefix("--"),
                 names.contains(String(item[..<eq]))
             {
-                found.append(String(item[item.index(after: eq)...]))
+                let prefix = item.utf8.distance(from: item.startIndex, to: eq) + 1
+                found.append((String(item[item.index(after: eq)...]), item, positions[index], prefix))
                 items.remove(at: index)
+                positions.remove(at: index)
                 continue
             }
             index += 1
@@ -45,9 +76,15 @@ struct Arguments {
     /// Takes a switch; true when present.
     mutating func flag(_ names: String...) -> Bool {
         var present = false
-        items.removeAll { item in
-            if names.contains(item) { present = true; return true }
-            return false
+        var index = 0
+        while index < items.count {
+            if names.contains(items[index]) {
+                present = true
+                items.remove(at: index)
+                positions.remove(at: index)
+            } else {
+                index += 1
+            }
         }
         return present
     }
@@ -76,6 +113,7 @@ struct Arguments {
             result.append(item)
         }
         items = []
+        positions = []
         return result
     }
 

@@ -10,11 +10,12 @@ enum GetCommand {
             print(HelpText.get, terminator: "")
             return ExitCode.ok
         }
-        let inputs = try args.values("-i", "--input")
+        let spellings = try CurlSpellings.take(&args, raw: raw)
+        var inputs = try args.values("-i", "--input")
         let output = try args.value("-o", "--output")
         let sha256 = try args.value("--sha256")
         var headers: [String: String] = [:]
-        for line in try args.values("-H", "--header") {
+        for line in try args.secretValues("-H", "--header", secret: ArgvSecret.credentialHeader) {
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
                 throw UsageError("-H wants \"Name: value\", not \(line.debugDescription)", command: "get")
             }
@@ -26,7 +27,14 @@ enum GetCommand {
             headers[name] = value
         }
         var options = try RunOptions.parse(&args)
-        let urls = try URLStream(urls: args.positionals(), lists: inputs)
+        if spellings.silent { options.quiet = true }
+        // `get -`: the URL list on stdin, as `-i -` (the usage line's "- for stdin").
+        var positionals = try args.positionals()
+        if positionals.contains("-") {
+            positionals.removeAll { $0 == "-" }
+            if !inputs.contains("-") { inputs.append("-") }
+        }
+        let urls = try URLStream(urls: positionals, lists: inputs)
         let first = urls.peek(2)
         guard !first.isEmpty else { throw UsageError("no URL given", command: "get") }
         if first.count > 1 && (output != nil || sha256 != nil) {
@@ -46,6 +54,10 @@ enum GetCommand {
             break
         }
         let request: (name: String?, directory: String?) = target?.request ?? (output, nil)
+        // Every way out of here, a usage error included, removes `-o -`'s staging
+        // folder (a signal's way out does it in RunDriver's stop).
+        let stdout = options.stdout
+        defer { stdout?.discard() }
 
         var session: ScriptSession?
         if options.usesScripts {

@@ -28,7 +28,8 @@ struct QueueArguments {
     /// the worker's `--lease` and `--settle`; `status` leaves those to be
     /// refused as unknown.
     static func take(_ args: inout Arguments, worker: Bool = false) throws -> QueueArguments {
-        var taken = QueueArguments(queue: try args.value("--queue"), name: try args.value("--name"))
+        // The database URL may hold a password: blanked in argv as -u's is.
+        var taken = QueueArguments(queue: try args.secretValues("--queue", secret: ArgvSecret.userinfo).last, name: try args.value("--name"))
         if taken.queue == "" {
             taken.queue = nil
             taken.optOut = "--queue ''"

@@ -76,10 +76,14 @@ enum RunDriver {
         }
         options.stdout?.start(engine: engine)
         let queueWorker = worker
+        let stdout = options.stdout
         let stopper = StopSignals.install(
             engine: engine, reporter: reporter,
-            announce: queueWorker == nil ? StopSignals.keepsPartFiles : StopSignals.givesDownloadsBack,
-            afterStop: { queueWorker?.leave() })
+            announce: stdout != nil ? StopSignals.discardsStdoutBody
+                : queueWorker == nil ? StopSignals.keepsPartFiles : StopSignals.givesDownloadsBack,
+            // A body that went to stdout cannot be resumed: nothing is kept.
+            removeOnQuit: stdout?.stagedPaths ?? [],
+            afterStop: { queueWorker?.leave(); stdout?.discard() })
         // A handler stuck where nothing can stop it: its download already failed; every later
         // event would wait for it, so the run ends early and cleanly (part files kept), exit 1.
         // A shared queue's worker leaves the job then, as on SIGTERM.
@@ -91,6 +95,7 @@ enum RunDriver {
             Task {
                 await engine.stop()
                 queueWorker?.leave()
+                stdout?.discard()
                 reporter.flushBeforeExit()
                 exit(ExitCode.failed)
             }
@@ -135,6 +140,13 @@ enum RunDriver {
         if !stopper.stopping { session?.finish() }
         if stopper.stopping { await stopper.waitForever() }
         options.stdout?.finish()
+        if let stdout, stdout.stdoutClosed, let failure = stdout.failure {
+            // Whoever closed stdout wanted no more: one line, no summary.
+            reporter.flushBeforeExit()
+            engine.shutdown()
+            Terminal.error("dlpipe: -o -: \(failure)")
+            return ExitCode.failed
+        }
         reporter.finish(summary)
         engine.shutdown()
         if let failure = options.stdout?.failure {

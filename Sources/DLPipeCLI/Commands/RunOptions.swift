@@ -10,6 +10,10 @@ struct RunOptions {
     var perHost: Int?
     var retries: Int?
     var timeout: Double?
+    /// curl's `-m/--max-time`, `-Y/--speed-limit`, `-y/--speed-time`.
+    var maxTime: Double?
+    var speedLimit: Int?
+    var speedTime: Double?
     var rate: Int?
     var json = false
     var quiet = false
@@ -54,6 +58,14 @@ struct RunOptions {
             }
             options.timeout = seconds
         }
+        options.maxTime = try seconds(&args, "-m", "--max-time")
+        options.speedTime = try seconds(&args, "-y", "--speed-time")
+        if let text = try args.value("-Y", "--speed-limit") {
+            guard let limit = ByteRate.parse(text) else {
+                throw UsageError("--speed-limit wants bytes per second like 1000 or 10K, not \(text.debugDescription)", command: command)
+            }
+            options.speedLimit = limit
+        }
         if let text = try args.value("--rate") {
             guard let rate = ByteRate.parse(text) else {
                 throw UsageError("--rate wants bytes per second like 500K or 2M, not \(text.debugDescription)", command: command)
@@ -73,6 +85,13 @@ struct RunOptions {
         try TransportArguments.parse(&args, into: &options)
         options.cookieFile = try args.value("-b", "--cookie")
         options.cookieJar = try args.value("-c", "--cookie-jar")
+        if let jar = options.cookieJar, jar.contains("://") {
+            // wget's -c (continue) before a URL: the URL became the jar's name.
+            throw UsageError(
+                "-c is curl's --cookie-jar FILE, and \(RedactedURL.text(jar).debugDescription) looks like a URL; "
+                    + "to continue a download (wget's -c), run the same command again: dlpipe resumes by itself",
+                command: command)
+        }
         if let text = try args.value("--host-delay") {
             guard let seconds = Double(text), seconds >= 0, seconds <= 86400 else {
                 throw UsageError("--host-delay wants seconds from 0 to 86400, not \(text.debugDescription)", command: command)
@@ -113,6 +132,17 @@ struct RunOptions {
         return options
     }
 
+    /// Seconds above 0 (at most a day) of an option such as --max-time.
+    private static func seconds(_ args: inout Arguments, _ names: String...) throws -> Double? {
+        var found: [String] = []
+        for name in names { found += try args.values(name) }
+        guard let text = found.last else { return nil }
+        guard let seconds = Double(text), seconds > 0, seconds <= 86400 else {
+            throw UsageError("\(names.last!) wants seconds above 0, not \(text.debugDescription)", command: args.command)
+        }
+        return seconds
+    }
+
     /// The engine's settings: defaults, then the job's `dl.config`, then the command line.
     func configuration(job: JobSettings?) -> EngineConfiguration {
         var config = EngineConfiguration()
@@ -121,6 +151,9 @@ struct RunOptions {
         config.perHost = perHost ?? job?.perHost ?? config.perHost
         config.retries = retries ?? job?.retries ?? config.retries
         config.timeout = timeout ?? job?.timeout ?? config.timeout
+        config.maxTime = maxTime ?? job?.maxTime
+        config.speedLimit = speedLimit ?? job?.speedLimit
+        config.speedTime = speedTime ?? job?.speedTime ?? config.speedTime
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
         // Lua handlers have their own budget and backstop, and wait in one queue

@@ -19,16 +19,25 @@ final class StopSignals: Sendable {
     /// A shared queue's worker leaves the job (`QueueWorker.leave`): what it
     /// held goes back to ready for the other workers, and its part files are
     /// removed, since whoever takes a download over starts its own.
+    /// `get -o -`: a body on its way to stdout cannot be resumed by a later
+    /// run, so its staged copy is removed (`StdoutSink`).
+    static let discardsStdoutBody =
+        "dlpipe: stopping (the body sent to stdout cannot be resumed: its staged copy is removed; press Ctrl-C again to quit at once)"
     static let givesDownloadsBack =
         "dlpipe: stopping (this worker's downloads go back to the queue for the other workers and its part files are removed; press Ctrl-C again to quit at once)"
 
     /// `afterStop` runs once the engine stopped, before the exit (a shared
     /// queue's worker gives its downloads back to the others there);
-    /// `announce` is the line the first signal prints.
+    /// `announce` is the line the first signal prints; `removeOnQuit` are
+    /// paths (files, then their folder) that a second signal, which quits at
+    /// once, removes on its way out.
     static func install(
         engine: DownloadEngine, reporter: any Reporter, announce: String = keepsPartFiles,
-        afterStop: @escaping @Sendable () -> Void = {}
+        removeOnQuit: [String] = [], afterStop: @escaping @Sendable () -> Void = {}
     ) -> StopSignals {
+        for path in removeOnQuit where dl_stop_signals_remove_on_quit(path) != 0 {
+            Terminal.error("dlpipe: a second Ctrl-C would leave \(path) behind (path too long)")
+        }
         let descriptor = dl_stop_signals_install()
         if descriptor < 0 {
             Terminal.error("dlpipe: cannot catch SIGINT and SIGTERM: \(String(cString: strerror(errno)))")

@@ -8,7 +8,7 @@ enum TransportArguments {
     static func parse(_ args: inout Arguments, into options: inout RunOptions) throws {
         let command = args.command
         var transport = TransportOptions()
-        transport.proxy = try args.value("-x", "--proxy")
+        transport.proxy = try args.secretValues("-x", "--proxy", secret: ArgvSecret.userinfo).last
         if let proxy = transport.proxy, !proxy.isEmpty, ProxyURL.hasBadScheme(proxy) {
             throw UsageError("--proxy wants a URL like http://host:port, not \(RedactedURL.text(proxy).debugDescription)", command: command)
         }
@@ -32,7 +32,7 @@ enum TransportArguments {
         }
         options.maxRedirects = try args.int("--max-redirs", in: 0...1000)
         transport.allowInsecureRedirects = args.flag("--allow-insecure-redirects")
-        if let user = try args.value("-u", "--user") {
+        if let user = try args.secretValues("-u", "--user", secret: ArgvSecret.whole).last {
             // curl would prompt for the password; a batch tool cannot.
             guard let colon = user.firstIndex(of: ":"), colon != user.startIndex else {
                 throw UsageError("-u wants USER:PASSWORD (dlpipe does not prompt; --netrc-file keeps the password off the command line)", command: command)

@@ -14,7 +14,11 @@ import Synchronization
 ///
 /// A stream cannot take back what it wrote: once the body has begun, a
 /// transfer that breaks is not resumed or restarted (as curl does) but fails
-/// the run (exit 1).
+/// the run (exit 1). For the same reason nothing of the staging folder is worth
+/// keeping: it is removed on every way out (`discard`), a stop by a signal and
+/// a closed stdout included. A reader that closes stdout (`| head`) stops the
+/// run with one line and exit 1, as curl's exit 23, instead of SIGPIPE's
+/// silent 141.
 final class StdoutSink: Sendable {
     /// The name of the staged file.
     static let bodyName = "body"
@@ -30,6 +34,9 @@ final class StdoutSink: Sendable {
         /// Set when nothing more will come (finished, failed, cancelled, skipped).
         var ended = false
         var failure: String?
+        /// Set when stdout refused a write (`failure` says why).
+        var stdoutClosed = false
+        var engine: DownloadEngine?
     }
 
     private let progress = Mutex(Progress())
@@ -49,8 +56,28 @@ final class StdoutSink: Sendable {
     /// Why the stream failed, if it did (exit 1).
     var failure: String? { progress.withLock { $0.failure } }
 
-    /// Starts copying; `engine` is told to cancel a broken stream.
+    /// Whether stdout refused the body (the run was stopped for it).
+    var stdoutClosed: Bool { progress.withLock { $0.stdoutClosed } }
+
+    /// The files the engine may leave in the staging folder, and the folder
+    /// last: what a second Ctrl-C, which quits at once, removes from its signal
+    /// handler (which cannot list a folder).
+    var stagedPaths: [String] {
+        [folder + "/" + Self.bodyName + ".part", folder + "/" + Self.bodyName, folder]
+    }
+
+    /// Removes the staging folder and what it holds; safe to call again.
+    func discard() {
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// Starts copying; `engine` is told to cancel a broken stream, and stopped
+    /// when stdout is closed.
     func start(engine: DownloadEngine) {
+        // A closed stdout must be a write error here, not a signal that kills
+        // the process before it can remove the staging folder and say why.
+        signal(SIGPIPE, SIG_IGN)
+        progress.withLock { $0.engine = engine }
         let thread = Thread { [self] in copyLoop() }
         thread.name = "dlpipe-stdout"
         thread.start()
@@ -84,7 +111,7 @@ final class StdoutSink: Sendable {
     func finish() {
         wake.signal()
         done.wait()
-        try? FileManager.default.removeItem(atPath: folder)
+        discard()
     }
 
     private func copyLoop() {
@@ -121,8 +148,22 @@ final class StdoutSink: Sendable {
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return }
             let written = buffer.withUnsafeBytes { FileSystemOut.writeAll(1, UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            guard written else { return }
+            guard written else { return refused(errno: errno) }
         }
+    }
+
+    /// stdout took no more: the run stops (nothing else can be done with the
+    /// body), and `RunDriver` says why in one line.
+    private func refused(errno code: Int32) {
+        let engine = progress.withLock { state -> DownloadEngine? in
+            guard state.failure == nil else { return nil }
+            state.stdoutClosed = true
+            state.failure = code == EPIPE
+                ? "stdout was closed before the body ended (nothing reads it any more); the download stops"
+                : "cannot write the body to stdout: \(String(cString: strerror(code))); the download stops"
+            return state.engine
+        }
+        engine?.shutdown()
     }
 }
 

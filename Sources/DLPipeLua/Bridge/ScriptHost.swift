@@ -517,6 +517,9 @@ final class ScriptHost: @unchecked Sendable {
         if args.count > 7, case .table(let controls) = args[7] {
             // Checked by the prelude: a number above 0, an integer above 0.
             request.timeout = controls[LuaValue("timeout")]?.double
+            request.maxTime = controls[LuaValue("max_time")]?.double
+            request.speedLimit = controls[LuaValue("speed_limit")]?.double.map { Int(max(1, min($0, 1e15))) }
+            request.speedTime = controls[LuaValue("speed_time")]?.double
             request.maxSize = controls[LuaValue("max_size")]?.int
             if controls[LuaValue("into")]?.text == "memory" { request.into = .memory }
             request.method = controls[LuaValue("method")]?.text

@@ -76,6 +76,10 @@ public struct JobSettings: Sendable {
     public var perHost: Int?
     public var retries: Int?
     public var timeout: Double?
+    /// `max_time`, `speed_limit`, `speed_time` (curl's -m, -Y, -y).
+    public var maxTime: Double?
+    public var speedLimit: Int?
+    public var speedTime: Double?
     public var rate: Int?
     public var refresh: String?
     public var budget: Double?
@@ -265,6 +269,14 @@ extension JobSettings {
         perHost = try whole("per_host", 1...1000)
         retries = try whole("retries", 0...100)
         timeout = try seconds("timeout")
+        maxTime = try seconds("max_time")
+        speedTime = try seconds("speed_time")
+        if let value = table["speed_limit"] {
+            guard let limit = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), limit > 0 else {
+                throw ScriptError("dl.config: speed_limit wants bytes per second like 1000, \"1K\" or \"1M\"")
+            }
+            speedLimit = limit
+        }
         budget = try seconds("budget")
         maxDownloads = try whole("max_downloads", 1...10_000_000)
         maxRedirects = try whole("max_redirs", 0...1000)

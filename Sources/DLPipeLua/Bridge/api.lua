@@ -14,7 +14,7 @@ local function handlers() return { "response", "progress", "retrying", "finished
 return {
   calls = {
     { name = "dl.config", args = "{ key = value, ... }", where = { "job" } },
-    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority=, timeout=, max_size=, into=, method=, body= }",
+    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority=, timeout=, max_time=, speed_limit=, speed_time=, max_size=, into=, method=, body= }",
       where = { "top", "response", "finished", "failed", "done" } },
     { name = "dl.on", args = "event, handler", where = { "top" } },
     { name = "dl.skip", args = "reason", where = { "response" } },
@@ -186,6 +186,9 @@ return {
         dir = { "string?", "the output directory (-d)" }, concurrency = { "integer?", "transfers at once (-j)" },
         per_host = { "integer?", "transfers at once per host" }, retries = { "integer?", "retries of retryable errors" },
         timeout = { "number?", "seconds without progress before an attempt fails" },
+        max_time = { "number?", "the most seconds an attempt may take (-m)" },
+        speed_limit = { "number|string?", "an attempt slower than this many bytes per second over speed_time fails (-Y)" },
+        speed_time = { "number?", "the seconds speed_limit is measured over (default 30; -y)" },
         rate = { "number|string?", "bytes per second for the whole run, or \"500K\"" },
         refresh = { "\"conditional\"|\"never\"|\"always\"?", "the re-run policy" },
         budget = { "number?", "seconds each handler call may run" }, max_downloads = { "integer?", "the most downloads dl.add queues in a run; later adds return nil" },
@@ -207,6 +210,9 @@ return {
         sha256 = { "string?", "the expected SHA-256 in hex" }, meta = { "any", "any value, d.meta in its handlers" },
         priority = { "integer?", "higher runs first (default 0)" },
         timeout = { "number?", "seconds without progress before an attempt of this download fails" },
+        max_time = { "number?", "the most seconds an attempt of this download may take" },
+        speed_limit = { "number?", "bytes per second below which (over speed_time) an attempt fails" },
+        speed_time = { "number?", "the seconds speed_limit is measured over" },
         max_size = { "integer?", "the most bytes the body may have (kind size past it)" },
         into = { "\"file\"|\"memory\"?", "memory: no file, the body is f.body in finished (default file)" },
         method = { "string?", "GET, POST, PUT, PATCH or DELETE (default GET, POST with a body)" },
@@ -221,10 +227,11 @@ return {
     -- Field order in the definition file (the events' order comes from `events`).
     order = {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
-      config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
+      config = { "dir", "concurrency", "per_host", "retries", "timeout", "max_time", "speed_limit", "speed_time", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
         "compressed", "mtime", "cookie", "cookie_jar", "max_depth", "host_delay", "overwrite", "queue" },
-      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" },
+      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_time", "speed_limit", "speed_time",
+        "max_size", "into", "method", "body" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },
   },

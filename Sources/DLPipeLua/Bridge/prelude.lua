@@ -25,7 +25,8 @@ for _, call in ipairs(API.calls) do WHERE[call.name] = call.where end
 local EVENTS = {}
 for event in pairs(API.events) do EVENTS[event] = true end
 local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number",
-  retries = "number", timeout = "number", rate = "any", refresh = "string",
+  retries = "number", timeout = "number", max_time = "number", speed_limit = "any", speed_time = "number",
+  rate = "any", refresh = "string",
   budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
   max_redirs = "number", allow_insecure_redirects = "boolean", env = "table",
   compressed = "boolean", mtime = "boolean",
@@ -51,11 +52,13 @@ local function getenv_over(allowed)
 end
 os.getenv = getenv_over(allowed_everywhere)
 local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
-  meta = true, priority = true, timeout = true, max_size = true, into = true, method = true, body = true }
+  meta = true, priority = true, timeout = true, max_time = true, speed_limit = true, speed_time = true,
+  max_size = true, into = true, method = true, body = true }
 -- Methods a download may use (HEAD has no body to download).
 local ADD_METHODS = { GET = true, POST = true, PUT = true, PATCH = true, DELETE = true }
 -- The names as messages list them.
-local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" }
+local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_time",
+  "speed_limit", "speed_time", "max_size", "into", "method", "body" }
 local CONFIG_ORDER = {}
 for key in pairs(CONFIG_KEYS) do CONFIG_ORDER[#CONFIG_ORDER + 1] = key end
 table.sort(CONFIG_ORDER)
@@ -229,6 +232,16 @@ function dl.add(spec)
       fail("dl.add: timeout wants a number of seconds above 0, not " .. tostring(spec.timeout))
     end
     controls.timeout = spec.timeout
+  end
+  -- curl's -m, -Y and -y for this download (seconds, bytes per second, seconds).
+  for _, key in ipairs({ "max_time", "speed_limit", "speed_time" }) do
+    local value = spec[key]
+    if value ~= nil then
+      if type(value) ~= "number" or not (value > 0) or value == 1 / 0 then
+        fail("dl.add: " .. key .. " wants a number above 0, not " .. tostring(value))
+      end
+      controls[key] = value
+    end
   end
   if spec.max_size ~= nil then
     local size = math_tointeger(spec.max_size)

@@ -137,6 +137,16 @@ final class Subprocess: @unchecked Sendable {
         return false
     }
 
+    /// Closes this side of the child's stdout, as a reader such as `head` that
+    /// went away: the child's next write fails (EPIPE, or SIGPIPE). The
+    /// descriptor is pointed at /dev/null, so that reading it later (`finish`)
+    /// sees an end at once and closing it later closes nothing else.
+    func closeStdout() {
+        let null = open("/dev/null", O_RDONLY)
+        dup2(null, stdoutFD)
+        close(null)
+    }
+
     /// Sends a signal.
     func signal(_ number: Int32) { kill(pid, number) }
 
