@@ -508,15 +508,25 @@ final class ScriptHost: @unchecked Sendable {
         guard addedCount < maxDownloads else {
             return [.nil_, .nil_, LuaValue("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); later adds are dropped")]
         }
+        // The prelude checked these against api.lua's ranges; a value past them
+        // would trap the engine's conversions (a priority must fit the queue's
+        // integer column, a timeout Int milliseconds), so none passes here either.
+        let priority = args.count > 5 ? args[5].int ?? 0 : 0
+        guard (-1_000_000_000...1_000_000_000).contains(priority) else { throw LuaCallError("priority out of range") }
+        var controls: [LuaValue: LuaValue] = [:]
+        if args.count > 7, case .table(let table) = args[7] { controls = table }
+        let timeout = controls[LuaValue("timeout")]?.double
+        if let timeout, !(timeout > 0 && timeout <= JobSettings.maxSeconds) {
+            throw LuaCallError("timeout out of range")
+        }
         addedCount += 1
         // Normalised here too, so that this table keys a URL as the engine does.
         var request = DownloadRequest(
             url: URLNormalization.normalize(url), name: text(1), directory: text(2), headers: headers, sha256: text(4),
-            priority: Int(args.count > 5 ? args[5].int ?? 0 : 0),
+            priority: Int(priority),
             parent: args.count > 6 ? engineID(args[6]) : nil)
-        if args.count > 7, case .table(let controls) = args[7] {
-            // Checked by the prelude: a number above 0, an integer above 0.
-            request.timeout = controls[LuaValue("timeout")]?.double
+        if !controls.isEmpty {
+            request.timeout = timeout
             request.maxSize = controls[LuaValue("max_size")]?.int
             if controls[LuaValue("into")]?.text == "memory" { request.into = .memory }
             request.method = controls[LuaValue("method")]?.text

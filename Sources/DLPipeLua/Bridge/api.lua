@@ -85,13 +85,20 @@ return {
   -- made by luadefs.lua). Every call, value, event field and download field
   -- above has an entry; a test holds them, the config keys and the dl.add
   -- fields to the names above and to the prelude's.
+  --
+  -- A number's `range` sits next to its key: { low, high } (high nil: no
+  -- bound but a Lua integer's), `above = true` when low itself is refused,
+  -- `unit` for the message. An "integer" type wants a whole number; every
+  -- "number" here is seconds. The prelude refuses NaN, infinities, fractions
+  -- where integers are wanted and anything outside it, at the script's line,
+  -- before Swift converts it (JobSettings keeps the same bounds; a test ties them).
   defs = {
     calls = {
       ["dl.config"] = { doc = "Run settings; the job file's top level only.", params = { { "settings", "dl.Config" } } },
       ["dl.add"] = { doc = "Queues a download and returns its id; nil past max_depth or max_downloads (with one warning).", params = { { "spec", "string|dl.AddSpec" } }, returns = "integer?" },
       ["dl.on"] = { doc = "Registers a handler of an event; top level only.", params = { { "event", "dl.Event" }, { "handler", "function" } } },
       ["dl.skip"] = { doc = "Skips the download before a byte is written (response handlers).", params = { { "reason", "string?" } }, returns = "dl.Verdict" },
-      ["dl.retry"] = { doc = "Retries after `seconds` (retrying: the delay; failed: past the budget).", params = { { "seconds", "number" } }, returns = "dl.Verdict" },
+      ["dl.retry"] = { doc = "Retries after `seconds` (retrying: the delay; failed: past the budget).", params = { { "seconds", "number", range = { 0, 86400 } } }, returns = "dl.Verdict" },
       ["dl.handled"] = { doc = "The failure was dealt with: the download ends handled (failed handlers).", params = {}, returns = "dl.Verdict" },
       ["dl.pause"] = { doc = "Pauses a download, keeping its part file.", params = { { "id", "integer" } } },
       ["dl.resume"] = { doc = "Queues a paused download again.", params = { { "id", "integer" } } },
@@ -183,21 +190,24 @@ return {
         headers = { "table<string, string>", "this hop's headers; change in place (nil removes one)" },
       },
       config = {
-        dir = { "string?", "the output directory (-d)" }, concurrency = { "integer?", "transfers at once (-j)" },
-        per_host = { "integer?", "transfers at once per host" }, retries = { "integer?", "retries of retryable errors" },
-        timeout = { "number?", "seconds without progress before an attempt fails" },
-        rate = { "number|string?", "bytes per second for the whole run, or \"500K\"" },
+        dir = { "string?", "the output directory (-d)" },
+        concurrency = { "integer?", "transfers at once (-j)", range = { 1, 1000 } },
+        per_host = { "integer?", "transfers at once per host", range = { 1, 1000 } },
+        retries = { "integer?", "retries of retryable errors", range = { 0, 100 } },
+        timeout = { "number?", "seconds without progress before an attempt fails", range = { 0, 86400, above = true } },
+        rate = { "integer|string?", "bytes per second for the whole run, or \"500K\"", range = { 1, 1000000000000, unit = "bytes per second" } },
         refresh = { "\"conditional\"|\"never\"|\"always\"?", "the re-run policy" },
-        budget = { "number?", "seconds each handler call may run" }, max_downloads = { "integer?", "the most downloads dl.add queues in a run; later adds return nil" },
+        budget = { "number?", "seconds each handler call may run", range = { 0, 86400, above = true } },
+        max_downloads = { "integer?", "the most downloads dl.add queues in a run; later adds return nil", range = { 1, 10000000 } },
         proxy = { "string?", "the proxy URL; \"\" for none" }, noproxy = { "string?", "hosts reached directly" },
-        max_redirs = { "integer?", "redirect hops followed" }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
+        max_redirs = { "integer?", "redirect hops followed", range = { 0, 1000 } }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
         env = { "string[]?", "environment variables the job's own os.getenv may read (hooks do not inherit them)" },
         compressed = { "boolean?", "ask for compressed transfers, store decoded bytes (--compressed)" },
         mtime = { "boolean?", "set file times from Last-Modified (default true; --no-mtime)" },
         cookie = { "string?", "a Netscape cookie file read at the start (-b)" },
         cookie_jar = { "string?", "where the session's cookies are written at the end (-c)" },
-        max_depth = { "integer?", "the deepest d.depth dl.add queues; deeper adds return nil" },
-        host_delay = { "number?", "the fewest seconds between two requests to one host (--host-delay)" },
+        max_depth = { "integer?", "the deepest d.depth dl.add queues; deeper adds return nil", range = { 0, 1000000 } },
+        host_delay = { "number?", "the fewest seconds between two requests to one host (--host-delay)", range = { 0, 86400 } },
         overwrite = { "boolean?", "a new body replaces a file under its name instead of going beside it (--overwrite)" },
         queue = { "string?", "the shared queue: a postgresql:// URL (--queue; needs --name)" },
       },
@@ -205,9 +215,9 @@ return {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
         dir = { "string?", "the folder inside the output directory" }, headers = { "table<string, string>?", "request headers for this URL's host" },
         sha256 = { "string?", "the expected SHA-256 in hex" }, meta = { "any", "any value, d.meta in its handlers" },
-        priority = { "integer?", "higher runs first (default 0)" },
-        timeout = { "number?", "seconds without progress before an attempt of this download fails" },
-        max_size = { "integer?", "the most bytes the body may have (kind size past it)" },
+        priority = { "integer?", "higher runs first (default 0)", range = { -1000000000, 1000000000 } },
+        timeout = { "number?", "seconds without progress before an attempt of this download fails", range = { 0, 86400, above = true } },
+        max_size = { "integer?", "the most bytes the body may have (kind size past it)", range = { 1, nil, unit = "bytes" } },
         into = { "\"file\"|\"memory\"?", "memory: no file, the body is f.body in finished (default file)" },
         method = { "string?", "GET, POST, PUT, PATCH or DELETE (default GET, POST with a body)" },
         body = { "string?", "the request body (a form or JSON; set its Content-Type in headers)" },
