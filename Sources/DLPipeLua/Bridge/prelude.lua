@@ -148,6 +148,21 @@ local function allowed(name)
   fail(name .. " may not be called in " .. here .. " (allowed: " .. table_concat(where, ", ") .. ")")
 end
 
+-- A primitive refuses arguments whose copies in Swift would not fit in what the memory
+-- cap leaves (LuaRuntime.register's cost): raised at the prelude's line that called it,
+-- so these wrappers raise it again at the script's.
+local table_pack, table_unpack = table.pack, table.unpack
+local function at_script_line(f)
+  return function(...)
+    local results = table_pack(pcall(f, ...))
+    if not results[1] then fail((tostring(results[2]):gsub("^dlpipe/prelude%.lua:%d+: ", ""))) end
+    return table_unpack(results, 2, results.n)
+  end
+end
+for _, name in ipairs({ "safename", "log", "warn", "sha256_string", "sha256", "write", "append", "remove", "read", "checkpath" }) do
+  raw[name] = at_script_line(raw[name])
+end
+
 local dl = {}
 
 -- Numbers cross into Swift only inside their range (api.lua's `range`, next to
