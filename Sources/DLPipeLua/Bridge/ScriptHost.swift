@@ -107,6 +107,12 @@ final class ScriptHost: @unchecked Sendable {
     /// end fails with a clear error instead of exhausting memory.
     private var addedCount = 0
     var maxDownloads = 250_000
+    /// `done` events so far, and the most a run gives (`dl.config{ max_done }`): a done
+    /// handler that adds a download each time would otherwise keep the run going for hours.
+    private var doneCount = 0
+    var maxDone = 1000
+    /// The job file as its messages name it (nil for `get --hook`).
+    private var jobName: String?
     /// Whose `dl.store` this is: the job's name (`JobStore`).
     var storeNamespace = JobStore.getNamespace
     private var store: JobStore?
@@ -178,6 +184,7 @@ final class ScriptHost: @unchecked Sendable {
             throw ScriptError("\(displayName): cannot read the file: \(reason)")
         }
         _ = try callHost("set_context", [LuaValue(isJob ? "job" : "hook"), LuaValue(displayName)])
+        if isJob { jobName = displayName }
         do {
             let chunk = try runtime.load([UInt8](data), chunkName: "@" + displayName)
             // The job's os.getenv also answers the names of its own dl.config{ env = ... }.
@@ -212,6 +219,16 @@ final class ScriptHost: @unchecked Sendable {
     /// `done` handlers all run (each may log or add downloads): the first exit
     /// code returned stands.
     func dispatch(_ event: String, download: DownloadInfo?, argument: EventArgument) -> DispatchOutcome {
+        if event == "done" {
+            doneCount += 1
+            // Past the limit the handlers run no more, so they add nothing and the run ends.
+            if doneCount > maxDone {
+                if doneCount == maxDone + 1 {
+                    report(ScriptLine(place: jobName ?? "done", download: nil, text: "done has fired \(maxDone) times in this run, the most it may (dl.config{ max_done = N }): its handlers run no more, and the run ends"))
+                }
+                return DispatchOutcome()
+            }
+        }
         if handlerCount(event) == 1, let once = hostFunctions["once"] {
             return dispatchOnce(once, event, download: download, argument: argument)
         }

@@ -99,6 +99,8 @@ public struct JobSettings: Sendable {
     /// `queue`: the shared queue's PostgreSQL address (`--queue`), checked
     /// as an address at load; whether it answers is the command line's business.
     public var queue: String?
+    /// `max_done`: the most times `done` fires in a run (ScriptHost applies it).
+    public var maxDone: Int?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -154,6 +156,7 @@ public final class ScriptSession: @unchecked Sendable {
                 let settings = try JobSettings(host.config())
                 if options.budget == nil, let jobBudget = settings.budget { host.budget = jobBudget }
                 if let limit = settings.maxDownloads { host.maxDownloads = limit }
+                if let limit = settings.maxDone { host.maxDone = limit }
                 for script in hookScripts {
                     try host.load(path: script, displayName: script, isJob: false)
                 }
@@ -282,6 +285,7 @@ extension JobSettings {
         cookie = table["cookie"]?.text
         cookieJar = table["cookie_jar"]?.text
         maxDepth = try whole("max_depth", 0...1_000_000)
+        maxDone = try whole("max_done", 1...1_000_000)
         if let value = table["host_delay"] {
             guard let seconds = value.double, seconds >= 0, seconds <= Self.maxSeconds else {
                 throw ScriptError("dl.config: host_delay wants a number of seconds from 0 to 86400")

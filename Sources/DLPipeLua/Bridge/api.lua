@@ -210,6 +210,7 @@ return {
         host_delay = { "number?", "the fewest seconds between two requests to one host (--host-delay)", range = { 0, 86400 } },
         overwrite = { "boolean?", "a new body replaces a file under its name instead of going beside it (--overwrite)" },
         queue = { "string?", "the shared queue: a postgresql:// URL (--queue; needs --name)" },
+        max_done = { "integer?", "the most times done fires in a run (default 1000); past it the run ends", range = { 1, 1000000 } },
       },
       add = {
         url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
@@ -233,7 +234,8 @@ return {
       download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
       config = { "dir", "concurrency", "per_host", "retries", "timeout", "rate", "refresh", "budget",
         "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
-        "compressed", "mtime", "cookie", "cookie_jar", "max_depth", "host_delay", "overwrite", "queue" },
+        "compressed", "mtime", "cookie", "cookie_jar", "max_depth", "host_delay", "overwrite", "queue",
+        "max_done" },
       add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_size", "into", "method", "body" },
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },

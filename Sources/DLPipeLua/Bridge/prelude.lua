@@ -29,7 +29,8 @@ local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number
   budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
   max_redirs = "number", allow_insecure_redirects = "boolean", env = "table",
   compressed = "boolean", mtime = "boolean",
-  cookie = "string", cookie_jar = "string", max_depth = "number", host_delay = "number", overwrite = "boolean", queue = "string" }
+  cookie = "string", cookie_jar = "string", max_depth = "number", host_delay = "number", overwrite = "boolean", queue = "string",
+  max_done = "number" }
 
 -- Environment variables are secrets until the user names them: os.getenv answers
 -- nil for any other. `--allow-env NAME` allows a name for every script; the job's
