@@ -1,15 +1,16 @@
-import DLPipe
+@testable import DLPipe
 import Foundation
 
 @testable import DLPipeLua
 
 // libFuzzer target: random Lua values (huge, negative, NaN, infinities, fractions, the
 // integer extremes, strings, tables, booleans) into every dl.config key and dl.add field,
-// through the real prelude, the way a job's top level passes them. Nothing may trap (a
-// trap is the crash libFuzzer records), and what the prelude takes must be what Swift
-// takes: every dl.config call that returned gives settings JobSettings reads, and every
-// accepted number is inside its range. Build and run with scripts/fuzz (this target links
-// the package's own debug build; see docs/fuzzing.md).
+// through the real prelude, the way a job's top level passes them, and into dl.retry and
+// dl.add from a failed handler. Nothing may trap (a trap is the crash libFuzzer records),
+// and what the prelude takes must be what Swift takes: every dl.config call that returned
+// gives settings JobSettings reads, and every accepted number is inside its range. Build
+// and run with scripts/fuzz (this target links the package's own debug build; see
+// docs/fuzzing.md).
 
 /// Stops the fuzzer with `message` when `condition` is false.
 func require(_ condition: Bool, _ message: @autoclosure () -> String) {
@@ -29,7 +30,7 @@ struct Range {
 
 /// The keys to feed and their ranges ("config.retries", "add.priority"), from the API
 /// table itself: a key added to api.lua is fuzzed too.
-let api: (config: [String], add: [String], ranges: [String: Range]) = {
+let api: (config: [String], add: [String], ranges: [String: Range], retry: Range) = {
     let runtime = LuaRuntime(memoryLimit: 16 << 20, unsafe: false)
     let api = (try? runtime.run(Prelude.api, chunkName: Prelude.apiChunkName))?.first ?? .nil_
     let order = api["defs"]?["order"]
@@ -46,7 +47,10 @@ let api: (config: [String], add: [String], ranges: [String: Range]) = {
         }
     }
     require(ranges.count >= 10, "api.lua has too few ranges: \(ranges.keys.sorted())")
-    return (config, add, ranges)
+    guard case .table(let retry)? = api["defs"]?["calls"]?["dl.retry"]?["params"]?[1]?["range"] else {
+        fatalError("api.lua has no range for dl.retry's seconds")
+    }
+    return (config, add, ranges, Range(low: retry[.integer(1)]?.double ?? 0, high: retry[.integer(2)]?.double, above: false))
 }()
 
 /// Reads the fuzzer's bytes as choices.
@@ -95,12 +99,42 @@ struct Choices {
 /// set by dl.config replaces the last one), and only its own adds are checked.
 nonisolated(unsafe) var shared: (host: ScriptHost, inputs: Int)?
 
+/// A failed handler, for the numbers handlers pass: dl.retry's delay, or a dl.add field
+/// (a drop-in hook's handler runs the same prelude code).
+let handler = """
+    dl.on("failed", function(d, e)
+      if __fz.retry then return dl.retry(__fz.v) end
+      dl.add{ url = "http://h/from-handler/" .. __fz.n, [__fz.k] = __fz.v }
+    end)
+    """
+
+/// Dispatches a failed event to `handler`; checks that a delay it took is in dl.retry's range
+/// and that a refusal is an error at the handler's line. Returns whether an add was taken.
+func failedEvent(_ host: ScriptHost, retry: Bool) -> Bool {
+    let info = DownloadInfo(id: DownloadID(1), url: "http://h/x", name: "x", directory: "", path: "/x", parent: nil,
+                            attempt: 1, meta: [:])
+    let outcome = host.dispatch("failed", download: info, argument: .failure(
+        DownloadError(.http, "gone", status: 503), attempt: 1, retryAfter: nil))
+    if let error = outcome.error {
+        require(error.message.hasPrefix("job.lua:"), "a handler's refusal not at its line: \(error.message)")
+        return false
+    }
+    if retry {
+        let delay = outcome.extra.double ?? .nan
+        require(outcome.verdict == "retry" && api.retry.contains(delay), "dl.retry took \(outcome.extra)")
+        return false
+    }
+    return true
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func luaValuesFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var choices = Choices(bytes: Array(UnsafeBufferPointer(start: data, count: size)))
     if shared == nil || shared!.inputs >= 500 {
-        guard let host = try? ScriptHost(unsafe: false, memoryLimit: 64 << 20, budget: 2, vars: [:], log: { _ in }) else {
-            fatalError("the prelude failed to load")
+        guard let host = try? ScriptHost(unsafe: false, memoryLimit: 64 << 20, budget: 2, vars: [:], log: { _ in }),
+            (try? host.runtime.run(handler, chunkName: "=job.lua")) != nil
+        else {
+            fatalError("the prelude or the handler failed to load")
         }
         shared = (host, 0)
     }
@@ -112,7 +146,18 @@ public func luaValuesFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var calls = 0
     while !choices.isEmpty && calls < 16 {
         calls += 1
-        let toConfig = choices.byte() & 1 == 0
+        // One call in eight from a handler (dl.retry, or dl.add): a dispatch costs more.
+        let kind = choices.byte()
+        if kind % 8 == 7 {
+            let retry = kind & 8 == 0
+            runtime.setGlobal("__fz.retry", .boolean(retry))
+            runtime.setGlobal("__fz.n", .integer(Int64(calls)))
+            runtime.setGlobal("__fz.k", LuaValue(api.add[Int(choices.byte()) % api.add.count]))
+            runtime.setGlobal("__fz.v", choices.value())
+            if failedEvent(host, retry: retry) { adds += 1 }
+            continue
+        }
+        let toConfig = kind & 1 == 0
         let key = toConfig ? api.config[Int(choices.byte()) % api.config.count] : api.add[Int(choices.byte()) % api.add.count]
         runtime.setGlobal("__fz.v", choices.value())
         // Sometimes two fields at once: the checks must not depend on the order of pairs().
