@@ -69,6 +69,8 @@ typedef struct dl_xml {
     XML_Parser parser;
     int failed;          /* a callback's protected call failed: its error is on the stack */
     int refused;         /* an entity declaration was refused */
+    int skipped;         /* an entity reference no declaration covers (an external DTD's) */
+    char skipped_name[64];
     int depth;
     /* what the protected callbacks read */
     const XML_Char *name;
@@ -255,6 +257,16 @@ static void XMLCALL dl_xml_entity_decl(void *ud, const XML_Char *name, int is_pa
     XML_StopParser(x->parser, XML_FALSE);
 }
 
+/* A document with an external DTD (which is never read) may name entities it does not
+ * declare: expat cannot tell them from the DTD's and reports them here instead of failing.
+ * Its text would silently lose them: the parse is an error instead. */
+static void XMLCALL dl_xml_skipped_entity(void *ud, const XML_Char *name, int is_parameter_entity) {
+    dl_xml *x = (dl_xml *)ud;
+    x->skipped = is_parameter_entity ? 2 : 1;
+    snprintf(x->skipped_name, sizeof x->skipped_name, "%s", name);
+    XML_StopParser(x->parser, XML_FALSE);
+}
+
 /* dl.xml.parse(text) */
 static inline int dl_kit_xml_parse(lua_State *L) {
     size_t len;
@@ -274,6 +286,7 @@ static inline int dl_kit_xml_parse(lua_State *L) {
     XML_SetElementHandler(x->parser, dl_xml_start, dl_xml_end);
     XML_SetCharacterDataHandler(x->parser, dl_xml_chars);
     XML_SetEntityDeclHandler(x->parser, dl_xml_entity_decl);
+    XML_SetSkippedEntityHandler(x->parser, dl_xml_skipped_entity);
     size_t done = 0;
     for (;;) {
         size_t piece = len - done < DL_XML_PIECE ? len - done : DL_XML_PIECE;
@@ -289,6 +302,11 @@ static inline int dl_kit_xml_parse(lua_State *L) {
         }
         if (x->refused) return luaL_error(L, "dl.xml.parse: the document declares entities, which are refused (line %d)",
                                          (int)XML_GetCurrentLineNumber(x->parser));
+        if (x->skipped) {
+            return luaL_error(L, "dl.xml.parse: the document uses the entity %s%s; which it does not declare (an external "
+                              "DTD is never read) at line %d", x->skipped == 2 ? "%" : "&", x->skipped_name,
+                              (int)XML_GetCurrentLineNumber(x->parser));
+        }
         if (status != XML_STATUS_OK && XML_GetErrorCode(x->parser) == XML_ERROR_NO_MEMORY) {
             return luaL_error(L, "dl.xml.parse: the document needs more memory than the memory cap leaves (line %d)",
                               (int)XML_GetCurrentLineNumber(x->parser));

@@ -208,4 +208,23 @@ static inline long dl_count_entries(lua_State *L, int idx, long limit, int depth
     return count;
 }
 
+/* The bytes Swift's copy of the value at idx holds: its strings' lengths, table keys and
+ * values included, and 64 for each table entry (a Swift dictionary slot and its values).
+ * Called after dl_count_entries bounded the walk. */
+static inline size_t dl_count_bytes(lua_State *L, int idx, int depth) {
+    int type = lua_type(L, idx);
+    if (type == LUA_TSTRING) { size_t length; lua_tolstring(L, idx, &length); return length; }
+    if (type != LUA_TTABLE || depth > 64 || !lua_checkstack(L, 3)) return 0;
+    idx = lua_absindex(L, idx);
+    size_t bytes = 0;
+    lua_pushnil(L);
+    while (lua_next(L, idx) != 0) {
+        /* lua_tolstring would turn a number key into a string and break lua_next: only
+         * strings are measured, by type, above. */
+        bytes += 64 + dl_count_bytes(L, -2, depth + 1) + dl_count_bytes(L, -1, depth + 1);
+        lua_pop(L, 1);
+    }
+    return bytes;
+}
+
 #endif

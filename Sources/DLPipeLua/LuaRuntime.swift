@@ -30,6 +30,8 @@ public final class LuaRuntime {
     var functions: [([LuaValue]) throws(LuaCallError) -> [LuaValue]] = []
     /// Their names as scripts know them ("__dl.read" is "dl.read"), for the backstop's message.
     var functionNames: [String] = []
+    /// Bytes of Swift memory each byte of their arguments takes while they run (`register`).
+    var functionCosts: [Int] = []
     /// What the Lua thread is doing, for other threads (the handler backstop).
     let monitor = LuaCallMonitor()
     /// Threads running Swift callbacks, innermost last. Re-entrant API use must go through
@@ -148,10 +150,20 @@ public final class LuaRuntime {
     /// Lua error with its message. An empty path segment makes this do nothing. The runtime
     /// keeps the closure until it dies: capture the runtime (or its owner) `unowned`/`weak`.
     /// The closure may call back into the runtime (`call`, `getGlobal`, ...).
-    public func register(_ path: String, _ function: @escaping ([LuaValue]) throws(LuaCallError) -> [LuaValue]) {
+    ///
+    /// `cost` is how many bytes of Swift memory the call takes, at most, per byte of its
+    /// arguments (their copy as `LuaValue`s is 1; each String, copy or parse of them adds
+    /// one): a call whose arguments would take more than the memory cap leaves is refused
+    /// before they are copied, so that what Swift holds for a script counts against the cap.
+    /// `name` is the call as scripts know it, for messages (default: `path` without "__").
+    public func register(
+        _ path: String, name: String? = nil, cost: Int = 2,
+        _ function: @escaping ([LuaValue]) throws(LuaCallError) -> [LuaValue]
+    ) {
         let L = currentState
         functions.append(function)
-        functionNames.append(path.hasPrefix("__") ? String(path.dropFirst(2)) : path)
+        functionCosts.append(cost)
+        functionNames.append(name ?? (path.hasPrefix("__") ? String(path.dropFirst(2)) : path))
         let id = lua_Integer(functions.count - 1)
         setPath(path, on: L) {
             dl_push_swift_function(L, { L in luaDispatch(L) }, id)

@@ -194,6 +194,9 @@ import Testing
             (#"dl.xml.parse('<!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;">]><x>&b;</x>')"#,
              "declares entities, which are refused"),
             ("dl.xml.parse(string.rep('<a>', 1001) .. string.rep('</a>', 1001))", "nested deeper than 1000"),
+            // With an external DTD expat cannot know &foo; is undeclared: it was dropped silently.
+            (#"dl.xml.parse('<!DOCTYPE x SYSTEM "x.dtd">\n<x>a&foo;b</x>')"#,
+             "dl.xml.parse: the document uses the entity &foo; which it does not declare (an external DTD is never read) at line 2"),
         ]
         for (source, expected) in cases {
             let error = try Self.failure(source)

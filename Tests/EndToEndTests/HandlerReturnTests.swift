@@ -89,6 +89,6 @@ import Testing
             dl.on("failed", function(d, e) return dl.retry("soon") end)
             """)
         #expect(run.status == 1)
-        #expect(run.logLines(containing: "job.lua:3: dl.retry wants a delay in seconds (a number from 0), not soon").count == 1, "\(run.stderr)")
+        #expect(run.logLines(containing: "job.lua:3: dl.retry wants a delay, a number of seconds from 0 to 86400, not soon").count == 1, "\(run.stderr)")
     }
 }

@@ -64,10 +64,13 @@ import Testing
 
     @Test func badControlValuesAreLoadErrorsAtTheirLine() async throws {
         for (field, value, words) in [
-            ("max_size", "-1", "max_size wants a whole number of bytes above 0, not -1"),
-            ("max_size", "1.5", "max_size wants a whole number of bytes above 0, not 1.5"),
-            ("timeout", "0", "timeout wants a number of seconds above 0, not 0"),
-            ("timeout", "'10'", "timeout wants a number of seconds above 0, not 10"),
+            ("max_size", "-1", "max_size wants a whole number of bytes from 1, not -1"),
+            ("max_size", "1.5", "max_size wants a whole number of bytes from 1, not 1.5"),
+            ("max_size", "2^63", "max_size wants a whole number of bytes from 1, not 9.2233720368548e+18"),
+            ("timeout", "0", "timeout wants a number of seconds above 0, at most 86400, not 0"),
+            ("timeout", "1e300", "timeout wants a number of seconds above 0, at most 86400, not 1e+300"),
+            ("priority", "0/0", "priority wants a whole number from -1000000000 to 1000000000, not nan"),
+            ("timeout", "'10'", "timeout wants a number of seconds above 0, at most 86400, not 10"),
         ] {
             let run = try await run("""
                 -- line 1

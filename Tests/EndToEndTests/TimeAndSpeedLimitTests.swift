@@ -84,9 +84,9 @@ import Testing
 
     @Test func badValuesInAJobAreLoadErrors() async throws {
         for (source, words) in [
-            ("dl.config{ max_time = 0 }", "dl.config: max_time wants seconds above 0"),
+            ("dl.config{ max_time = 0 }", "dl.config: max_time wants a number of seconds above 0, at most 86400, not 0"),
             ("dl.config{ speed_limit = \"fast\" }", "dl.config: speed_limit wants bytes per second"),
-            ("dl.add{ url = \"http://127.0.0.1:1/x\", speed_time = -1 }", "dl.add: speed_time wants a number above 0, not -1"),
+            ("dl.add{ url = \"http://127.0.0.1:1/x\", speed_time = -1 }", "dl.add: speed_time wants a number of seconds above 0, at most 86400, not -1"),
         ] {
             let run = try await job.run(source: source, out: out)
             #expect(run.status == 2, "\(source): \(run.stderr)")

@@ -62,6 +62,7 @@ struct ProvisionalIDs {
 
     /// The row a provisional id names; nil for any other number.
     func row(of number: Int) -> Int? {
-        number < 0 && -number <= rows.count ? rows[-number - 1] : nil
+        // Compared without negating: -Int.min (dl.cancel(math.mininteger)) traps.
+        number < 0 && number >= -rows.count ? rows[-number - 1] : nil
     }
 }

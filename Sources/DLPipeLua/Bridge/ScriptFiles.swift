@@ -37,7 +37,10 @@ struct ScriptFiles {
         // Remembered before the file exists, as the engine records a target before
         // its part file: a crash in between leaves a record and no file.
         try recorded { () throws(StateFailure) in try state.setWriter(of: place.relative, to: job) }
-        let temporary = ".\(place.name).dlpipe-\(UInt32.random(in: 0...UInt32.max))"
+        // Named after the file when that fits in a name (255 bytes): a name of 250
+        // bytes made a temporary name too long for ext4, and the write failed.
+        let random = UInt32.random(in: 0...UInt32.max)
+        let temporary = place.name.utf8.count <= 200 ? ".\(place.name).dlpipe-\(random)" : ".dlpipe-write-\(random)"
         let fd = openat(place.folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw failure("cannot write \(path)") }
         do throws(ScriptError) {
@@ -169,6 +172,21 @@ struct ScriptFiles {
         if path.hasPrefix("/") {
             guard path.hasPrefix(root + "/") else { throw ScriptError("\(path) is outside the output directory") }
             relative = String(path.dropFirst(root.count + 1))
+        }
+        // "dirx/" (or "dirx/.") names a folder: the lexical split would make it a file "dirx".
+        let last = relative.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
+        if last.isEmpty || last == "." || last == ".." {
+            throw ScriptError("\(path) names a folder, not a file: give the file's name after the last /")
+        }
+        // Too long a path is refused before a folder is made: past PATH_MAX the kernel
+        // cannot name the folders it made, which left 2,000 empty ones behind and was
+        // reported as a symlink leading outside.
+        let length = root.utf8.count + 1 + relative.utf8.count
+        guard length < Int(PATH_MAX) else {
+            throw ScriptError("\(path) is too long: \(length) bytes with the output directory, and a path has at most \(Int(PATH_MAX) - 1)")
+        }
+        if let long = relative.split(separator: "/").first(where: { $0.utf8.count > 255 }) {
+            throw ScriptError("\(path) is too long: its part \(long.prefix(16))... has \(long.utf8.count) bytes, and a name has at most 255")
         }
         let target: TargetPath
         do throws(DownloadError) {

@@ -9,7 +9,7 @@ extension ScriptHost {
     func registerKit() {
         let L = runtime.currentState
         runtime.setPath("__dl.native", on: L) { dl_kit_push(L) }
-        runtime.register("__dl.sha256_string") { args throws(LuaCallError) in
+        runtime.register("__dl.sha256_string", name: "dl.sha256") { args throws(LuaCallError) in
             guard case .string(let bytes)? = args.first else { throw LuaCallError("dl.sha256 wants a string") }
             return [LuaValue(FileDigest.sha256Hex(of: bytes))]
         }

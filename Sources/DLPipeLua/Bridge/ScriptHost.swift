@@ -107,6 +107,12 @@ final class ScriptHost: @unchecked Sendable {
     /// end fails with a clear error instead of exhausting memory.
     private var addedCount = 0
     var maxDownloads = 250_000
+    /// `done` events so far, and the most a run gives (`dl.config{ max_done }`): a done
+    /// handler that adds a download each time would otherwise keep the run going for hours.
+    private var doneCount = 0
+    var maxDone = 1000
+    /// The job file as its messages name it (nil for `get --hook`).
+    private var jobName: String?
     /// Whose `dl.store` this is: the job's name (`JobStore`).
     var storeNamespace = JobStore.getNamespace
     private var store: JobStore?
@@ -178,6 +184,7 @@ final class ScriptHost: @unchecked Sendable {
             throw ScriptError("\(displayName): cannot read the file: \(reason)")
         }
         _ = try callHost("set_context", [LuaValue(isJob ? "job" : "hook"), LuaValue(displayName)])
+        if isJob { jobName = displayName }
         do {
             let chunk = try runtime.load([UInt8](data), chunkName: "@" + displayName)
             // The job's os.getenv also answers the names of its own dl.config{ env = ... }.
@@ -212,6 +219,16 @@ final class ScriptHost: @unchecked Sendable {
     /// `done` handlers all run (each may log or add downloads): the first exit
     /// code returned stands.
     func dispatch(_ event: String, download: DownloadInfo?, argument: EventArgument) -> DispatchOutcome {
+        if event == "done" {
+            doneCount += 1
+            // Past the limit the handlers run no more, so they add nothing and the run ends.
+            if doneCount > maxDone {
+                if doneCount == maxDone + 1 {
+                    report(ScriptLine(place: jobName ?? "done", download: nil, text: "done has fired \(maxDone) times in this run, the most it may (dl.config{ max_done = N }): its handlers run no more, and the run ends"))
+                }
+                return DispatchOutcome()
+            }
+        }
         if handlerCount(event) == 1, let once = hostFunctions["once"] {
             return dispatchOnce(once, event, download: download, argument: argument)
         }
@@ -299,8 +316,11 @@ final class ScriptHost: @unchecked Sendable {
 
     // MARK: primitives behind the dl API
 
+    // Each primitive's `cost` is the most Swift memory it takes per byte of its arguments
+    // (LuaRuntime.register), measured as peak RSS over a 40 MB argument: URLComponents
+    // copies a URL several times, SafeName's normalisation and scalar passes many more.
     private func registerPrimitives() {
-        runtime.register("__dl.add") { [unowned self] args throws(LuaCallError) in try add(args) }
+        runtime.register("__dl.add", cost: 5) { [unowned self] args throws(LuaCallError) in try add(args) }
         runtime.register("__dl.pause") { [unowned self] args in
             untouchedInQueue(args.first, "pause") { $0.pause($1) }
         }
@@ -316,7 +336,7 @@ final class ScriptHost: @unchecked Sendable {
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             }
         }
-        runtime.register("__dl.store_get") { [unowned self] args throws(LuaCallError) in
+        runtime.register("__dl.store_get", name: "dl.store.get") { [unowned self] args throws(LuaCallError) in
             try heldUsage.check()
             guard let key = args.first?.text else { return [.nil_] }
             bindStore(configDir: args.count > 1 ? args[1].text : nil)
@@ -332,7 +352,7 @@ final class ScriptHost: @unchecked Sendable {
                 }
             }
         }
-        runtime.register("__dl.store_set") { [unowned self] args throws(LuaCallError) in
+        runtime.register("__dl.store_set", name: "dl.store.set", cost: 5) { [unowned self] args throws(LuaCallError) in
             try heldUsage.check()
             guard let key = args.first?.text else { return [.nil_, LuaValue("a key is needed")] }
             let value = args.count > 1 ? args[1] : .nil_
@@ -354,7 +374,7 @@ final class ScriptHost: @unchecked Sendable {
                 return [.boolean(true)]
             }
         }
-        runtime.register("__dl.checkpath") { [unowned self] args in
+        runtime.register("__dl.checkpath", name: "d.name", cost: 3) { [unowned self] args in
             guard let root else { return [] }
             let directory = args.first?.text
             let name = args.count > 1 ? args[1].text ?? "" : ""
@@ -393,11 +413,11 @@ final class ScriptHost: @unchecked Sendable {
             computedDigests[path] = digest
             return [LuaValue(digest)]
         }
-        runtime.register("__dl.safename") { args in
+        runtime.register("__dl.safename", cost: 15) { args in
             guard let text = args.first?.text, let name = SafeName.sanitize(text) else { return [.nil_] }
             return [LuaValue(name)]
         }
-        runtime.register("__dl.resolve") { args throws(LuaCallError) in
+        runtime.register("__dl.resolve", name: "dl.url.resolve", cost: 7) { args throws(LuaCallError) in
             guard args.count >= 2, let base = args[0].text, let ref = args[1].text else {
                 throw LuaCallError("dl.url.resolve wants a base URL and a reference")
             }
@@ -408,16 +428,16 @@ final class ScriptHost: @unchecked Sendable {
             else { return [.nil_] }
             return [LuaValue(URLNormalization.normalize(resolved))]
         }
-        runtime.register("__dl.parse") { args throws(LuaCallError) in
+        runtime.register("__dl.parse", name: "dl.url.parse", cost: 6) { args throws(LuaCallError) in
             guard let text = args.first?.text else { throw LuaCallError("dl.url.parse wants a URL") }
             return [URLTools.parse(text)]
         }
-        runtime.register("__dl.log") { [unowned self, log] args throws(LuaCallError) in
+        runtime.register("__dl.log", cost: 4) { [unowned self, log] args throws(LuaCallError) in
             try heldUsage.check()
             log(line(args).formatted)
             return []
         }
-        runtime.register("__dl.warn") { [unowned self, warn] args throws(LuaCallError) in
+        runtime.register("__dl.warn", cost: 4) { [unowned self, warn] args throws(LuaCallError) in
             try heldUsage.check()
             warn(line(args))
             return []
@@ -508,18 +528,28 @@ final class ScriptHost: @unchecked Sendable {
         guard addedCount < maxDownloads else {
             return [.nil_, .nil_, LuaValue("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); later adds are dropped")]
         }
+        // The prelude checked these against api.lua's ranges; a value past them
+        // would trap the engine's conversions (a priority must fit the queue's
+        // integer column, a timeout Int milliseconds), so none passes here either.
+        let priority = args.count > 5 ? args[5].int ?? 0 : 0
+        guard (-1_000_000_000...1_000_000_000).contains(priority) else { throw LuaCallError("priority out of range") }
+        var controls: [LuaValue: LuaValue] = [:]
+        if args.count > 7, case .table(let table) = args[7] { controls = table }
+        let seconds = ["timeout", "max_time", "speed_time"].map { controls[LuaValue($0)]?.double }
+        for (key, value) in zip(["timeout", "max_time", "speed_time"], seconds) {
+            if let value, !(value > 0 && value <= JobSettings.maxSeconds) { throw LuaCallError("\(key) out of range") }
+        }
         addedCount += 1
         // Normalised here too, so that this table keys a URL as the engine does.
         var request = DownloadRequest(
             url: URLNormalization.normalize(url), name: text(1), directory: text(2), headers: headers, sha256: text(4),
-            priority: Int(args.count > 5 ? args[5].int ?? 0 : 0),
+            priority: Int(priority),
             parent: args.count > 6 ? engineID(args[6]) : nil)
-        if args.count > 7, case .table(let controls) = args[7] {
-            // Checked by the prelude: a number above 0, an integer above 0.
-            request.timeout = controls[LuaValue("timeout")]?.double
-            request.maxTime = controls[LuaValue("max_time")]?.double
+        if !controls.isEmpty {
+            request.timeout = seconds[0]
+            request.maxTime = seconds[1]
             request.speedLimit = controls[LuaValue("speed_limit")]?.double.map { Int(max(1, min($0, 1e15))) }
-            request.speedTime = controls[LuaValue("speed_time")]?.double
+            request.speedTime = seconds[2]
             request.maxSize = controls[LuaValue("max_size")]?.int
             if controls[LuaValue("into")]?.text == "memory" { request.into = .memory }
             request.method = controls[LuaValue("method")]?.text

@@ -103,6 +103,8 @@ public struct JobSettings: Sendable {
     /// `queue`: the shared queue's PostgreSQL address (`--queue`), checked
     /// as an address at load; whether it answers is the command line's business.
     public var queue: String?
+    /// `max_done`: the most times `done` fires in a run (ScriptHost applies it).
+    public var maxDone: Int?
 }
 
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
@@ -158,6 +160,7 @@ public final class ScriptSession: @unchecked Sendable {
                 let settings = try JobSettings(host.config())
                 if options.budget == nil, let jobBudget = settings.budget { host.budget = jobBudget }
                 if let limit = settings.maxDownloads { host.maxDownloads = limit }
+                if let limit = settings.maxDone { host.maxDone = limit }
                 for script in hookScripts {
                     try host.load(path: script, displayName: script, isJob: false)
                 }
@@ -246,21 +249,27 @@ extension ScriptSession {
 }
 
 extension JobSettings {
-    /// Reads and checks `dl.config`'s table (the prelude already refused unknown keys).
+    /// The longest time any seconds key takes (a day), and the fastest rate.
+    static let maxSeconds = 86_400.0
+    static let maxRate = 1_000_000_000_000
+
+    /// Reads and checks `dl.config`'s table (the prelude already refused unknown keys,
+    /// and numbers outside the ranges api.lua writes next to each key; these are the
+    /// same bounds, kept here so that no value, however it came, traps a conversion).
     init(_ table: [String: LuaValue]) throws(ScriptError) {
-        func whole(_ key: String, _ range: ClosedRange<Int>) throws(ScriptError) -> Int? {
+        func whole(_ key: String, _ range: ClosedRange<Int64>) throws(ScriptError) -> Int? {
             guard let value = table[key] else { return nil }
-            guard let number = value.int ?? value.double.flatMap({ $0 == $0.rounded() ? Int64($0) : nil }),
-                range.contains(Int(number))
-            else {
+            // `int` is exact (nil for a fraction, NaN, an infinity or 1e300), and the
+            // range is checked on Int64 before any conversion.
+            guard let number = value.int, range.contains(number) else {
                 throw ScriptError("dl.config: \(key) wants a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return Int(number)
         }
         func seconds(_ key: String) throws(ScriptError) -> Double? {
             guard let value = table[key] else { return nil }
-            guard let number = value.double, number > 0, number <= 86_400 else {
-                throw ScriptError("dl.config: \(key) wants seconds above 0")
+            guard let number = value.double, number > 0, number <= Self.maxSeconds else {
+                throw ScriptError("dl.config: \(key) wants a number of seconds above 0, at most 86400")
             }
             return number
         }
@@ -272,8 +281,10 @@ extension JobSettings {
         maxTime = try seconds("max_time")
         speedTime = try seconds("speed_time")
         if let value = table["speed_limit"] {
-            guard let limit = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), limit > 0 else {
-                throw ScriptError("dl.config: speed_limit wants bytes per second like 1000, \"1K\" or \"1M\"")
+            guard let limit = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse),
+                limit > 0, limit <= Self.maxRate
+            else {
+                throw ScriptError("dl.config: speed_limit wants bytes per second from 1 to 1000000000000, like 1000, \"1K\" or \"1M\"")
             }
             speedLimit = limit
         }
@@ -288,16 +299,19 @@ extension JobSettings {
         cookie = table["cookie"]?.text
         cookieJar = table["cookie_jar"]?.text
         maxDepth = try whole("max_depth", 0...1_000_000)
+        maxDone = try whole("max_done", 1...1_000_000)
         if let value = table["host_delay"] {
-            guard let seconds = value.double, seconds >= 0, seconds <= 86_400 else {
-                throw ScriptError("dl.config: host_delay wants seconds from 0 to 86400")
+            guard let seconds = value.double, seconds >= 0, seconds <= Self.maxSeconds else {
+                throw ScriptError("dl.config: host_delay wants a number of seconds from 0 to 86400")
             }
             hostDelay = seconds
         }
         overwrite = table["overwrite"]?.bool
         if let value = table["rate"] {
-            guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse), rate > 0 else {
-                throw ScriptError("dl.config: rate wants bytes per second like 500000, \"500K\" or \"2M\"")
+            guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse),
+                rate > 0, rate <= Self.maxRate
+            else {
+                throw ScriptError("dl.config: rate wants bytes per second from 1 to 1000000000000, like 500000, \"500K\" or \"2M\"")
             }
             self.rate = rate
         }

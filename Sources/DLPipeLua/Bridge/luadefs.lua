@@ -14,6 +14,14 @@ put("-- The dlpipe Lua API, for editors (lua-language-server): `dlpipe lua-defs 
 put("-- Made from dlpipe's API table; docs/lua-api.md has the rules.")
 put("")
 
+-- A number's range (api.lua's `range`), as the field's doc ends: " (1 to 1000)".
+local function range_text(range)
+  if range == nil then return "" end
+  local low = string.format("%d", range[1])
+  if range[2] == nil then return " (from " .. low .. ")" end
+  return " (" .. (range.above and "above " or "") .. low .. " to " .. string.format("%d", range[2]) .. ")"
+end
+
 -- Classes: the fields of a table, in the order of `events` or of defs.order.
 for _, class in ipairs(DEFS.classes) do
   local fields = DEFS.fields[class.of]
@@ -22,7 +30,7 @@ for _, class in ipairs(DEFS.classes) do
   put("---@class " .. class.name)
   for _, name in ipairs(order) do
     local def = assert(fields[name], class.of .. "." .. name .. " has no type in defs.fields")
-    put("---@field " .. name .. " " .. def[1] .. " " .. def[2])
+    put("---@field " .. name .. " " .. def[1] .. " " .. def[2] .. range_text(def.range))
   end
   put("")
 end

@@ -30,7 +30,8 @@ local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number
   budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
   max_redirs = "number", allow_insecure_redirects = "boolean", env = "table",
   compressed = "boolean", mtime = "boolean",
-  cookie = "string", cookie_jar = "string", max_depth = "number", host_delay = "number", overwrite = "boolean", queue = "string" }
+  cookie = "string", cookie_jar = "string", max_depth = "number", host_delay = "number", overwrite = "boolean", queue = "string",
+  max_done = "number" }
 
 -- Environment variables are secrets until the user names them: os.getenv answers
 -- nil for any other. `--allow-env NAME` allows a name for every script; the job's
@@ -151,7 +152,74 @@ local function allowed(name)
   fail(name .. " may not be called in " .. here .. " (allowed: " .. table_concat(where, ", ") .. ")")
 end
 
+-- A primitive refuses arguments whose copies in Swift would not fit in what the memory
+-- cap leaves (LuaRuntime.register's cost): raised at the prelude's line that called it,
+-- so these wrappers raise it again at the script's.
+local table_pack, table_unpack = table.pack, table.unpack
+local function at_script_line(f)
+  return function(...)
+    local results = table_pack(pcall(f, ...))
+    if not results[1] then fail((tostring(results[2]):gsub("^dlpipe/prelude%.lua:%d+: ", ""))) end
+    return table_unpack(results, 2, results.n)
+  end
+end
+for _, name in ipairs({ "safename", "log", "warn", "sha256_string", "sha256", "write", "append", "remove", "read", "checkpath" }) do
+  raw[name] = at_script_line(raw[name])
+end
+
 local dl = {}
+
+-- Numbers cross into Swift only inside their range (api.lua's `range`, next to
+-- each key): a NaN, an infinity, a fraction where a count is wanted or a value
+-- past the range is refused here, at the script's line. (1e300 once reached a
+-- Swift conversion to Int, which trapped and killed the process.)
+local CONFIG_DEFS, ADD_DEFS = API.defs.fields.config, API.defs.fields.add
+local function number_text(n)
+  return math_type(n) == "integer" and string_format("%d", n) or string_format("%.14g", n)
+end
+-- What a range wants, for messages: "a whole number from 1 to 1000",
+-- "a number of seconds above 0, at most 86400".
+local function range_text(range, integer)
+  local low, high = number_text(range[1]), range[2] and number_text(range[2])
+  if integer then
+    return "a whole number" .. (range.unit and (" of " .. range.unit) or "") .. " from " .. low
+      .. (high and (" to " .. high) or "")
+  end
+  if range.above then return "a number of seconds above " .. low .. (high and (", at most " .. high) or "") end
+  return "a number of seconds from " .. low .. (high and (" to " .. high) or "")
+end
+-- `v` as the number Swift may take (an integer when `integer`), or nil.
+local function in_range(v, range, integer)
+  if type(v) ~= "number" or v ~= v then return nil end
+  if integer then
+    v = math_tointeger(v)
+    if v == nil then return nil end
+  end
+  if range.above then
+    if not (v > range[1]) then return nil end
+  elseif v < range[1] then
+    return nil
+  end
+  if range[2] ~= nil and v > range[2] then return nil end
+  if v == 1 / 0 then return nil end
+  return v
+end
+-- A refused value in a message (NaN as "nan": C prints 0/0 as "-nan").
+local function shown(v)
+  local t = type(v)
+  if v ~= v then return "nan" end
+  if t == "number" or t == "string" or t == "boolean" or t == "nil" then return tostring(v) end
+  return "a " .. t
+end
+-- The checked number of `key` (a dl.config key or dl.add field, `defs` its
+-- table), or an error at the script's line that names the key and its range.
+local function checked_number(what, defs, key, v)
+  local def = defs[key]
+  local integer = def[1]:sub(1, 7) == "integer"
+  local n = in_range(v, def.range, integer)
+  if n == nil then fail(what .. key .. " wants " .. range_text(def.range, integer) .. ", not " .. shown(v)) end
+  return n
+end
 
 -- Every mistake in dl.config is a load error at the line of the call
 -- (script_position, which also survives `return dl.config{...}`): values
@@ -166,6 +234,8 @@ function dl.config(t)
     if want ~= "any" and type(v) ~= want then
       refuse("config key '" .. k .. "' wants a " .. want .. ", not a " .. type(v))
     end
+    local def = CONFIG_DEFS[k]
+    if def and def.range and type(v) == "number" then v = checked_number("dl.config: ", CONFIG_DEFS, k, v) end
     if k == "env" then
       for i, name in pairs(v) do
         if math_tointeger(i) == nil or type(name) ~= "string" or name == "" then
@@ -227,29 +297,14 @@ function dl.add(spec)
   -- Per-download request controls, checked here so that a bad value is an
   -- error of this dl.add call's line.
   local controls = {}
-  if spec.timeout ~= nil then
-    if type(spec.timeout) ~= "number" or not (spec.timeout > 0) or spec.timeout == 1 / 0 then
-      fail("dl.add: timeout wants a number of seconds above 0, not " .. tostring(spec.timeout))
-    end
-    controls.timeout = spec.timeout
-  end
+  if spec.timeout ~= nil then controls.timeout = checked_number("dl.add: ", ADD_DEFS, "timeout", spec.timeout) end
   -- curl's -m, -Y and -y for this download (seconds, bytes per second, seconds).
   for _, key in ipairs({ "max_time", "speed_limit", "speed_time" }) do
-    local value = spec[key]
-    if value ~= nil then
-      if type(value) ~= "number" or not (value > 0) or value == 1 / 0 then
-        fail("dl.add: " .. key .. " wants a number above 0, not " .. tostring(value))
-      end
-      controls[key] = value
-    end
+    if spec[key] ~= nil then controls[key] = checked_number("dl.add: ", ADD_DEFS, key, spec[key]) end
   end
-  if spec.max_size ~= nil then
-    local size = math_tointeger(spec.max_size)
-    if size == nil or size < 1 then
-      fail("dl.add: max_size wants a whole number of bytes above 0, not " .. tostring(spec.max_size))
-    end
-    controls.max_size = size
-  end
+  if spec.max_size ~= nil then controls.max_size = checked_number("dl.add: ", ADD_DEFS, "max_size", spec.max_size) end
+  local priority = 0
+  if spec.priority ~= nil then priority = checked_number("dl.add: ", ADD_DEFS, "priority", spec.priority) end
   if spec.into ~= nil and spec.into ~= "file" then
     if spec.into ~= "memory" then
       fail("dl.add: into wants \"file\" or \"memory\", not " .. tostring(spec.into))
@@ -289,7 +344,7 @@ function dl.add(spec)
     return nil
   end
   local ok, id, err, limit = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
-    math_tointeger(spec.priority) or 0, parent, controls)
+    priority, parent, controls)
   if not ok then fail("dl.add: " .. tostring(id)) end
   if not id and limit then
     if not warned_limit.max_downloads then
@@ -324,10 +379,11 @@ function dl.skip(reason)
   return recorded, recorded_extra
 end
 
+local RETRY_RANGE = API.defs.calls["dl.retry"].params[1].range
 function dl.retry(seconds)
   allowed("dl.retry")
-  if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 then
-    fail("dl.retry wants a delay in seconds (a number from 0), not " .. tostring(seconds))
+  if in_range(seconds, RETRY_RANGE, false) == nil then
+    fail("dl.retry wants a delay, " .. range_text(RETRY_RANGE, false) .. ", not " .. shown(seconds))
   end
   recorded, recorded_extra = RETRY, seconds
   return recorded, recorded_extra
