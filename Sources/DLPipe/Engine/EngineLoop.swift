@@ -396,6 +396,15 @@ final class EngineLoop: @unchecked Sendable {
         drainPending = true
         askedDrainHook = false
         emit(.queued(Job.queuedInfo(id: id, request: request)))
+        // A URL past the limit (`URLLimit`): the registry refused it, or it
+        // came from a shared queue's row. Checked before any work on it.
+        if let refused = admitted.refused ?? URLLimit.problem(request.url) {
+            let job = Job(id: id, request: request, host: "")
+            jobs[id] = job
+            job.state.endBeforeStart(.failed)
+            finish(job, .failed(DownloadError(.url, refused)))
+            return
+        }
         guard let parts = URLParts(request.url), parts.isHTTP, !parts.hostPort.isEmpty else {
             let job = Job(id: id, request: request, host: "")
             jobs[id] = job
