@@ -72,4 +72,29 @@ import Testing
         #expect(URLLimit.problem(fits + "x") != nil)
         #expect(URLLimit.shown("http://h/é") == "http://h/é")
     }
+
+    /// A name or path no file system takes is refused before any work on
+    /// it, in a message that shows it shortened; the longest allowed pass.
+    @Test func namesAndPathsPastTheirLimitsAreRefusedCheaply() throws {
+        let huge = String(repeating: "a\u{301}", count: 1_000_000)
+        for (directory, name) in [(nil, huge), ("d", huge), (huge, "x"), (nil, "d/" + String(repeating: "b", count: 256))] {
+            let took = seconds {
+                do throws(DownloadError) {
+                    _ = try TargetPath.lexical(directory: directory, name: name)
+                    Issue.record("accepted")
+                } catch {
+                    #expect(error.kind == .hook && error.message.contains("longer than the") && error.message.utf8.count < 300, "\(error.message.prefix(300))")
+                }
+            }
+            #expect(took < 2)
+        }
+        let root = NSTemporaryDirectory()
+        #expect(throws: DownloadError.self) { try TargetPath.resolve(root: root, directory: nil, name: huge) }
+        #expect(throws: DownloadError.self) { try TargetPath.resolve(root: root, directory: nil, name: String(repeating: "c", count: 256)) }
+        let longest = String(repeating: "c", count: 255)
+        #expect(try TargetPath.lexical(directory: "d", name: longest) == TargetPath(directory: "d", name: longest))
+        let deep = Array(repeating: String(repeating: "e", count: 200), count: 20).joined(separator: "/")  // 4,019 bytes
+        #expect(try TargetPath.lexical(directory: deep, name: "f").directory == deep)
+        #expect(throws: DownloadError.self) { try TargetPath.lexical(directory: deep + "/" + String(repeating: "g", count: 100), name: "f") }
+    }
 }

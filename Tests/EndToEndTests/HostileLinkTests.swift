@@ -36,12 +36,24 @@ import TestSupport
               local url = dl.url.resolve(d.url, href)
               local id = dl.add(url)
               dl.log("hostile link added:", tostring(id), #url)
+              -- A name past 255 bytes (here past the 4096 of a path) is refused too, at once, in a short message.
+              local huge = string.rep("a\u{301}", 1000000)
+              local ok, err = pcall(dl.add, { url = d.url .. "?named", name = huge })
+              dl.log("huge name added:", tostring(ok), #tostring(err), tostring(err):find("longer than the", 1, true) ~= nil)
+              ok, err = pcall(function() d.name = huge end)
+              dl.log("huge name set:", tostring(ok), #tostring(err), tostring(err):find("longer than the", 1, true) ~= nil)
             end)
             """, out: out)
         #expect(run.status == 0, "\(run.stderr.prefix(2000))")
         #expect(run.seconds < 30, "the run took \(run.seconds) s")
         #expect(run.logLines(containing: "hostile link added:\tnil").count == 1, "\(run.stderr.prefix(2000))")
         // Under --json a warning is an event on stdout.
+        for what in ["added", "set"] {
+            let line = run.logLines(containing: "huge name \(what):\tfalse\t")
+            #expect(line.count == 1 && line[0].hasSuffix("\ttrue"), "\(run.stderr.prefix(2000))")
+            let length = line.first.flatMap { Int($0.split(separator: "\t")[2]) } ?? .max
+            #expect(length < 600, "the message shows the name shortened")
+        }
         let warnings = run.stdout.split(separator: "\n").filter { $0.contains("URL too long") } + run.logLines(containing: "URL too long")
         #expect(warnings.count == 1, "\(run.stderr.prefix(2000))")
         #expect(run.events("warning").contains { ($0["message"] as? String ?? $0["text"] as? String ?? "").contains("dl.add: URL too long: ") }, "\(run.events("warning"))")
