@@ -39,7 +39,7 @@ import Testing
             #expect(!names.contains(prefix + "s.50000.bin"))
         }
         let seconds = Date().timeIntervalSince(started)
-        #expect(seconds < 30, "100,000 names took \(seconds) s")
+        #expect(seconds < 120, "100,000 names took \(seconds) s")
     }
 
     /// The probes themselves, counted: n names cost at most about 2n of them.
