@@ -207,7 +207,8 @@ struct NamingTests {
         #expect(long.utf8.count <= SafeName.maxBytes && long.hasSuffix("\u{E9}.12.pdf"))
     }
 
-    /// firstFree probes bare names in order and falls back to deterministic hashed names.
+    /// firstFree probes bare names in order, from a given number on, and never
+    /// runs out of numbers: it answers a free name however many are taken.
     @Test func collisionFirstFree() {
         let taken: Set = ["report.pdf", "report.1.pdf", "report.3.pdf"]
         #expect(CollisionName.firstFree(for: "report.pdf", isTaken: taken.contains) == "report.2.pdf")
@@ -215,11 +216,20 @@ struct NamingTests {
         var seen: [String] = []  // isTaken gets bare names, in order
         _ = CollisionName.firstFree(for: "a.tar.gz") { seen.append($0); return seen.count < 3 }
         #expect(seen == ["a.tar.gz", "a.1.tar.gz", "a.2.tar.gz"])
-        var calls = 0  // the name and all 10,000 numbered variants are taken, the first hashed one is free
-        let hashed = CollisionName.firstFree(for: "r.pdf", isTaken: { _ in calls += 1; return calls <= 10_001 })
-        #expect(calls == 10_002 && hashed.hasPrefix("r.") && hashed.hasSuffix(".pdf") && hashed.utf8.count == 14)
-        let allTaken = CollisionName.firstFree(for: "r.pdf", isTaken: { _ in true })
-        #expect(allTaken != "r.pdf" && allTaken == CollisionName.firstFree(for: "r.pdf", isTaken: { _ in true }))
+        seen = []  // from a number on: the name itself, then that number
+        let found = CollisionName.firstFreeNumbered(for: "a.bin", from: 7) { seen.append($0); return seen.count < 3 }
+        #expect(seen == ["a.bin", "a.7.bin", "a.8.bin"] && found == ("a.8.bin", 8))
+        var calls = 0  // the name and 20,000 numbered variants are taken: the next number is free
+        let past = CollisionName.firstFree(for: "r.pdf", isTaken: { _ in calls += 1; return calls <= 20_001 })
+        #expect(calls == 20_002 && past == "r.20001.pdf")
+        // Which number a variant has: only variants of that name count.
+        #expect(CollisionName.index(of: "r.20001.pdf", asVariantOf: "r.pdf") == 20_001)
+        #expect(CollisionName.index(of: "a.2.tar.gz", asVariantOf: "a.tar.gz") == 2)
+        #expect(CollisionName.index(of: "README.3", asVariantOf: "README") == 3)
+        for (candidate, name) in [("r.pdf", "r.pdf"), ("r.x.pdf", "r.pdf"), ("q.1.pdf", "r.pdf"), ("r.01.pdf", "r.pdf"),
+                                  ("r.1.txt", "r.pdf"), ("r.1.pdf.1", "r.pdf"), (".1.pdf", "r.pdf")] {
+            #expect(CollisionName.index(of: candidate, asVariantOf: name) == nil, "\(candidate) of \(name)")
+        }
     }
 
     /// 5,000 seeded random inputs through every entry point: no crash, invariants hold.

@@ -65,6 +65,17 @@ final class DownloadRegistry: Sendable {
             for var request in requests {
                 // One form of each URL from here on: queue, state, events (URLNormalization).
                 request.url = URLNormalization.normalize(request.url)
+                if let problem = URLLimit.problem(request.url) {
+                    // Refused: a download of its own that fails at once, kept
+                    // out of the keys and the store, its URL shown shortened.
+                    state.lastNumber += 1
+                    let id = DownloadID(state.lastNumber, engine: engine)
+                    if !state.stopped { state.open.insert(id.rawValue) }
+                    ids.append(id)
+                    request.url = URLLimit.shown(request.url)
+                    new.append(AdmittedRequest(id: id, request: request, stored: false, refused: problem))
+                    continue
+                }
                 let key = request.deduplicationKey
                 if let id = known(key, request, &state) {
                     ids.append(id)
@@ -215,4 +226,6 @@ struct AdmittedRequest {
     let stored: Bool
     /// Attempts made before this one elsewhere (a shared queue's retry).
     var priorAttempts = 0
+    /// Why the request is refused before it starts (its URL is too long).
+    var refused: String?
 }

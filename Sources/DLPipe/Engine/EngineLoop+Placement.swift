@@ -217,7 +217,12 @@ extension EngineLoop {
         // The file under this name is ours (the state says so): replace it.
         // Otherwise never clobber: someone else may have created the name
         // meanwhile, and then the next free one is taken.
+        // Each EEXIST re-reads the folder, so the next name is one the disk
+        // did not show: only programs that keep taking the names it picks can
+        // make this loop go on, and it is bounded (it runs on the engine thread).
+        var tries = 0
         while let code = targets.rename(targets.partName(target), to: final.relative, replacing: job.ownsTarget) {
+            tries += 1
             if code == ENOENT, !output.exists(targets.partName(target)) {
                 // Never drop a job silently: it must still reach a terminal event.
                 return attemptFailed(job, DownloadError(.io, "the part file \(target.relative).part vanished before it could be renamed"))
@@ -232,6 +237,15 @@ extension EngineLoop {
                 targets.removePart(target)
                 return attemptFailed(job, DownloadError(
                     .io, "\(final.relative) was placed by another worker while this one's lease was not sure; this copy is dropped"))
+            }
+            guard tries < 8 else {
+                // The download goes on holding the name its part file has.
+                if final != target {
+                    targets.release(final)
+                    _ = targets.reserveExactly(target)
+                }
+                return attemptFailed(job, DownloadError(
+                    .io, "no free name for \(final.relative): other programs keep taking them"))
             }
             // Another program created the name: read the folder again, take the next free one.
             targets.diskDisagreed(about: final)

@@ -391,11 +391,24 @@ final class EngineLoop: @unchecked Sendable {
     }
 
     private func add(_ admitted: AdmittedRequest) {
-        let (id, request) = (admitted.id, admitted.request)
+        let id = admitted.id
+        var request = admitted.request
+        // A URL past the limit (`URLLimit`): the registry refused it, or it
+        // came from a shared queue's row. Checked before any work on it, and
+        // shown shortened in its events.
+        let refused = admitted.refused ?? URLLimit.problem(request.url)
+        if refused != nil { request.url = URLLimit.shown(request.url) }
         openJobs += 1
         drainPending = true
         askedDrainHook = false
         emit(.queued(Job.queuedInfo(id: id, request: request)))
+        if let refused {
+            let job = Job(id: id, request: request, host: "")
+            jobs[id] = job
+            job.state.endBeforeStart(.failed)
+            finish(job, .failed(DownloadError(.url, refused)))
+            return
+        }
         guard let parts = URLParts(request.url), parts.isHTTP, !parts.hostPort.isEmpty else {
             let job = Job(id: id, request: request, host: "")
             jobs[id] = job

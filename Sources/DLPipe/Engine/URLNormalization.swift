@@ -25,9 +25,12 @@
 /// written; `StateStore` re-keys such records when it opens (schema 6).
 public enum URLNormalization {
     public static func normalize(_ url: String) -> String {
+        // Past the limit a URL is refused, not fetched: left as it is, so the
+        // work per URL stays bounded (`URLLimit`).
+        if url.utf8.count > URLLimit.maxBytes { return url }
         // Most URLs are in their normal form already: one scan, no copies (a
         // job may add a million of them from its top level).
-        isNormal(url) ? url : normalizedByRules(url)
+        return isNormal(url) ? url : normalizedByRules(url)
     }
 
     /// `normalize` without the fast path (the tests hold the two together).

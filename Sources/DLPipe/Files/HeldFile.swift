@@ -188,6 +188,9 @@ final class HeldFile: Sendable {
                 return
             }
             var name = file.name
+            // Each retry searches on from the number after the last one tried,
+            // so a crowded folder costs one pass, not one per retry.
+            var next = CollisionName.index(of: file.name, asVariantOf: file.wanted).map { $0 + 1 } ?? 1
             while dl_link_descriptor(descriptor, output.descriptor, file.relative(name)) != 0 {
                 let code = errno
                 guard code == EEXIST else {
@@ -205,9 +208,11 @@ final class HeldFile: Sendable {
                     return
                 }
                 // Someone else took the name meanwhile: never clobber, take the next.
-                name = CollisionName.firstFree(for: file.wanted) {
+                let found = CollisionName.firstFreeNumbered(for: file.wanted, from: next) {
                     output.exists(file.relative($0))
                 }
+                name = found.name
+                next = found.index + 1
             }
             stage = .linked(name)
         }

@@ -22,7 +22,9 @@ package struct TargetPath: Equatable, Sendable {
         // command line's `-o /folder/name` names a file of a folder outside
         // `-d` (whose root that folder becomes) by its whole path.
         let directory = directory == root ? "" : directory
+        try checkLength(directory: directory, name: name)
         if directory?.isEmpty ?? true, isPlainFileName(name), name != stateFolder {
+            try checkPart(Substring(name))
             // No folder and no separator: nothing to resolve, and no ancestor
             // that could be a symlink (the leaf is checked below when asked).
             let target = TargetPath(directory: "", name: name)
@@ -38,6 +40,7 @@ package struct TargetPath: Equatable, Sendable {
     /// NUL bytes and empty names are refused; symlinks are not looked at. For
     /// checks made before the output directory exists (a job's top level).
     public static func lexical(directory: String?, name: String) throws(DownloadError) -> TargetPath {
+        try checkLength(directory: directory, name: name)
         let prefix = directory.flatMap { $0.isEmpty ? nil : $0 + "/" } ?? ""
         let joined = prefix + name
         if joined.hasPrefix("/") {
@@ -48,6 +51,7 @@ package struct TargetPath: Equatable, Sendable {
             if part.utf8.contains(0) {  // not contains("\0"): Foundation's search is slow
                 throw DownloadError(.hook, "path \(quoted(joined)) contains a NUL byte")
             }
+            try checkPart(part)
             if part == "." { continue }
             if part == ".." {
                 guard !parts.isEmpty else {

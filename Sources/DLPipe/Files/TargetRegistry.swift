@@ -28,6 +28,12 @@ final class TargetRegistry {
     private let reservations: any NameReservations
     /// Folders known to exist (created or checked in this run), relative.
     private var knownFolders: Set<String> = []
+    /// Per wanted name (relative), the number after the last variant taken for
+    /// it: every variant below was taken when last looked at, so the next
+    /// search starts there. Without it, n downloads that want one name (the
+    /// `download.php?id=N` of a long list) probed 1, 2, ... each: O(n²).
+    /// A lower number that frees up later is simply not reused in this run.
+    private var nextNumber: [String: Int] = [:]
 
     /// A shared queue's worker keeps its part files in a folder of its own
     /// (`ClaimedFiles`); nil: beside the final file.
@@ -82,12 +88,21 @@ final class TargetRegistry {
         // then the next free one is tried (bounded; the last answer stands).
         var target = wanted
         for _ in 0..<8 {
-            target.name = CollisionName.firstFree(for: wanted.name) { candidate in
-                isTaken(wanted.directory.isEmpty ? candidate : wanted.directory + "/" + candidate)
-            }
+            target.name = firstFree(wanted) { isTaken($0) }
             if reservations.reserve(target.relative) { break }
         }
         return target
+    }
+
+    /// The first free name for `wanted` under `taken`, its numbered variants
+    /// searched from the number after the last one taken for it.
+    private func firstFree(_ wanted: TargetPath, taken: (String) -> Bool) -> String {
+        let prefix = wanted.directory.isEmpty ? "" : wanted.directory + "/"
+        let found = CollisionName.firstFreeNumbered(for: wanted.name, from: nextNumber[wanted.relative] ?? 1) {
+            taken(prefix + $0)
+        }
+        if found.index > 0 { nextNumber[wanted.relative] = found.index + 1 }
+        return found.name
     }
 
     /// A download leaves `old` for `wanted` (or its first free variant): the
@@ -104,12 +119,17 @@ final class TargetRegistry {
     /// keeps the numbered name it had instead of swapping between `X.1` and
     /// `X.2`. `current` itself when that is the answer (nothing to move).
     func reserveMove(from current: TargetPath, to wanted: TargetPath) -> TargetPath {
+        // Already under a numbered variant of the wanted name (and the name
+        // itself is not free): it stays, without a search (which starts past
+        // the variants other downloads took, so it may not meet this one).
+        if current.directory == wanted.directory, current != wanted,
+            CollisionName.index(of: current.name, asVariantOf: wanted.name) != nil, isTaken(wanted.relative)
+        {
+            return current
+        }
         var target = wanted
         for _ in 0..<8 {
-            target.name = CollisionName.firstFree(for: wanted.name) { candidate in
-                let relative = wanted.directory.isEmpty ? candidate : wanted.directory + "/" + candidate
-                return relative != current.relative && isTaken(relative)
-            }
+            target.name = firstFree(wanted) { relative in relative != current.relative && isTaken(relative) }
             if target == current || reservations.reserve(target.relative) { break }
         }
         return target

@@ -4,37 +4,56 @@
 enum CollisionName {
     /// Compound extensions kept whole, so `a.tar.gz` becomes `a.1.tar.gz`, not `a.tar.1.gz`.
     static let compoundExtensions = [".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst", ".tar.lz"]
-    /// How many numbered variants `firstFree` tries before switching to hashed ones.
-    static let maxIndex = 10_000
-    /// How many hashed variants `firstFree` tries once the numbered ones are exhausted.
-    static let maxHashAttempts = 100
 
     /// `name` with `.index` inserted before its extension: `report.pdf`, 1 → `report.1.pdf`.
     static func variant(of name: String, index: Int) -> String {
         variant(of: name, tag: String(index))
     }
 
-    /// Returns `name` if free, else the first free variant 1...10,000, else a hashed variant.
+    /// Returns `name` if free, else its first free numbered variant from `start` on.
     ///
     /// `isTaken` receives the bare candidate name; callers join it with its folder themselves
     /// (the engine's rule, `TargetRegistry.isTaken`, also checks `.part` files and names held
-    /// by other downloads). After 10,000 numbered variants it tries up to
-    /// 100 variants tagged with 8 hex digits of an FNV-1a hash of (name, attempt): deterministic,
-    /// no randomness. If even those are taken it returns the last one anyway. The answer is
-    /// advisory: another process may create the file meanwhile, so callers must still create
-    /// or rename exclusively (O_EXCL / no-clobber) and retry.
-    static func firstFree(for name: String, isTaken: (String) -> Bool) -> String {
-        if !isTaken(name) { return name }
-        for index in 1...maxIndex {
-            let candidate = variant(of: name, index: index)
-            if !isTaken(candidate) { return candidate }
+    /// by other downloads). The numbers never run out, so a free name is always found: only
+    /// finitely many names can be taken. A caller that names many downloads alike passes the
+    /// number after the last one it took as `start` (`TargetRegistry` remembers it per name),
+    /// so that naming n downloads costs O(n) probes, not O(n²). The answer is advisory: another
+    /// process may create the file meanwhile, so callers must still create or rename
+    /// exclusively (O_EXCL / no-clobber) and retry.
+    static func firstFree(for name: String, from start: Int = 1, isTaken: (String) -> Bool) -> String {
+        firstFreeNumbered(for: name, from: start, isTaken: isTaken).name
+    }
+
+    /// `firstFree` with the number it took: 0 for `name` itself.
+    static func firstFreeNumbered(
+        for name: String, from start: Int = 1, isTaken: (String) -> Bool
+    ) -> (name: String, index: Int) {
+        if !isTaken(name) { return (name, 0) }
+        // Split once: the variants differ only in their number.
+        let (stem, ext) = split(name)
+        var index = max(start, 1)
+        while true {
+            let candidate = variant(stem: stem, ext: ext, tag: String(index))
+            if !isTaken(candidate) { return (candidate, index) }
+            index += 1
         }
-        var candidate = name
-        for attempt in 0..<maxHashAttempts {
-            candidate = variant(of: name, tag: hashTag(of: name, attempt: attempt))
-            if !isTaken(candidate) { return candidate }
-        }
-        return candidate
+    }
+
+    /// The number of `candidate` when it is a numbered variant of `name`
+    /// (`report.3.pdf` of `report.pdf` is 3); nil otherwise (`name` itself too).
+    static func index(of candidate: String, asVariantOf name: String) -> Int? {
+        let (_, ext) = split(name)
+        // The number sits between the last dot before the extension and the extension.
+        let bytes = candidate.utf8
+        guard bytes.count > ext.utf8.count, bytes.suffix(ext.utf8.count).elementsEqual(ext.utf8) else { return nil }
+        let body = bytes.dropLast(ext.utf8.count)
+        guard let dot = body.lastIndex(of: 0x2E) else { return nil }
+        let digits = body[body.index(after: dot)...]
+        guard !digits.isEmpty, digits.count <= 18, digits.first != 0x30,
+            digits.allSatisfy({ (0x30...0x39).contains($0) }),
+            let index = Int(String(decoding: digits, as: UTF8.self))
+        else { return nil }
+        return variant(of: name, index: index) == candidate ? index : nil
     }
 
     /// Splits `name` into stem and extension (with its dot; empty if none).
@@ -63,18 +82,11 @@ enum CollisionName {
     /// Inserts `.tag` before the extension, shortening the stem to stay within 255 bytes.
     private static func variant(of name: String, tag: String) -> String {
         let (stem, ext) = split(name)
-        let suffix = (stem.isEmpty ? "" : ".") + tag + ext
-        return SafeName.prefix(of: stem, maxBytes: SafeName.maxBytes - suffix.utf8.count) + suffix
+        return variant(stem: stem, ext: ext, tag: tag)
     }
 
-    /// 8 hex digits of a 64-bit FNV-1a hash of `name`, a NUL and `attempt` (stable across runs,
-    /// unlike `Hasher`, which is randomly seeded per process).
-    private static func hashTag(of name: String, attempt: Int) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in Array(name.utf8) + [0] + Array(String(attempt).utf8) {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        let hex = String(hash >> 32, radix: 16)
-        return String(repeating: "0", count: 8 - hex.count) + hex
+    private static func variant(stem: String, ext: String, tag: String) -> String {
+        let suffix = (stem.isEmpty ? "" : ".") + tag + ext
+        return SafeName.prefix(of: stem, maxBytes: SafeName.maxBytes - suffix.utf8.count) + suffix
     }
 }

@@ -17,23 +17,51 @@ package enum SafeName {
     }
 
     /// `sanitize` without the shortcut for names that are fine as they are.
+    ///
+    /// Linear in the text and bounded: only the last path component is
+    /// cleaned, and of one longer than `maxCleanedBytes` only its first and
+    /// last halves of that (the name keeps at most 250 bytes, from its start
+    /// and its extension). Every step works on scalars or bytes: Foundation's
+    /// normaliser and `Character` walks cost O(n²) on text with long runs of
+    /// combining marks (400,000 `a` + U+0301 took 5 s).
     static func sanitizeFully(_ raw: String) -> String? {
         // Last component first, so no directory part (Unix or Windows style) can ever survive.
-        let scalars = raw.unicodeScalars
-        let tail = scalars.lastIndex(where: { $0 == "/" || $0 == "\\" })
-            .map { String(scalars[scalars.index(after: $0)...]) } ?? raw
+        let bytes = raw.utf8
+        let tail = bytes.lastIndex(where: { $0 == 0x2F || $0 == 0x5C })
+            .map { Substring(raw[bytes.index(after: $0)...]) } ?? Substring(raw)
         var kept = String.UnicodeScalarView()
-        kept.append(contentsOf: tail.unicodeScalars.filter { !isRemoved($0) })
+        kept.append(contentsOf: bounded(tail).unicodeScalars.lazy.filter { !isRemoved($0) })
         // NFC so "é" and "e\u{301}" map to the same bytes on disk. It runs after removal because
         // removing e.g. U+200B between "e" and U+0301 makes a new, unnormalised sequence.
         let plain = String(kept)
-        // ASCII is already NFC: skip Foundation's normaliser on the common path.
-        let normalized = plain.utf8.allSatisfy { $0 < 0x80 } ? plain : plain.precomposedStringWithCanonicalMapping
+        // ASCII is already NFC: skip the normaliser on the common path. The
+        // standard library's normaliser is linear (Foundation's is not), and
+        // right where Foundation's is not: U+AC00 U+11A8 is U+AC01 in NFC.
+        let normalized = plain.utf8.allSatisfy { $0 < 0x80 } ? plain : String(decoding: plain._nfcCodeUnits, as: UTF8.self)
         // Trimming after removal, so hidden characters cannot shield a leading dot or space.
         let name = trimmedEnds(normalized, leadingDots: true)
         guard !name.isEmpty, name != ".", name != ".." else { return nil }
         return fitted(name)
     }
+
+    /// Text longer than this is cleaned as its first and last halves of it.
+    static let maxCleanedBytes = 65_536
+
+    /// `text`, or its first and last `maxCleanedBytes / 2` bytes (cut at
+    /// scalar boundaries) when it is longer: the parts a name can keep, with
+    /// room for what trimming and removal take away at either end.
+    private static func bounded(_ text: Substring) -> Substring {
+        let bytes = text.utf8
+        guard bytes.count > maxCleanedBytes else { return text }
+        let half = maxCleanedBytes / 2
+        var headEnd = bytes.index(bytes.startIndex, offsetBy: half)
+        while headEnd > bytes.startIndex, isContinuation(bytes[headEnd]) { headEnd = bytes.index(before: headEnd) }
+        var tailStart = bytes.index(bytes.endIndex, offsetBy: -half)
+        while tailStart < bytes.endIndex, isContinuation(bytes[tailStart]) { tailStart = bytes.index(after: tailStart) }
+        return Substring(String(text[..<headEnd]) + String(text[tailStart...]))
+    }
+
+    private static func isContinuation(_ byte: UInt8) -> Bool { byte & 0xC0 == 0x80 }
 
     /// Whether `raw` is already what `sanitize` would make of it, by the bytes
     /// alone: printable ASCII without `/` or `\`, not starting with a dot or a
@@ -67,9 +95,13 @@ package enum SafeName {
         guard name.utf8.count > maxBytes else { return name }
         var stem = name
         var ext = ""
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
-            let candidate = name[name.index(after: dot)...]
-            if !candidate.isEmpty, candidate.utf8.count <= maxExtensionBytes {
+        // The last dot, by bytes (a `Character` walk from the end is O(n²) in
+        // a long run of combining marks); it starts an extension only when it
+        // is a character of its own, not the base of a combining mark.
+        let bytes = name.utf8
+        if let dot = bytes.lastIndex(of: 0x2E), dot != bytes.startIndex {
+            let candidate = name[bytes.index(after: dot)...]
+            if !candidate.isEmpty, candidate.utf8.count <= maxExtensionBytes, name[dot...].first == "." {
                 stem = String(name[..<dot])
                 ext = "." + candidate
             }
@@ -82,12 +114,21 @@ package enum SafeName {
     ///
     /// Falls back to a Unicode-scalar boundary when the first Character alone is too big
     /// (e.g. a base letter with hundreds of combining marks), so the result is never empty
-    /// unless `maxBytes` is below 4.
+    /// unless `maxBytes` is below 4. Characters are only formed within the first
+    /// `maxBytes` bytes and one scalar more (what decides where the last one that fits
+    /// ends): a huge first Character costs no more than a short one.
     static func prefix(of text: String, maxBytes: Int) -> String {
         guard text.utf8.count > maxBytes else { return text }
+        var window = String.UnicodeScalarView()
+        var size = 0
+        for scalar in text.unicodeScalars {
+            window.append(scalar)
+            size += UTF8.width(scalar)
+            if size > maxBytes { break }
+        }
         var out = ""
         var used = 0
-        for character in text {
+        for character in String(window) {
             let size = character.utf8.count
             if used + size > maxBytes { break }
             out.append(character)
@@ -95,8 +136,8 @@ package enum SafeName {
         }
         if !out.isEmpty { return out }
         var view = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            let size = String(scalar).utf8.count
+        for scalar in window {
+            let size = UTF8.width(scalar)
             if used + size > maxBytes { break }
             view.append(scalar)
             used += size

@@ -421,6 +421,9 @@ final class ScriptHost: @unchecked Sendable {
             guard args.count >= 2, let base = args[0].text, let ref = args[1].text else {
                 throw LuaCallError("dl.url.resolve wants a base URL and a reference")
             }
+            // Past the URL limit: the reference as it is, unresolved (no work
+            // on it); dl.add refuses it with its warning.
+            if URLLimit.problem(base) != nil || URLLimit.problem(ref) != nil { return [LuaValue(ref)] }
             // Both through the engine's normaliser, so that a resolved URL is
             // the one dl.add and `get` would queue for the same text.
             guard let resolved = URLTools.resolve(
@@ -499,6 +502,9 @@ final class ScriptHost: @unchecked Sendable {
     private func add(_ args: [LuaValue]) throws(LuaCallError) -> [LuaValue] {
         func text(_ i: Int) -> String? { i < args.count ? args[i].text : nil }
         guard let url = text(0) else { throw LuaCallError("url must be a string") }
+        // Past the limit, refused before any work on it (the prelude warns and
+        // returns nil): one hostile link must not hold the run.
+        if let problem = URLLimit.problem(url) { return [.nil_, .nil_, .nil_, LuaValue(problem)] }
         // The first ":"-separated part that is not empty (as `split` gives it),
         // found without splitting the whole URL: `split` was a third of the
         // Swift side of a top-level dl.add.
@@ -528,6 +534,10 @@ final class ScriptHost: @unchecked Sendable {
         guard addedCount < maxDownloads else {
             return [.nil_, .nil_, LuaValue("this run already has \(maxDownloads) downloads, the most it may queue (dl.config{ max_downloads = N }); later adds are dropped")]
         }
+        // Normalised here too, so that this table keys a URL as the engine does;
+        // its normal form (a non-ASCII byte as three) must fit the limit too.
+        let normalized = URLNormalization.normalize(url)
+        if let problem = URLLimit.problem(normalized) { return [.nil_, .nil_, .nil_, LuaValue(problem)] }
         // The prelude checked these against api.lua's ranges; a value past them
         // would trap the engine's conversions (a priority must fit the queue's
         // integer column, a timeout Int milliseconds), so none passes here either.
@@ -540,9 +550,8 @@ final class ScriptHost: @unchecked Sendable {
             if let value, !(value > 0 && value <= JobSettings.maxSeconds) { throw LuaCallError("\(key) out of range") }
         }
         addedCount += 1
-        // Normalised here too, so that this table keys a URL as the engine does.
         var request = DownloadRequest(
-            url: URLNormalization.normalize(url), name: text(1), directory: text(2), headers: headers, sha256: text(4),
+            url: normalized, name: text(1), directory: text(2), headers: headers, sha256: text(4),
             priority: Int(priority),
             parent: args.count > 6 ? engineID(args[6]) : nil)
         if !controls.isEmpty {

@@ -343,9 +343,12 @@ function dl.add(spec)
     end
     return nil
   end
-  local ok, id, err, limit = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
+  local ok, id, err, limit, refused = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
     priority, parent, controls)
   if not ok then fail("dl.add: " .. tostring(id)) end
+  -- A URL past the length limit: nil and a warning, as a bad link on a page
+  -- must not fail the handler that met it.
+  if not id and refused then dl.warn("dl.add: " .. refused); return nil end
   if not id and limit then
     if not warned_limit.max_downloads then
       warned_limit.max_downloads = true
