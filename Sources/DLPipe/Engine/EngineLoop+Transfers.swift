@@ -39,6 +39,7 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         transfer.stallTimeout = job.request.timeout ?? configuration.timeout
         transfer.bodyLimit = job.request.bodyLimit
+        transfer.bodyLimitName = configuration.sizeLimitName
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(transfer.stallTimeout * 1000))
         cookies?.apply(to: easy)
         TransferOptions(options: configuration.transport, caFile: configuration.caFile)
@@ -80,8 +81,9 @@ extension EngineLoop: TransferOwner {
         }
         if configuration.replay != nil {
             // The replay server answers for the URL this request stands for,
-            // over plain http and with no proxy (ReplayServer).
-            lines.append("\(ReplayServer.urlHeader): \(job.currentURL)")
+            // over plain http and with no proxy (ReplayServer); by the
+            // redacted URL, the one the recording keeps.
+            lines.append("\(ReplayServer.urlHeader): \(RedactedURL.text(job.currentURL))")
             easy.set(CURLOPT_PROXY, "")
             // Plain HTTP/1.1 to the replay server: nothing to wait for to share.
             easy.set(CURLOPT_PIPEWAIT, 0)
@@ -175,7 +177,7 @@ extension EngineLoop: TransferOwner {
         // A body announced larger than the download allows fails before any
         // byte is kept (a body without a length meets the limit as it streams).
         if let limit = job.request.bodyLimit, let total = body.length, total > limit {
-            transfer.abortError = DownloadError(.size, "\(RedactedURL.text(job.currentURL)) has \(total) bytes, more than its limit of \(limit) (max_size)")
+            transfer.abortError = DownloadError(.size, "\(RedactedURL.text(job.currentURL)) has \(total) bytes, more than its limit of \(limit) (\(configuration.sizeLimitName))")
             return .abort
         }
         return acceptBody(job, transfer, head, body)
