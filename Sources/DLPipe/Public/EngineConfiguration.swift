@@ -75,6 +75,9 @@ public struct EngineConfiguration: Sendable {
     /// that repeats a URL fetches it once. Off (the library's rule), only open
     /// downloads are deduplicated and an ended request can be added again.
     package var deduplicatesWholeRun = false
+    /// How size errors name the limit they met: `DownloadRequest.maxSize`
+    /// in the library; the command line names the Lua field (`max_size`).
+    package var sizeLimitName = "maxSize"
     /// `--record DIR`: every response received is also written there.
     /// Default nil.
     public var recorder: ResponseRecorder?

@@ -123,6 +123,7 @@ struct RunOptions {
         config.timeout = timeout ?? job?.timeout ?? config.timeout
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        config.sizeLimitName = "max_size"  // what jobs write in dl.add
         // Lua handlers have their own budget and backstop, and wait in one queue
         // behind each other: a per-call deadline would fail downloads of a busy
         // but healthy script.
