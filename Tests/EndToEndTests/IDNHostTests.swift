@@ -27,7 +27,7 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         #expect(bytes(at: out + "/a.txt") == Array("alpha".utf8))
         let seen = try server.requests(matching: "/files/a.txt")
-        #expect(seen.compactMap { ($0["headers"] as? [String: Any])?["Host"] as? String } == ["\(ascii):\(server.port)"])
+        #expect(seen.compactMap { ($0["headers"] as? [String: Any])?["host"] as? String } == ["\(ascii):\(server.port)"])
         #expect(run.events("finished").first?["url"] as? String == "http://\(ascii):\(server.port)/files/a.txt")
     }
 

@@ -75,7 +75,7 @@ extension EngineLoop: TransferOwner {
                 if job.wantsIdentity || CompressedResource.named(job.request.url) || CompressedResource.named(job.currentURL) {
                     lines.append("Accept-Encoding: identity")
                 } else {
-                    easy.set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
+                    askForEncodedBody(easy)
                 }
             }
         }
@@ -379,6 +379,12 @@ extension EngineLoop: TransferOwner {
     private func transferEnded(_ job: Job, _ transfer: Transfer, code: Int) {
         if let error = transfer.abortError {
             return attemptFailed(job, CurlErrors.blame(error, transfer.easy, url: RedactedURL.text(job.currentURL)))
+        }
+        if code == Int(CURLE_OUT_OF_MEMORY.rawValue), transfer.body == .undecided {
+            // A header line past libcurl's own limit ends the transfer as "Out
+            // of memory" before our header callback sees it: the same head too
+            // large as ours, and like it not retried.
+            return attemptFailed(job, Transfer.headTooLarge)
         }
         if code != Int(CURLE_OK.rawValue) {
             return attemptFailed(job, CurlErrors.map(code, transfer.easy, url: RedactedURL.text(job.currentURL)))

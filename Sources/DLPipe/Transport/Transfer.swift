@@ -45,6 +45,8 @@ final class Transfer {
     /// A response head larger than this is refused: a header block that never
     /// ends would otherwise keep the stall check happy forever.
     static let maxHeaderBytes = 256 * 1024
+    /// The error of a head past that limit (or past libcurl's own for one line).
+    static let headTooLarge = DownloadError(.http, "the response headers exceed \(maxHeaderBytes / 1024) KiB")
     /// Counts callbacks; the engine's stall check watches it move.
     private(set) var activity = 0
     /// The engine's record of `activity` and when it last changed.
@@ -85,7 +87,7 @@ final class Transfer {
     fileprivate func header(_ line: UnsafeRawBufferPointer) -> Bool {
         headerBytes += line.count
         if headerBytes > Transfer.maxHeaderBytes {
-            abortError = DownloadError(.http, "the response headers exceed \(Transfer.maxHeaderBytes / 1024) KiB")
+            abortError = Transfer.headTooLarge
             return false
         }
         recording?.header(line)
