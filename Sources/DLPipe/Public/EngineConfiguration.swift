@@ -37,8 +37,9 @@ public struct EngineConfiguration: Sendable {
     /// Compute the SHA-256 of every file while it streams (otherwise only
     /// when a request has `sha256`). Default off.
     public var alwaysHash: Bool
-    /// `--compressed`: ask for a compressed transfer (every encoding libcurl
-    /// decodes) and store the decoded bytes; a compressed resource (a `.gz`
+    /// `--compressed`: ask for a compressed transfer (gzip or deflate, which
+    /// libcurl decodes, in reads small enough that no body, however far it
+    /// decodes, overruns libcurl's buffers) and store the decoded bytes; a compressed resource (a `.gz`
     /// name, an archive's media type) is stored as the server's bytes, and a
     /// resume asks for `identity`. Default off.
     public var compressed: Bool
