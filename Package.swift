@@ -28,8 +28,11 @@ let package = Package(
             name: "CLua", pkgConfig: "lua5.4",
             // libexpat and zlib: dl.xml.parse and dl.gunzip (Sources/CLua/dl_kit.h).
             providers: [.apt(["liblua5.4-dev", "libexpat1-dev", "zlib1g-dev"])]),
+        .systemLibrary(
+            name: "CIDN", pkgConfig: "libidn2",
+            providers: [.apt(["libidn2-dev"])]),
         // The engine: queue, state machine, transport, naming. C stays internal.
-        .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite", "CPostgres"]),
+        .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite", "CPostgres", "CIDN"]),
         // Lua 5.4: the runtime (sandbox, budgets, values) and the bridge that
         // answers the engine's hooks with a job's handlers.
         .target(

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,6 +20,11 @@ static inline int dl_rename_noreplace(const char *from, const char *to) {
 /// The same, both names relative to directory descriptors.
 static inline int dl_renameat_noreplace(int fromDir, const char *from, int toDir, const char *to) {
     return (int)syscall(SYS_renameat2, fromDir, from, toDir, to, 1 /* RENAME_NOREPLACE */);
+}
+/// Names the calling thread for ps, top and debuggers (pthread_setname_np,
+/// a GNU extension; Linux keeps 15 bytes of the name).
+static inline int dl_name_this_thread(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
 }
 /// syncfs(2): flushes every dirty file of the file system holding `fd`, in one call.
 static inline int dl_syncfs(int fd) {

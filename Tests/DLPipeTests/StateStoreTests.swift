@@ -80,7 +80,7 @@ import TestSupport
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 7)
+        #expect(StateStore.schemaVersion == 8)
     }
 
     /// Version 6 folds equivalent spellings of a URL into one key: a version 5
@@ -201,7 +201,28 @@ import TestSupport
         #expect(try StateStore(path: path).record(key: done.deduplicationKey)?.placed?.modified == 1_700_000_000_123_456_789)
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
-        #expect(version == "7")
+        #expect(version == "8")
+    }
+
+    /// Version 8 keys IDN hosts by their ASCII form: a record an older dlpipe
+    /// wrote under the Unicode host is found under the punycode one.
+    @Test func aVersionSevenFileIsReKeyedByTheASCIIHost() throws {
+        let ascii = DownloadRequest(url: "http://xn--bcher-kva.example/f")
+        #expect(URLNormalization.normalize("http://B\u{00FC}cher.example/f") == ascii.url)
+        do {
+            let store = try StateStore(path: path)
+            try store.save(record(ascii, target: "f"))
+            try store.flush()
+        }
+        let unicodeURL = "http://b\u{00FC}cher.example/f"
+        let unicodeKey = ascii.deduplicationKey.replacingOccurrences(of: ascii.url, with: unicodeURL)
+        try SQLiteDatabase(path: path).query(
+            "UPDATE downloads SET key = ?, url = ?", [.text(unicodeKey), .text(unicodeURL)])
+        try SQLiteDatabase(path: path).execute("UPDATE dlpipe_meta SET value = '7' WHERE key = 'schema_version';")
+        let store = try StateStore(path: path)
+        let kept = try #require(try store.record(key: ascii.deduplicationKey))
+        #expect(kept.url == ascii.url && kept.target == "f")
+        #expect(try store.records().count == 1)
     }
 
     @Test func aFileOfANewerVersionIsRefusedAndKept() throws {

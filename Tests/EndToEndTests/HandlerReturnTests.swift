@@ -82,6 +82,39 @@ import Testing
         #expect(run.logLines(containing: "late hook ran").count == 1)
     }
 
+    /// Cron reads the exit code: a drop-in hook's done that returns 0 must not
+    /// turn a failed download into a clean run (issue 36). Its value is
+    /// dropped with one warning; the job's own done still sets the code.
+    @Test func aHookDoneCannotSetTheExitCode() async throws {
+        try job.write("hooks.d/calm.lua", """
+            dl.on("done", function(s) return 0 end)
+            """)
+        let failed = try await run("""
+            dl.config{ retries = 0 }
+            dl.add(dl.var.base .. "/none.txt")
+            dl.on("done", function(s) end)
+            """)
+        #expect(failed.status == 1, "a failed download still exits 1: \(failed.stderr)")
+        let warnings = failed.events("warning")
+        #expect(warnings.count == 1, "\(failed.stdout)")
+        #expect((warnings.first?["script"] as? String)?.hasSuffix("hooks.d/calm.lua:1") == true, "\(warnings)")
+        #expect(warnings.first?["message"] as? String == "a done handler of a drop-in hook returns nothing (only the job's own done sets the exit code), not 0: ignored")
+        // A hook's code never stands, whichever handler comes first in the files.
+        try job.write("hooks.d/calm.lua", """
+            dl.on("done", function(s) return 9 end)
+            """)
+        let clean = try await run("""
+            dl.add(dl.var.base .. "/a.txt")
+            """)
+        #expect(clean.status == 0, "\(clean.stderr)")
+        #expect(clean.events("warning").compactMap { $0["message"] as? String }.filter { $0.hasSuffix("not 9: ignored") }.count == 1, "\(clean.stdout)")
+        let jobCode = try await run("""
+            dl.add(dl.var.base .. "/a.txt")
+            dl.on("done", function(s) return 6 end)
+            """)
+        #expect(jobCode.status == 6, "\(jobCode.stderr)")
+    }
+
     @Test func aBadRetryDelayIsAnError() async throws {
         let run = try await run("""
             dl.config{ retries = 0 }

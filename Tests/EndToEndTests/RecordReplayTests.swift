@@ -108,6 +108,71 @@ import Testing
         #expect((failed["message"] as? String ?? "").hasPrefix("--replay: the recording \(recording) has no response for \(base)/files/never.bin"), "\(failed)")
     }
 
+    /// A size refusal is decided from the headers, on the body's first
+    /// bytes: the replay offers them too, and fails as `size` at once, as
+    /// the recording did (it waited out --timeout and failed as `timeout`).
+    @Test func aMaxSizeRefusalIsReplayed() async throws {
+        let server = try FaultServer()
+        try server.put("big.bin", randomBytes: 200_000)
+        try job.write("sized.lua", """
+            dl.config{ retries = 0 }
+            dl.add{ url = dl.var.base .. "/files/big.bin", max_size = 1000 }
+            """)
+        let base = server.url("")
+        let recorded = try await DLPipeRun.run(
+            ["run", job.directory + "/sized.lua", "-d", try TempDir.make("sized-run"), "--record", recording,
+             "--var", "base=\(base)", "--json", "--timeout", "8"])
+        #expect(recorded.events("failed").first?["kind"] as? String == "size", "\(recorded.stdout)")
+        let replay = try await DLPipeRun.run(
+            ["run", job.directory + "/sized.lua", "-d", try TempDir.make("sized-replay"), "--replay", recording,
+             "--var", "base=\(base)", "--json", "--timeout", "8"])
+        #expect(replay.status == 1)
+        let failed = try #require(replay.events("failed").first, "\(replay.stdout)")
+        #expect(failed["kind"] as? String == "size", "\(failed)")
+        #expect(replay.seconds < 8, "no wait for a body: \(replay.seconds) s")
+    }
+
+    /// Recordings are kept as fixtures: no password of a URL, no cookie and
+    /// no Authorization value in them, and only their owner reads them. The
+    /// replay still finds each response, by the redacted URL.
+    @Test func aRecordingKeepsNoCredentials() async throws {
+        let server = try FaultServer()
+        try server.put("a.txt", bytes: Array("alpha".utf8))
+        let withUser = "http://alice:hunter2@127.0.0.1:\(server.port)/files/a.txt"
+        try job.write("secrets.lua", """
+            dl.config{ retries = 0 }
+            dl.add("\(withUser)")
+            dl.add{ url = dl.var.base .. "/login?to=/members/a.txt", name = "member.txt" }
+            dl.add{ url = dl.var.base .. "/set-cookies", headers = { Authorization = "Bearer t0ken" } }
+            """)
+        let base = server.url("")
+        let recordedOut = try TempDir.make("secrets-run")
+        let recorded = try await DLPipeRun.run(
+            ["run", job.directory + "/secrets.lua", "-d", recordedOut, "--record", recording, "--var", "base=\(base)",
+             "-c", try TempDir.make("jar") + "/cookies.txt"])
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        var folder = stat()
+        #expect(stat(recording, &folder) == 0 && folder.st_mode & 0o777 == 0o700)
+        let names = listing(recording)
+        #expect(names.contains("responses.tsv") && names.count > 4, "\(names)")
+        for name in names {
+            var file = stat()
+            #expect(stat(recording + "/" + name, &file) == 0 && file.st_mode & 0o777 == 0o600, "\(name)")
+            let text = String(decoding: bytes(at: recording + "/" + name), as: UTF8.self)
+            for secret in ["hunter2", "s3cret", "t0ken", "Set-Cookie", "a=1"] {
+                #expect(!text.contains(secret), "\(name) holds \(secret): \(text)")
+            }
+        }
+        let index = String(decoding: bytes(at: recording + "/responses.tsv"), as: UTF8.self)
+        #expect(index.contains("\thttp://***@127.0.0.1:\(server.port)/files/a.txt\n"), "\(index)")
+        let out = try TempDir.make("secrets-replay")
+        let replay = try await DLPipeRun.run(
+            ["run", job.directory + "/secrets.lua", "-d", out, "--replay", recording, "--var", "base=\(base)",
+             "-c", try TempDir.make("jar") + "/cookies.txt"])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(Self.files(out) == Self.files(recordedOut))
+    }
+
     @Test func httpsIsReplayedWithoutTLS() async throws {
         let certificate = try TestCertificate.make()
         let (recorded, base, recordedOut) = try await recordAndStop(tls: certificate)

@@ -26,6 +26,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -332,6 +333,14 @@ class Handler(BaseHTTPRequestHandler):
                 self._simple(200, "ok", fill)
             elif path == "/endless-headers":
                 self._endless_headers()
+            elif path == "/one-huge-header":
+                # One header line of mb= MiB (default 50): past any head limit.
+                self.close_connection = True
+                size = int(float(q.get("mb", "50")) * 1024 * 1024)
+                self._send_head(200, [("X-Huge", b"h" * size), ("Content-Length", "2")])
+                self.wfile.write(b"ok")
+            elif path == "/gzip-zeros":
+                self._gzip_zeros(int(q.get("mb", "100")))
             elif path == "/bad-header":
                 # Raw bytes: invalid UTF-8 everywhere, plus a NUL byte (libcurl
                 # 7.88 rejects that with "Nul byte in header"; ?nul=0 omits it).
@@ -351,6 +360,24 @@ class Handler(BaseHTTPRequestHandler):
             self._simple(400, "bad request: %s\n" % e)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
+
+    def _gzip_zeros(self, mb):
+        """mb MiB of zero bytes, gzip-encoded (level 9, about 1000:1) for a
+        client that accepts gzip: a small wire body that decodes past any
+        buffer. Anyone else gets the zeros as they are."""
+        self.close_connection = True
+        if "gzip" not in (self.headers.get("Accept-Encoding") or ""):
+            self._send_head(200, [("Content-Type", "application/octet-stream"),
+                                  ("Content-Length", str(mb << 20))])
+            for _ in range(mb):
+                self.wfile.write(bytes(1 << 20))
+            return
+        squeeze = zlib.compressobj(9, zlib.DEFLATED, 31)   # 31: a gzip wrapper
+        block = bytes(1 << 20)
+        wire = b"".join(squeeze.compress(block) for _ in range(mb)) + squeeze.flush()
+        self._send_head(200, [("Content-Type", "application/octet-stream"),
+                              ("Content-Encoding", "gzip"), ("Content-Length", str(len(wire)))])
+        self.wfile.write(wire)
 
     def _endless_headers(self):
         self.close_connection = True

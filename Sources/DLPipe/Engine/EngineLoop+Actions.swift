@@ -363,18 +363,29 @@ extension EngineLoop {
         checkTimeAndSpeedLimits(now: now)
         for transfer in transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
-            let bytes = job.bytes
-            guard bytes != job.reportedBytes else { continue }
-            if job.reportedBytes >= 0 && now > job.reportedAt {
-                let instant = Double(bytes - job.reportedBytes) / (now - job.reportedAt)
-                job.rate = job.rate == 0 ? instant : job.rate * 0.7 + instant * 0.3
-            }
-            job.reportedBytes = bytes
-            job.reportedAt = now
-            let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.rate)
-            let info = job.info(root: root)
-            emit(.progress(info, progress))
-            hooks?.progress?(info, progress)
+            reportProgress(job, bytes: job.bytes + transfer.collectedCount, now: now)
         }
+    }
+
+    /// The body is whole (`bytes` of it): a last progress event unless the
+    /// last one said so already, so that progress always reaches the total
+    /// (a program that waits for a fraction of 1 ends) before `finished`.
+    func reportWholeBody(_ job: Job, bytes: Int64) {
+        reportProgress(job, bytes: bytes, now: EngineLoop.now())
+    }
+
+    /// A progress event to the streams and the hooks when `bytes` moved.
+    private func reportProgress(_ job: Job, bytes: Int64, now: Double) {
+        guard bytes != job.reportedBytes else { return }
+        if job.reportedBytes >= 0 && now > job.reportedAt {
+            let instant = Double(bytes - job.reportedBytes) / (now - job.reportedAt)
+            job.rate = job.rate == 0 ? instant : job.rate * 0.7 + instant * 0.3
+        }
+        job.reportedBytes = bytes
+        job.reportedAt = now
+        let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.rate)
+        let info = job.info(root: root)
+        emit(.progress(info, progress))
+        hooks?.progress?(info, progress)
     }
 }

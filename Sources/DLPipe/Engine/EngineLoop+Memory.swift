@@ -38,6 +38,7 @@ extension EngineLoop {
         if let expected = job.response?.length, size != expected {
             return attemptFailed(job, DownloadError(.network, "the body ended after \(size) of \(expected) bytes"))
         }
+        reportWholeBody(job, bytes: size)
         let digest: String?
         switch checkedDigest(of: body, job, naming: "the body of \(RedactedURL.text(job.request.url))") {
         case .success(let value): digest = value

@@ -24,6 +24,7 @@ extension EngineLoop {
         if let expected = job.response?.length, size != expected {
             return attemptFailed(job, DownloadError(.network, "the body ended after \(size) of \(expected) bytes"))
         }
+        reportWholeBody(job, bytes: size)
         if let body = transfer.wholeBody { return hold(job, target, body) }
         if transfer.file == nil, !openPartFile(job, transfer) {
             return attemptFailed(job, transfer.abortError!)

@@ -40,6 +40,7 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         transfer.stallTimeout = job.request.timeout ?? configuration.timeout
         transfer.bodyLimit = job.request.bodyLimit
+        transfer.bodyLimitName = configuration.sizeLimitName
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(transfer.stallTimeout * 1000))
         cookies?.apply(to: easy)
         TransferOptions(options: configuration.transport, caFile: configuration.caFile)
@@ -75,14 +76,15 @@ extension EngineLoop: TransferOwner {
                 if job.wantsIdentity || CompressedResource.named(job.request.url) || CompressedResource.named(job.currentURL) {
                     lines.append("Accept-Encoding: identity")
                 } else {
-                    easy.set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
+                    askForEncodedBody(easy)
                 }
             }
         }
         if configuration.replay != nil {
             // The replay server answers for the URL this request stands for,
-            // over plain http and with no proxy (ReplayServer).
-            lines.append("\(ReplayServer.urlHeader): \(job.currentURL)")
+            // over plain http and with no proxy (ReplayServer); by the
+            // redacted URL, the one the recording keeps.
+            lines.append("\(ReplayServer.urlHeader): \(RedactedURL.text(job.currentURL))")
             easy.set(CURLOPT_PROXY, "")
             // Plain HTTP/1.1 to the replay server: nothing to wait for to share.
             easy.set(CURLOPT_PIPEWAIT, 0)
@@ -176,7 +178,7 @@ extension EngineLoop: TransferOwner {
         // A body announced larger than the download allows fails before any
         // byte is kept (a body without a length meets the limit as it streams).
         if let limit = job.request.bodyLimit, let total = body.length, total > limit {
-            transfer.abortError = DownloadError(.size, "\(RedactedURL.text(job.currentURL)) has \(total) bytes, more than its limit of \(limit) (max_size)")
+            transfer.abortError = DownloadError(.size, "\(RedactedURL.text(job.currentURL)) has \(total) bytes, more than its limit of \(limit) (\(configuration.sizeLimitName))")
             return .abort
         }
         return acceptBody(job, transfer, head, body)
@@ -378,6 +380,12 @@ extension EngineLoop: TransferOwner {
     private func transferEnded(_ job: Job, _ transfer: Transfer, code: Int) {
         if let error = transfer.abortError {
             return attemptFailed(job, CurlErrors.blame(error, transfer.easy, url: RedactedURL.text(job.currentURL)))
+        }
+        if code == Int(CURLE_OUT_OF_MEMORY.rawValue), transfer.body == .undecided {
+            // A header line past libcurl's own limit ends the transfer as "Out
+            // of memory" before our header callback sees it: the same head too
+            // large as ours, and like it not retried.
+            return attemptFailed(job, Transfer.headTooLarge)
         }
         if code != Int(CURLE_OK.rawValue) {
             return attemptFailed(job, CurlErrors.map(code, transfer.easy, url: RedactedURL.text(job.currentURL)))

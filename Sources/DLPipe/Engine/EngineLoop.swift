@@ -1,3 +1,4 @@
+internal import CPosix
 import Foundation
 import Synchronization
 
@@ -276,6 +277,10 @@ final class EngineLoop: @unchecked Sendable {
     }
 
     private func run() {
+        // Foundation's `Thread.name` does not reach the kernel here: named
+        // by the thread itself, it shows in ps, top and debuggers (Linux keeps
+        // 15 bytes, which this fits).
+        _ = dl_name_this_thread("dlpipe-engine")
         while !stopped {
             let commands = inbox.withLock { box in
                 defer { box.commands = [] }

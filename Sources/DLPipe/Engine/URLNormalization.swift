@@ -14,9 +14,8 @@
 ///   http, `:443` for https); an empty path is `/`.
 /// - The fragment is dropped: it never reaches the server (curl does not send
 ///   it), so `page#top` and `page#end` are one download of `page`.
-/// - An IDN host stays in Unicode (libcurl sends it in punycode, libidn2):
-///   `http://bücher.example/` and `http://xn--bcher-kva.example/` are therefore
-///   two keys for one server.
+/// - An IDN host takes its ASCII form (`IDNHost`, libidn2, under any locale):
+///   `http://bücher.example/` is `http://xn--bcher-kva.example/`.
 /// - Spaces and control bytes around the URL are dropped.
 ///
 /// Normalising twice changes nothing (the shared queue keys on the result).
@@ -127,7 +126,7 @@ public enum URLNormalization {
             out.append(0x40)
             hostPort = hostPort[(at + 1)...]
         }
-        out.append(contentsOf: withoutDefaultPort(hostPort.map(lowered), scheme: scheme))
+        out.append(contentsOf: withoutDefaultPort(IDNHost.ascii(hostPort.map(lowered)), scheme: scheme))
         let hasAuthority = authorityEnd > authorityStart
         var rest: [UInt8] = []
         encodeRest(bytes, from: authorityEnd, into: &rest)

@@ -1,5 +1,9 @@
+import Foundation
+
 /// Why an attempt or a download failed. `kind` is what scripts and exit codes see.
-public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible {
+/// As a `LocalizedError`, its description is `message`, the text the command
+/// line prints for a failure.
+public struct DownloadError: LocalizedError, Sendable, Hashable, CustomStringConvertible {
     /// The failure classes of the product contract (SPEC 1.2, `e.kind`).
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         /// The server answered with a status that is not a success (404,
@@ -67,6 +71,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
-    /// `kind: message`, as the command line prints it.
+    /// `kind: message`, as the state's last error records it.
     public var description: String { "\(kind.rawValue): \(message)" }
+
+    /// `message`: what `localizedDescription` gives, as the command line prints it.
+    public var errorDescription: String? { message }
 }

@@ -49,8 +49,9 @@ public struct EngineConfiguration: Sendable {
     /// Compute the SHA-256 of every file while it streams (otherwise only
     /// when a request has `sha256`). Default off.
     public var alwaysHash: Bool
-    /// `--compressed`: ask for a compressed transfer (every encoding libcurl
-    /// decodes) and store the decoded bytes; a compressed resource (a `.gz`
+    /// `--compressed`: ask for a compressed transfer (gzip or deflate, which
+    /// libcurl decodes, in reads small enough that no body, however far it
+    /// decodes, overruns libcurl's buffers) and store the decoded bytes; a compressed resource (a `.gz`
     /// name, an archive's media type) is stored as the server's bytes, and a
     /// resume asks for `identity`. Default off.
     public var compressed: Bool
@@ -87,6 +88,9 @@ public struct EngineConfiguration: Sendable {
     /// that repeats a URL fetches it once. Off (the library's rule), only open
     /// downloads are deduplicated and an ended request can be added again.
     package var deduplicatesWholeRun = false
+    /// How size errors name the limit they met: `DownloadRequest.maxSize`
+    /// in the library; the command line names the Lua field (`max_size`).
+    package var sizeLimitName = "maxSize"
     /// `--record DIR`: every response received is also written there.
     /// Default nil.
     public var recorder: ResponseRecorder?

@@ -8,6 +8,22 @@ import Foundation
 /// undone, chunks joined). Redirect hops are responses of their own.
 public enum Recording {
     static let indexName = "responses.tsv"
+    /// Every file of a recording: readable by its owner alone.
+    static let fileMode: mode_t = 0o600
+    /// Header lines never written (lower case): what they hold is a secret.
+    static let secretHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
+
+    /// A header line as it is recorded: nothing for a secret header, a
+    /// `Location` with its user-info as `***@`, any other line as it came.
+    static func keptLine(_ line: UnsafeRawBufferPointer) -> [UInt8] {
+        guard let colon = line.firstIndex(of: 0x3A) else { return Array(line) }
+        let name = String(decoding: line[..<colon], as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
+        if secretHeaders.contains(name) { return [] }
+        guard name == "location" else { return Array(line) }
+        let text = String(decoding: line, as: UTF8.self)
+        let redacted = RedactedURL.text(text)
+        return Array(redacted.utf8)
+    }
 
     /// How a recorded transfer ended.
     enum Ending: String {
@@ -34,7 +50,9 @@ public enum Recording {
             guard fields.count == 3, let number = Int(fields[0]), let ending = Ending(rawValue: String(fields[1])) else {
                 throw DownloadError(.io, "\(directory)/\(indexName): a line that is not N<TAB>ending<TAB>URL: \(line.prefix(80))")
             }
-            entries.append(Entry(number: number, ending: ending, url: String(fields[2])))
+            // Matched by the redacted URL: a recording made before redaction
+            // still answers.
+            entries.append(Entry(number: number, ending: ending, url: RedactedURL.text(String(fields[2]))))
         }
         return entries
     }

@@ -50,8 +50,9 @@ public final class ReplayServer: @unchecked Sendable {
         thread.start()
     }
 
-    /// Whether the recording has a response for `url`.
-    public func has(_ url: String) -> Bool { entries[url] != nil }
+    /// Whether the recording has a response for `url` (by its redacted form,
+    /// as the recording keeps it).
+    public func has(_ url: String) -> Bool { entries[RedactedURL.text(url)] != nil }
 
     private func acceptLoop() {
         while true {
@@ -84,7 +85,7 @@ public final class ReplayServer: @unchecked Sendable {
         guard let line = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix(prefix) }) else {
             return send(connection, Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
         }
-        let url = line.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
+        let url = RedactedURL.text(line.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces))
         guard let list = entries[url], !list.isEmpty else {
             // The engine checks `has` before asking, so this is a URL it did not.
             return send(connection, Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))

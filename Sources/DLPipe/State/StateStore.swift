@@ -14,7 +14,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     /// first run; see `StateWriter.record`).
     package private(set) var hadRecords = true
     public let path: String
-    static let schemaVersion = 7
+    static let schemaVersion = 8
     /// How credentials in URLs are stored (never as they are).
     private var credentials = StoredCredentials(secret: [])
     /// What brings a file of version N - 1 to version N, by N. Each runs in a
@@ -43,6 +43,9 @@ package final class StateStore: DownloadState, @unchecked Sendable {
         // re-run tells a file the user changed from the one dlpipe left.
         // Older records have none until a run sees their file unchanged.
         7: "ALTER TABLE downloads ADD COLUMN placed_mtime_ns INTEGER;",
+        // IDN hosts take their ASCII form (punycode): the keys of records
+        // written with a Unicode host are re-made like schema 6's.
+        8: "",
     ]
 
     /// A state file that cannot be used; nothing is deleted.
@@ -125,7 +128,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
                 current += 1
                 if let sql = Self.migrations[current], !sql.isEmpty { try db.execute(sql) }
                 if current == 5 { rewritten = try forgetCredentials() }
-                if current == 6 { try renormalizeKeys() }
+                if current == 6 || current == 8 { try renormalizeKeys() }
                 try db.execute("UPDATE dlpipe_meta SET value = '\(current)' WHERE key = 'schema_version';")
             }
             try db.execute("COMMIT;")

@@ -28,6 +28,10 @@ final class Transfer {
     private var buffered: [UInt8] = []
     static let maxBufferedBytes = 256 * 1024
     var bufferedCount: Int { buffered.count }
+    /// The bytes of a memory download's body so far (it never reaches a
+    /// file, so `received` counts them only once the body is whole): what
+    /// its progress reports.
+    var collectedCount: Int64 { body == .collecting ? Int64(buffered.count) : 0 }
     /// The whole body, when it all arrived in memory and goes to disk as a
     /// `HeldFile` instead of through a part file (`keepWholeBody`).
     private(set) var wholeBody: [UInt8]?
@@ -41,6 +45,8 @@ final class Transfer {
     /// A response head larger than this is refused: a header block that never
     /// ends would otherwise keep the stall check happy forever.
     static let maxHeaderBytes = 256 * 1024
+    /// The error of a head past that limit (or past libcurl's own for one line).
+    static let headTooLarge = DownloadError(.http, "the response headers exceed \(maxHeaderBytes / 1024) KiB")
     /// Counts callbacks; the engine's stall check watches it move.
     private(set) var activity = 0
     /// The engine's record of `activity` and when it last changed.
@@ -53,6 +59,8 @@ final class Transfer {
     /// The most bytes the whole body may have (the download's `maxSize`),
     /// resumed bytes included; a chunk that would go past it stops the transfer.
     var bodyLimit: Int64?
+    /// How the size error names that limit (`EngineConfiguration.sizeLimitName`).
+    var bodyLimitName = "maxSize"
     /// Seconds without progress before the attempt fails (the download's own
     /// timeout, else the engine's).
     var stallTimeout = 30.0
@@ -82,7 +90,7 @@ final class Transfer {
     fileprivate func header(_ line: UnsafeRawBufferPointer) -> Bool {
         headerBytes += line.count
         if headerBytes > Transfer.maxHeaderBytes {
-            abortError = DownloadError(.http, "the response headers exceed \(Transfer.maxHeaderBytes / 1024) KiB")
+            abortError = Transfer.headTooLarge
             return false
         }
         recording?.header(line)
@@ -183,6 +191,12 @@ final class Transfer {
         if taken == bytes.count {
             pacer?.spent(taken)
             recording?.body(bytes)
+        } else if abortError != nil {
+            // Refused on its first bytes (a Content-Length past the limit):
+            // kept in the recording all the same, so that a replay offers
+            // the bytes this decision was taken on instead of leaving the
+            // engine waiting for a body until its timeout.
+            recording?.refused(bytes)
         }
         return taken
     }
@@ -190,7 +204,7 @@ final class Transfer {
     /// Body bytes: to the part file (and the hasher), or a pause, or a stop.
     private func take(_ bytes: UnsafeRawBufferPointer) -> Int {
         if body.keepsBytes, let bodyLimit, exceeds(bodyLimit, adding: bytes.count) {
-            abortError = DownloadError(.size, "the body is larger than its limit of \(bodyLimit) bytes (max_size)")
+            abortError = DownloadError(.size, "the body is larger than its limit of \(bodyLimit) bytes (\(bodyLimitName))")
             return 0
         }
         switch body {

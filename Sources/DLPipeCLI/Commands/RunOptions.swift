@@ -156,6 +156,7 @@ struct RunOptions {
         config.speedTime = speedTime ?? job?.speedTime ?? config.speedTime
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
+        config.sizeLimitName = "max_size"  // what jobs write in dl.add
         // Lua handlers have their own budget and backstop, and wait in one queue
         // behind each other: a per-call deadline would fail downloads of a busy
         // but healthy script.

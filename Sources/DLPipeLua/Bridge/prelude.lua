@@ -83,6 +83,8 @@ local recorded, recorded_extra = nil, nil
 
 local PRELUDE = "dlpipe/prelude.lua:"
 local positions = {}      -- handler -> "file:line: " where dl.on registered it
+local hook_handlers = {}  -- handler -> true when a drop-in hook registered it
+local hook_done_warned = {} -- hook done handlers already warned about a return
 local running = nil       -- the handler running now
 local loading = nil       -- the script whose top level runs now
 
@@ -373,6 +375,7 @@ function dl.on(event, fn)
   if not EVENTS[event] then fail(unknown("event", event, API.event_order)) end
   if type(fn) ~= "function" then fail("dl.on: the handler must be a function") end
   positions[fn] = script_position()
+  if context == "hook" then hook_handlers[fn] = true end
   table_insert(handlers[event], fn)
 end
 
@@ -597,6 +600,16 @@ function host.run(event, index)
   if result == nil then
     if recorded == nil then return nil end
     result, extra = recorded, recorded_extra
+  end
+  -- Only the job's own done sets the exit code: a drop-in hook cannot turn a
+  -- failed run into 0 for cron (or fail a good one). Its return is dropped.
+  if event == "done" and hook_handlers[handler] then
+    if not hook_done_warned[handler] then
+      hook_done_warned[handler] = true
+      raw.warn(positions[handler] or "", nil, "a done handler of a drop-in hook returns nothing (only the job's own"
+        .. " done sets the exit code), not " .. (type(result) == "table" and "a table" or tostring(result)) .. ": ignored")
+    end
+    return nil
   end
   return verdict(event, handler, result, extra)
 end
