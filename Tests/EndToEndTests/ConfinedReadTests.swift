@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 /// `dl.read` and `f.sha256` read the file they checked: a name that flips
 /// between a file inside the output directory and a symlink to one outside
@@ -98,10 +99,8 @@ import Testing
     /// reading (a 400 MB download read whole reached 850 MB of RSS before the cap said no);
     /// a page of a few MB, read and matched with gmatch as the examples do, keeps working.
     @Test func aFileLargerThanTheCapIsRefusedBeforeItIsReadAndAPageStillReads() async throws {
-        let huge = FileHandle(forWritingAtPath: out + "/huge.bin") ?? {
-            FileManager.default.createFile(atPath: out + "/huge.bin", contents: nil)
-            return FileHandle(forWritingAtPath: out + "/huge.bin")!
-        }()
+        try TestFiles.create(out + "/huge.bin")
+        let huge = try FileHandle(forWritingTo: URL(fileURLWithPath: out + "/huge.bin"))
         try huge.truncate(atOffset: 400 << 20)
         try huge.close()
         var page = ""
