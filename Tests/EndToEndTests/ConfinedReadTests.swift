@@ -8,15 +8,11 @@ import TestSupport
 /// never gives the outside bytes (the check used to be of the resolved path
 /// and the read of the name: a swap between the two read the outside file),
 /// and a FIFO under the name does not hang the handler.
-@Suite struct ConfinedReadTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct ConfinedReadTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("confined")
+        fixture = try ServerJobFixture(label: "confined")
         try server.put("page.txt", bytes: Array("page".utf8))
     }
 

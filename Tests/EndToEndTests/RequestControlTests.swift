@@ -2,15 +2,11 @@ import Foundation
 import Testing
 
 /// Per-download request controls of `dl.add`: `timeout` and `max_size`.
-@Suite struct RequestControlTests {
-    let server: FaultServer
-    let out: String
-    let job: LuaJob
+@Suite struct RequestControlTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("out")
-        job = try LuaJob()
+        fixture = try ServerJobFixture(label: "out")
     }
 
     private func run(_ source: String, _ extra: [String] = []) async throws -> DLPipeRun {
