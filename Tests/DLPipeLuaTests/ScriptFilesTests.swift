@@ -1,6 +1,7 @@
 @testable import DLPipe
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DLPipeLua
 
@@ -26,8 +27,8 @@ import Testing
         FileManager.default.contents(atPath: folder + "/" + path).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    func put(_ path: String, _ text: String) {
-        FileManager.default.createFile(atPath: folder + "/" + path, contents: Data(text.utf8))
+    func put(_ path: String, _ text: String) throws {
+        try TestFiles.create(folder + "/" + path, Data(text.utf8))
     }
 
     /// The message of the error `body` throws, or nil (with an issue) when it does not throw.
@@ -55,7 +56,7 @@ import Testing
     }
 
     @Test func aFileThatWasThereIsNeverReplacedNorAppendedTo() throws {
-        put("mine.txt", "the user's")
+        try put("mine.txt", "the user's")
         let write = refusal { () throws(ScriptError) in try files.write("mine.txt", Array("x".utf8)) }
         #expect(write?.contains("mine.txt is already there and no script wrote it") == true, "\(write ?? "")")
         let append = refusal { () throws(ScriptError) in try files.append("mine.txt", Array("x".utf8)) }
@@ -73,7 +74,7 @@ import Testing
             etag: "\"e\"", lastModified: nil, sha256: nil, mediaType: nil, attempts: 1, lastError: nil, updatedAt: 0,
             placed: PlacedFile(path: "a.bin", size: 3)))
         try state.flush()
-        put("a.bin", "abc")
+        try put("a.bin", "abc")
         let write = refusal { () throws(ScriptError) in try files.write("a.bin", Array("x".utf8)) }
         #expect(write?.contains("a.bin is a download's file") == true, "\(write ?? "")")
         let append = refusal { () throws(ScriptError) in try files.append("a.bin", Array("x".utf8)) }

@@ -152,9 +152,10 @@ import TestSupport
                         usleep(UInt32(generator.next() % 2_000))  // their transfers
                         // In one transaction, as the claim loop: the slots go back
                         // and a claim may take them at once.
-                        try connection.transaction { () throws(PostgresError) in
+                        let freed = try connection.transaction { () throws(PostgresError) in
                             try queue.giveBack(claims.map { ($0.id, $0.token) }, on: connection)
                         }
+                        if freed > claims.count { failures.withLock { $0.append("\(freed) slots freed for \(claims.count) claims") } }
                         waiting += claims
                         _ = mostHeld.max(waiting.count, ordering: .relaxed)
                         // Reports come later, a few at a time.

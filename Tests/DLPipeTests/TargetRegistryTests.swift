@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DLPipe
 
@@ -16,8 +17,8 @@ import Testing
         output = OutputDirectory(root: path)
     }
 
-    private func create(_ relative: String) {
-        FileManager.default.createFile(atPath: root + "/" + relative, contents: Data([1]))
+    private func create(_ relative: String) throws {
+        try TestFiles.create(root + "/" + relative, Data([1]))
     }
 
     private func target(_ relative: String) -> TargetPath {
@@ -25,9 +26,9 @@ import Testing
         return TargetPath(directory: parts.dropLast().joined(separator: "/"), name: parts.last!)
     }
 
-    @Test func aNameIsTakenByAHoldAFileOrAPartFile() {
-        create("file.bin")
-        create("sub/partial.bin.part")
+    @Test func aNameIsTakenByAHoldAFileOrAPartFile() throws {
+        try create("file.bin")
+        try create("sub/partial.bin.part")
         let targets = TargetRegistry(output: output)
         #expect(targets.isTaken("file.bin"))
         #expect(targets.isTaken("sub/partial.bin"), "a part file holds its final name")
@@ -51,10 +52,10 @@ import Testing
         #expect(targets.reserveExactly(target("a.1.txt")))
     }
 
-    @Test func aFolderIsReadAgainWhenTheDiskDisagrees() {
+    @Test func aFolderIsReadAgainWhenTheDiskDisagrees() throws {
         let targets = TargetRegistry(output: output)
         #expect(!targets.isTaken("sub/late.bin"))  // the folder is read now
-        create("sub/late.bin")  // another program, after the read
+        try create("sub/late.bin")  // another program, after the read
         #expect(!targets.isTaken("sub/late.bin"), "the index does not watch the disk")
         targets.diskDisagreed(about: target("sub/late.bin"))
         #expect(targets.isTaken("sub/late.bin"))

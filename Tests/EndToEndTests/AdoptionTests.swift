@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Files already in the output directory that the state does not know (issue
 /// 18): a copy that kept the server's time, a folder curl -R or wget filled,
@@ -89,7 +90,7 @@ import Testing
         let path = location + dir + "/notes.txt"
         let served = try serve(path, 3_000, seed: 4)
         let mine = Array("the user's own notes, not the server's\n".utf8)
-        #expect(FileManager.default.createFile(atPath: out + "/notes.txt", contents: Data(mine)))
+        try TestFiles.create(out + "/notes.txt", Data(mine))
         try FileTimes.set(out + "/notes.txt", seconds: FileTimes.longAgo + 86_400)
         let time = try #require(FileTimes.modified(out + "/notes.txt"))
         let run = try await get(path)
@@ -130,11 +131,11 @@ import Testing
         try FileTimes.copyKeepingTime(server.root + "/same.bin", to: out + "/same.bin")
         let twin = try serve("twin.bin", 40_000, seed: 3)
         let mine = Array("mine".utf8)
-        #expect(FileManager.default.createFile(atPath: out + "/other.bin", contents: Data(mine)))
+        try TestFiles.create(out + "/other.bin", Data(mine))
         try FileTimes.set(out + "/other.bin", seconds: FileTimes.longAgo + 86_400)
         // Written in the very second of the server's file: its fraction of a
         // second says no tool gave it an HTTP date. Not even asked about.
-        #expect(FileManager.default.createFile(atPath: out + "/twin.bin", contents: Data(mine)))
+        try TestFiles.create(out + "/twin.bin", Data(mine))
         try FileTimes.set(out + "/twin.bin", seconds: FileTimes.longAgo, nanoseconds: 500_000_000)
         let run = try await DLPipeRun.run(
             ["get", server.url("/files/same.bin"), server.url("/files/other.bin"), server.url("/files/twin.bin"), "-d", out, "--json"])
@@ -181,7 +182,7 @@ import Testing
     @Test func overwriteReplacesTheFileAtomically() async throws {
         let served = try serve("o.bin", 400_000)
         let mine = Array("the user's file\n".utf8)
-        #expect(FileManager.default.createFile(atPath: out + "/o.bin", contents: Data(mine)))
+        try TestFiles.create(out + "/o.bin", Data(mine))
         let inode = FileTimes.inode(out + "/o.bin")
         let running = try Subprocess(
             Paths.binary, ["get", server.url("/files/o.bin?throttle=150000"), "-d", out, "--json", "--overwrite"])
@@ -209,7 +210,7 @@ import Testing
         let served = try serve("s.txt", 500)
         let mine = Array("mine\n".utf8)
         for name in ["s.txt", "j.txt"] {
-            #expect(FileManager.default.createFile(atPath: out + "/" + name, contents: Data(mine)))
+            try TestFiles.create(out + "/" + name, Data(mine))
         }
         let small = try await DLPipeRun.run(["get", server.url("/files/s.txt"), "-d", out, "--overwrite"])
         #expect(small.status == 0, "\(small.stderr)")
@@ -232,7 +233,7 @@ import Testing
     @Test func outputOntoAForeignFileWithOverwrite() async throws {
         let served = try serve("x.bin", 2_000)
         let mine = Array("mine".utf8)
-        #expect(FileManager.default.createFile(atPath: out + "/keep.bin", contents: Data(mine)))
+        try TestFiles.create(out + "/keep.bin", Data(mine))
         let refused = try await DLPipeRun.run(["get", server.url("/files/x.bin"), "-d", out, "-o", "keep.bin"])
         #expect(refused.status == 2 && sameBytes(out + "/keep.bin", mine), "\(refused.stderr)")
         let replaced = try await DLPipeRun.run(["get", server.url("/files/x.bin"), "-d", out, "-o", "keep.bin", "--overwrite"])

@@ -1,21 +1,18 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 /// `dl.read` and `f.sha256` read the file they checked: a name that flips
 /// between a file inside the output directory and a symlink to one outside
 /// never gives the outside bytes (the check used to be of the resolved path
 /// and the read of the name: a swap between the two read the outside file),
 /// and a FIFO under the name does not hang the handler.
-@Suite struct ConfinedReadTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct ConfinedReadTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("confined")
+        fixture = try ServerJobFixture(label: "confined")
         try server.put("page.txt", bytes: Array("page".utf8))
     }
 
@@ -98,10 +95,8 @@ import Testing
     /// reading (a 400 MB download read whole reached 850 MB of RSS before the cap said no);
     /// a page of a few MB, read and matched with gmatch as the examples do, keeps working.
     @Test func aFileLargerThanTheCapIsRefusedBeforeItIsReadAndAPageStillReads() async throws {
-        let huge = FileHandle(forWritingAtPath: out + "/huge.bin") ?? {
-            FileManager.default.createFile(atPath: out + "/huge.bin", contents: nil)
-            return FileHandle(forWritingAtPath: out + "/huge.bin")!
-        }()
+        try TestFiles.create(out + "/huge.bin")
+        let huge = try FileHandle(forWritingTo: URL(fileURLWithPath: out + "/huge.bin"))
         try huge.truncate(atOffset: 400 << 20)
         try huge.close()
         var page = ""

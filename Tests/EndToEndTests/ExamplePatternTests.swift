@@ -24,6 +24,7 @@ import TestSupport
 
     /// A PNG header of `width` x `height` followed by `padding` bytes: enough
     /// for the image operation, which reads the size from IHDR.
+    @discardableResult
     private func png(_ name: String, width: UInt32, height: UInt32, padding: Int, seed: UInt64) throws -> [UInt8] {
         var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)
         for word in [width, height] { bytes += withUnsafeBytes(of: word.bigEndian) { Array($0) } }

@@ -4,17 +4,13 @@ import Testing
 /// A download that failed for good leaves no part file that holds its name
 /// (issue 14, item 4): a handled failure's part file goes, so a fallback for the
 /// same target takes the name; one the next run could not resume goes too.
-@Suite struct FallbackNameTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct FallbackNameTests: ServerJobSuite {
+    let fixture: ServerJobFixture
     let data: [UInt8]
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("fallback")
-        data = try server.put("big.bin", randomBytes: 3_000_000)
+        fixture = try ServerJobFixture(label: "fallback")
+        data = try fixture.server.put("big.bin", randomBytes: 3_000_000)
     }
 
     private func run(_ source: String) async throws -> DLPipeRun {

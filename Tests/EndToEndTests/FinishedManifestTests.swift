@@ -3,15 +3,11 @@ import Testing
 
 /// `--json` `finished` events carry `sha256` (when computed) and the job's
 /// `meta` as JSON, so a manifest can be built outside the job.
-@Suite struct FinishedManifestTests {
-    let server: FaultServer
-    let out: String
-    let job: LuaJob
+@Suite struct FinishedManifestTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("out")
-        job = try LuaJob()
+        fixture = try ServerJobFixture(label: "out")
     }
 
     @Test func finishedEventsCarryMetaAsJSONAndTheComputedSHA256() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `dlpipe get` against the loopback server: the ordinary paths.
 @Suite struct GetBasicsTests {
@@ -70,7 +71,7 @@ import Testing
     @Test func existingFileIsNeverClobbered() async throws {
         let a = try server.put("report.pdf", randomBytes: 5000)
         let mine = Array("my own file".utf8)
-        _ = FileManager.default.createFile(atPath: out + "/report.pdf", contents: Data(mine))
+        try TestFiles.create(out + "/report.pdf", Data(mine))
         let run = try await DLPipeRun.run(["get", server.url("/files/report.pdf"), "-d", out])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(sameBytes(out + "/report.pdf", mine))
@@ -151,7 +152,7 @@ import Testing
 /// The hex SHA-256 of bytes, through the system's sha256sum (independent of dlpipe's).
 func sha256Hex(_ data: [UInt8]) -> String {
     let path = NSTemporaryDirectory() + "dlpipe-sha-\(UUID().uuidString)"
-    _ = FileManager.default.createFile(atPath: path, contents: Data(data))
+    try! TestFiles.create(path, Data(data))
     defer { try? FileManager.default.removeItem(atPath: path) }
     let process = try! Subprocess("/usr/bin/sha256sum", [path])
     return String(process.finish().stdout.prefix(64))

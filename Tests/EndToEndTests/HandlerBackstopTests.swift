@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A handler stuck where neither the time budget's hook nor the watchdog can reach it: in
 /// Swift code behind `dl.*`. Here `f.sha256` of a 1 TiB sparse file (minutes of hashing; a
@@ -15,10 +16,8 @@ import Testing
         try server.put("victim.txt", bytes: Array("victim".utf8))
         try server.put("bystander.txt", bytes: Array("bystander".utf8))
         let big = try server.put("big.bin", randomBytes: 500_000)
-        let huge = FileHandle(forWritingAtPath: out + "/huge.bin") ?? {
-            FileManager.default.createFile(atPath: out + "/huge.bin", contents: nil)
-            return FileHandle(forWritingAtPath: out + "/huge.bin")!
-        }()
+        try TestFiles.create(out + "/huge.bin")
+        let huge = try FileHandle(forWritingTo: URL(fileURLWithPath: out + "/huge.bin"))
         try huge.truncate(atOffset: 1 << 40)
         try huge.close()
         try job.write("job.lua", """

@@ -4,15 +4,11 @@ import Testing
 /// What handlers return (issue 14): a verdict call takes effect, any other value
 /// is a hook error that names what the event takes, and done's exit codes keep
 /// clear of dlpipe's own.
-@Suite struct HandlerReturnTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct HandlerReturnTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("returns")
+        fixture = try ServerJobFixture(label: "returns")
         try server.put("a.txt", bytes: Array("alpha".utf8))
     }
 

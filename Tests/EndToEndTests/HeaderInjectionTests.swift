@@ -8,15 +8,11 @@ import Testing
 /// `dl.add` (a load error), a handler's `dl.add` (that handler fails, kind
 /// `hook`) and the library (the download fails, kind `hook`). The server never
 /// sees an injected header.
-@Suite struct HeaderInjectionTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct HeaderInjectionTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("headers")
+        fixture = try ServerJobFixture(label: "headers")
         try server.put("a.txt", bytes: Array("alpha".utf8))
         try server.put("b.txt", bytes: Array("beta".utf8))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Local faults: a full disk, a read-only directory, too few file descriptors.
 /// Every run has a deadline, so a hang fails the test instead of stalling it.
@@ -23,7 +24,7 @@ import Testing
     @Test(.enabled(if: TmpfsMount.available, "needs root to mount a tmpfs"))
     func fullDiskBeforeTheStateCanBeWritten() async throws {
         let disk = try TmpfsMount(options: "size=256k")
-        _ = FileManager.default.createFile(atPath: disk.path + "/filler", contents: Data(count: 256 * 1024))
+        try TestFiles.create(disk.path + "/filler", Data(count: 256 * 1024))
         try server.put("x.bin", randomBytes: 100)
         let run = try await DLPipeRun.run(["get", server.url("/files/x.bin"), "-d", disk.path], under: [], within: 30)
         #expect(run.status == 1)

@@ -18,7 +18,7 @@ import Testing
     /// the stall with a resume that finishes the file before the signal.
     private func holder() async throws -> Subprocess {
         let process = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--json", "--timeout", "300"])
-        await offThePool { process.waitForLine(containing: "\"progress\"") }
+        #expect(await offThePool { process.waitForLine(containing: "\"progress\"") }, "no progress event")
         return process
     }
 
@@ -62,7 +62,7 @@ import Testing
     @Test func aSharedStateFileIsLockedToo() async throws {
         let shared = try TempDir.make("shared") + "/jobs.db"
         let first = try Subprocess(Paths.binary, ["get", server.url("/files/big.bin?stall=50000"), "-d", out, "--state", shared, "--json", "--timeout", "300"])
-        await offThePool { first.waitForLine(containing: "\"progress\"") }
+        #expect(await offThePool { first.waitForLine(containing: "\"progress\"") }, "no progress event")
         let other = try TempDir.make("other")
         let second = try await DLPipeRun.run(["get", server.url("/files/small.txt"), "-d", other, "--state", shared])
         #expect(second.status == 3, "\(second.stderr)")

@@ -3,15 +3,11 @@ import Testing
 
 /// Hostile scripts: each breaks only its own download, with a message naming the
 /// script and line, and the run goes on (SPEC 5).
-@Suite struct LuaHostileTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct LuaHostileTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("hostile")
+        fixture = try ServerJobFixture(label: "hostile")
         try server.put("victim.txt", bytes: Array("victim".utf8))
         try server.put("bystander.txt", bytes: Array("bystander".utf8))
     }

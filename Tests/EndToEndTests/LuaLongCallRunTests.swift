@@ -11,15 +11,11 @@ import Testing
 /// and the string.find probe once measured 40 s so.
 /// One at a time: each probe keeps a core busy until its deadline and holds up to 100 MB, and
 /// a dozen at once on a small machine is a test of the machine, not of the budget.
-@Suite(.serialized) struct LuaLongCallRunTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite(.serialized) struct LuaLongCallRunTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("longcall")
+        fixture = try ServerJobFixture(label: "longcall")
         try server.put("victim.txt", bytes: Array("victim".utf8))
         try server.put("bystander.txt", bytes: Array("bystander".utf8))
     }

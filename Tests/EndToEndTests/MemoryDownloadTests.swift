@@ -2,15 +2,11 @@ import Foundation
 import Testing
 
 /// `dl.add{ into = "memory" }`: data fetched into `f.body`, nothing on disk.
-@Suite struct MemoryDownloadTests {
-    let server: FaultServer
-    let out: String
-    let job: LuaJob
+@Suite struct MemoryDownloadTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("out")
-        job = try LuaJob()
+        fixture = try ServerJobFixture(label: "out")
     }
 
     private func run(_ source: String, _ extra: [String] = []) async throws -> DLPipeRun {

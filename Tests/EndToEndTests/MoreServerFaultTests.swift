@@ -80,7 +80,7 @@ import Testing
         }
         let retrying = try line.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         process.signal(SIGKILL)
-        await offThePool { process.waitForExit() }
+        #expect(await offThePool { process.waitForExit() } == 128 + SIGKILL)
         #expect(retrying?["delay"] as? Double == 300)
         let message83 = retrying?["message"] as? String ?? ""
         #expect(message83.contains("Retry-After asked for 999999s; capped at 300s"))

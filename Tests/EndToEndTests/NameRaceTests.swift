@@ -1,6 +1,7 @@
 import DLPipe
 import Foundation
 import Testing
+import TestSupport
 
 /// dlpipe reads each folder's names once and guesses free names from that. A
 /// file that another program creates afterwards must still never be replaced
@@ -23,7 +24,7 @@ import Testing
         // Then another program creates files under the names the next ones want.
         let foreign = Array("another program's bytes".utf8)
         for name in ["large.bin.part", "small.bin", "other.bin"] {
-            _ = FileManager.default.createFile(atPath: out + "/" + name, contents: Data(foreign))
+            try TestFiles.create(out + "/" + name, Data(foreign))
         }
         var paths: [String: String] = [:]
         for name in ["large.bin", "small.bin", "other.bin"] {
@@ -60,7 +61,7 @@ import Testing
         let foreign = Array("another worker's bytes".utf8)
         // The names the downloads want are taken before the folder is read...
         for name in ["small.bin", "large.bin", "opened.bin"] {
-            _ = FileManager.default.createFile(atPath: out + "/" + name, contents: Data(foreign))
+            try TestFiles.create(out + "/" + name, Data(foreign))
         }
         var configuration = EngineConfiguration()
         configuration.directory = out
@@ -70,7 +71,7 @@ import Testing
         #expect(await engine.outcome(of: firstID).map { "\($0)" }?.hasPrefix("finished") == true)
         // ...and their first numbered variants after it was read.
         for name in ["small.1.bin", "large.1.bin", "opened.1.bin.part"] {
-            _ = FileManager.default.createFile(atPath: out + "/" + name, contents: Data(foreign))
+            try TestFiles.create(out + "/" + name, Data(foreign))
         }
         var paths: [String: String] = [:]
         for name in ["small.bin", "large.bin", "opened.bin"] {

@@ -61,7 +61,7 @@ import Testing
         let sawFinished = await offThePool { process.waitForLine(containing: "\"event\":\"finished\"") }
         done.set()
         process.signal(SIGKILL)
-        await offThePool { process.waitForExit() }
+        #expect(await offThePool { process.waitForExit() } == 128 + SIGKILL)
         #expect(sawFinished)
         let first = try server.requests(matching: "/files/")
             .first { ($0["query"] as? [String: String])?["try"] == "\(attempt)" }

@@ -5,15 +5,11 @@ import Testing
 /// What a re-run reports about files it keeps (a 304, refresh "never"): the
 /// media type and checksum the state remembers, so that a job's handlers see
 /// the same facts as on the first run; and the state's own counts.
-@Suite struct RerunFactsTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct RerunFactsTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("rerun")
+        fixture = try ServerJobFixture(label: "rerun")
         try server.put("a.txt", bytes: Array("alpha".utf8))
         try server.put("b.bin", randomBytes: 50_000)
         try server.put("page.html", bytes: Array("<a href=\"a.txt\">a</a> <a href=\"b.bin\">b</a>".utf8))

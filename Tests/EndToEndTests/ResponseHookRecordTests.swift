@@ -6,15 +6,11 @@ import Testing
 /// their bodies ended before the verdict (held whole) or after it (part file),
 /// renamed or not, end whole under their names with a record that a second run
 /// knows them by.
-@Suite struct ResponseHookRecordTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct ResponseHookRecordTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("hook-records")
+        fixture = try ServerJobFixture(label: "hook-records")
     }
 
     @Test func bodiesEndingBeforeOrAfterTheVerdictAreRecordedUnderTheirNames() async throws {

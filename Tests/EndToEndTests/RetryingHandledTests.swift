@@ -4,15 +4,11 @@ import Testing
 /// SPEC 1.2 as issue 14 settles it: `retrying` before each retry, `failed` once
 /// when no retry follows, `dl.handled()` for failures a fallback dealt with, and
 /// `finished` for files that refresh "never" keeps.
-@Suite struct RetryingHandledTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct RetryingHandledTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("retrying")
+        fixture = try ServerJobFixture(label: "retrying")
         try server.put("a.txt", bytes: Array("alpha".utf8))
     }
 

@@ -5,15 +5,11 @@ import Testing
 /// from a .xml.gz (dl.gunzip, dl.xml.parse, dl.html.links, dl.append, dl.write,
 /// dl.remove of the sitemap's own download), a paginated JSON API (dl.json,
 /// dl.time.parse, per-item metadata files), and the no-clobber rule.
-@Suite struct ScriptKitRunTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct ScriptKitRunTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("kit")
+        fixture = try ServerJobFixture(label: "kit")
     }
 
     /// gzip's output for `text` (the gzip program, as a site makes its .xml.gz).

@@ -3,15 +3,11 @@ import Testing
 
 /// Names set by scripts (issue 14, item 5): `d.name` is one file name, and
 /// `dl.safename` gives scripts the sanitiser that server names get.
-@Suite struct ScriptNameTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct ScriptNameTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("names")
+        fixture = try ServerJobFixture(label: "names")
         try server.put("a.txt", bytes: Array("alpha".utf8))
     }
 

@@ -3,15 +3,11 @@ import Testing
 
 /// `dl.warn` (issue 14): lines that `-q` still shows, so that a cron mail
 /// carries them, while `-q` hides dl.log and print; `--json` makes them events.
-@Suite struct ScriptWarnTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct ScriptWarnTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("warn")
+        fixture = try ServerJobFixture(label: "warn")
         try server.put("a.txt", bytes: Array("alpha".utf8))
         try job.write("job.lua", """
             dl.add(dl.var.base .. "/a.txt")

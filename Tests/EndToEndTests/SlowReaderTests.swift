@@ -4,15 +4,11 @@ import Testing
 /// A consumer of `--json` that does not read (a full pipe) never stalls the
 /// transfers: events wait in the output writer's buffer, and all arrive in
 /// order once the reader reads.
-@Suite struct SlowReaderTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct SlowReaderTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("slow-reader")
+        fixture = try ServerJobFixture(label: "slow-reader")
     }
 
     @Test func anUnreadStdoutDoesNotStallTheDownloads() async throws {

@@ -6,15 +6,11 @@ import Testing
 /// 14): the same bytes for the same target make no copy, duplicates under a
 /// content-hash name collapse into one file, and a name taken by someone
 /// else's file gives one numbered name that stays (no X.1/X.2 swap).
-@Suite struct StableMoveNameTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct StableMoveNameTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("stable-moves")
+        fixture = try ServerJobFixture(label: "stable-moves")
     }
 
     func run(_ extra: [String] = []) async throws -> DLPipeRun {

@@ -10,14 +10,14 @@ import Testing
         try server.put("big.bin", randomBytes: 200_000)
         let url = server.url("/files/big.bin?stall=50000")
         let live = try Subprocess(Paths.binary, ["get", url, "-d", out, "--json", "--timeout", "300"])
-        await offThePool { live.waitForLine(containing: "\"progress\"") }
+        #expect(await offThePool { live.waitForLine(containing: "\"progress\"") }, "no progress event")
         let during = try await runs(out)
         #expect(during.pid == Int(live.pid), "\(during)")
         #expect(during.statuses == ["running"], "\(during)")
         let text = try await DLPipeRun.run(["status", out])
         #expect(text.stdout.contains(", running, pid \(live.pid)"), "\(text.stdout)")
         live.signal(SIGKILL)
-        await offThePool { live.waitForExit() }
+        #expect(await offThePool { live.waitForExit() } == 128 + SIGKILL)
         let after = try await runs(out)
         #expect(after.pid == nil, "nobody holds the lock: \(after)")
         #expect(after.statuses == ["killed"], "\(after)")

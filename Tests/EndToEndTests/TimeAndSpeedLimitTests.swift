@@ -6,15 +6,11 @@ import Testing
 /// trickle that `--timeout` never catches fails its attempt with kind
 /// `timeout`, which is retried as other timeouts are (issue 36, item 8).
 /// Lower bounds are exact; upper bounds are loose for a loaded machine.
-@Suite struct TimeAndSpeedLimitTests {
-    let server: FaultServer
-    let out: String
-    let job: LuaJob
+@Suite struct TimeAndSpeedLimitTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("limits")
-        job = try LuaJob()
+        fixture = try ServerJobFixture(label: "limits")
     }
 
     /// A body that arrives steadily at `bps` bytes a second: never a stall.

@@ -4,15 +4,11 @@ import Testing
 /// A handler's error and its Lua traceback in human output: real lines, the
 /// traceback indented under the line it belongs to, never Swift escapes such as
 /// `\u{a}`. JSON keeps the message as it is.
-@Suite struct TracebackOutputTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct TracebackOutputTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("traceback")
+        fixture = try ServerJobFixture(label: "traceback")
         try server.put("a.txt", bytes: Array("alpha".utf8))
     }
 

@@ -42,9 +42,7 @@ final class FaultServer: @unchecked Sendable {
     func put(_ name: String, bytes: [UInt8]) throws -> [UInt8] {
         let path = root + "/" + name
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
-            throw TestFailure("cannot write \(path)")
-        }
+        try TestFiles.create(path, Data(bytes))
         return bytes
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Modification times and inodes of files, for the tests of what a run may
 /// replace (adoption, `--overwrite`, files the user changed).
@@ -22,9 +23,8 @@ enum FileTimes {
 
     /// Copies `from` to `to` with its modification time, as `cp -p` does.
     static func copyKeepingTime(_ from: String, to: String) throws {
-        guard FileManager.default.createFile(atPath: to, contents: Data(bytes(at: from))), let time = modified(from) else {
-            throw TestFailure("cannot copy \(from)")
-        }
+        guard let time = modified(from) else { throw TestFailure("cannot copy \(from)") }
+        try TestFiles.create(to, Data(bytes(at: from)))
         try set(to, seconds: time.tv_sec, nanoseconds: time.tv_nsec)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// nginx on loopback, started once per test process and shared by the suites
 /// that need a real server: TLS from a private CA (`TestCA`), HTTP/2, gzip,
@@ -69,9 +70,7 @@ final class Nginx: @unchecked Sendable {
         let full = root(host) + "/" + path
         try FileManager.default.createDirectory(
             atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: full, contents: Data(bytes)) else {
-            throw TestFailure("cannot write \(full)")
-        }
+        try TestFiles.create(full, Data(bytes))
         return bytes
     }
 
