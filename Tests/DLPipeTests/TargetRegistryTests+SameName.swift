@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DLPipe
 
@@ -59,10 +60,10 @@ import Testing
     /// Files already on disk under the name and 12,000 of its numbers (past the
     /// 10,000 where numbering once gave up): the next download still gets a
     /// free name, the first one after them.
-    @Test func aFolderFullOfNumberedCopiesStillHasAFreeName() {
+    @Test func aFolderFullOfNumberedCopiesStillHasAFreeName() throws {
         for index in 0...12_000 {
             let name = index == 0 ? "s.bin" : "s.\(index).bin"
-            FileManager.default.createFile(atPath: root + "/" + name, contents: nil)
+            try TestFiles.create(root + "/" + name)
         }
         let targets = TargetRegistry(output: output)
         #expect(targets.reserveFree(TargetPath(directory: "", name: "s.bin")).relative == "s.12001.bin")
