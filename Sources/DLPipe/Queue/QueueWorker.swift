@@ -342,13 +342,21 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         ranDone.withLock { $0.take() }
     }
 
+    /// Whether this worker's lease surely holds now: not lost, and a margin
+    /// of it left since the database acknowledged its last heartbeat, on the
+    /// monotonic clock (which runs on while the process is stopped).
+    func leaseIsSure() -> Bool {
+        state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
+    }
+
     /// What the engine needs to run as this worker: its part files and the fence.
     package var claimedFiles: ClaimedFiles {
         ClaimedFiles(
             folder: partFolder, worker: worker,
-            mayPlace: { [self] in
-                state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
-            },
+            mayPlace: { [self] in leaseIsSure() },
+            // No round trip per request: the local clock since the last
+            // acknowledged heartbeat, as for placing a file.
+            mayStart: { [self] in leaseIsSure() },
             handBack: { [self] number, delay, error, request, attempts in
                 noteRetry(number, after: delay, error, request: request, attempts: attempts)
             },
