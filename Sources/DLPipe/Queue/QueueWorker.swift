@@ -268,6 +268,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let ranDone = Mutex<(run: Int64, summary: RunSummary)?>(nil)
     /// Called once when the worker cannot go on (the database stayed away, the lease was lost).
     var onFatal: @Sendable (String) -> Void = { _ in }
+    /// Told what the worker goes through and goes on from (its database
+    /// away, then back): one line each, for stderr.
+    var onNotice: @Sendable (String) -> Void = { _ in }
     /// Whether `claimDirectory` made the job's folder (`withdrawDirectoryClaim`).
     let createdJobFolder = Mutex(false)
     /// A `--follow` worker's run ended (`noteFollowedEnd`).
@@ -382,11 +385,14 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     /// and `claimedFiles`, and this worker as its `SharedAdds`).
     /// `onRunEnded`: a `--follow` worker's runs end while it goes on; it is
     /// told of each once (its engine never drains, so nothing else says so).
+    /// `onNotice`: a line for stderr when the database goes away and when it is back.
     package func start(
         engine: DownloadEngine, onRunEnded: (@Sendable (FollowedRunEnd) -> Void)? = nil,
+        onNotice: @escaping @Sendable (String) -> Void = { _ in },
         onFatal: @escaping @Sendable (String) -> Void
     ) {
         self.onFatal = onFatal
+        self.onNotice = onNotice
         self.onRunEnded = onRunEnded
         engineBox.withLock { $0 = engine }
         state.withLock { $0.enginePerHost = jobLimits.perHost }
