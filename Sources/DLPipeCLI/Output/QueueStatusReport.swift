@@ -39,7 +39,8 @@ enum QueueStatusReport {
             out += "failed: \(report.job.counts.failed)\(shown)\n"
             for failure in report.failures {
                 let when = failure.endedAgo.map { ", \(age($0)) ago" } ?? ""
-                let (first, rest) = Terminal.cleanLinesSplit(failure.lastError ?? "unknown error")
+                let error = FailureText.withoutOwnURL(failure.lastError ?? "unknown error", url: RedactedURL.text(failure.url))
+                let (first, rest) = Terminal.cleanLinesSplit(error)
                 out += "  \(Terminal.clean(RedactedURL.text(failure.url))): \(first) (attempts: \(failure.attempts)\(when))"
                     + rest.replacingOccurrences(of: "\n", with: "\n  ") + "\n"
             }
