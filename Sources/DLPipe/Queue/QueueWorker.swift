@@ -120,6 +120,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// Something this worker's look at the run waits on changed: its
         /// engine asked `drained`, or the run ended (`lookIsDue`).
         var lookWanted = false
+        /// The last look found a host of the job with downloads due and
+        /// nothing in flight: claims held ahead give way (`yieldAhead`).
+        var hostsStarve = false
         /// Monotonic time of the last look at the run.
         var lastLook: Double = 0
         /// The engine's cap of transfers per host: the job's `per_host` as
