@@ -83,6 +83,7 @@ import TestSupport
         counts.ready = 5
         counts.scheduled = 1
         counts.running = 2
+        counts.transferring = 2
         counts.failed = 2
         counts.finished = 1
         #expect(report.job.counts == counts)
@@ -90,10 +91,10 @@ import TestSupport
 
         #expect(report.workers.map(\.id) == [alive, frozen])
         let (live, dead) = (report.workers[0], report.workers[1])
-        #expect(live.hostname == "web1" && live.pid == 101 && !live.leaseExpired && live.running == 0)
+        #expect(live.hostname == "web1" && live.pid == 101 && !live.leaseExpired && live.running == 0 && live.transferring == 0)
         #expect(live.leaseLeft > 3600 - slack && live.leaseLeft <= 3600, "\(live)")
         #expect(live.heartbeatAgo >= 0 && live.heartbeatAgo < slack, "\(live)")
-        #expect(dead.hostname == "web2" && dead.pid == 202 && dead.leaseExpired && dead.running == 2)
+        #expect(dead.hostname == "web2" && dead.pid == 202 && dead.leaseExpired && dead.running == 2 && dead.transferring == 2 && dead.heldAhead == 0)
         #expect(dead.leaseLeft <= -5 && dead.leaseLeft > -5 - slack, "\(dead)")
         #expect(dead.heartbeatAgo >= 7 && dead.heartbeatAgo < 7 + slack, "\(dead)")
 

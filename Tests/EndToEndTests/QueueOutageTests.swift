@@ -42,6 +42,10 @@ import TestSupport
         // try ("tried for 0.7 s" beside "it waits 60 s").
         #expect(ended.stderr.range(of: #" for (59|6\d) s \(it waits 60 s\); last error: "#, options: .regularExpression) != nil, "\(ended.stderr)")
         #expect(!ended.stderr.contains("tried for"), "\(ended.stderr)")
+        // It said so when its database went away, once, long before it gave up.
+        let away = ended.stderr.components(separatedBy: "\n").filter { $0.hasPrefix("dlpipe: the shared queue at ") && $0.contains(" does not answer ") }
+        #expect(away.count == 1, "\(ended.stderr)")
+        #expect(away.first?.contains("it tries again for up to 60 s, then exits 4") == true, "\(away)")
         // It waited its outage (60 s with a lease of 2 s), not less.
         #expect(waited >= 59, "exited after \(waited) s")
         let parts = partFiles(under: out)
@@ -80,6 +84,12 @@ import TestSupport
         for end in ends {
             #expect(end.status == 0, "\(end.stderr)")
             #expect(!end.stderr.contains("lost its lease"), "\(end.stderr)")
+            // Each worker said when its database went away and when it was
+            // back, once each and in that order (an outage was silent).
+            let lines = end.stderr.components(separatedBy: "\n").filter { $0.hasPrefix("dlpipe: the shared queue at ") }
+            #expect(lines.count == 2 && lines[0].contains(" does not answer (no heartbeat for ")
+                && lines[1].contains(" answers again after ") && lines[1].hasSuffix("this worker's lease is renewed and it goes on with its downloads"),
+                "\(end.stderr)")
         }
         #expect(listing(out).filter { !$0.hasPrefix(".") } == ["f1.bin", "f2.bin", "f3.bin", "f4.bin"], "\(listing(out))")
         for index in 1...4 {

@@ -70,12 +70,12 @@ import TestSupport
         let lines = run.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "queue: " + secretURL.replacingOccurrences(of: "hunter2", with: "***"), "\(run.stdout)")
         #expect(lines.contains("job: mirror (per host 2)"), "\(run.stdout)")
-        #expect(lines.contains("downloads: 2 ready, 3 running, 1 failed"), "\(run.stdout)")
+        #expect(lines.contains("downloads: 2 ready, 3 transferring, 1 failed"), "\(run.stdout)")
         #expect(lines.contains("workers: 1 alive, 1 lease expired"), "\(run.stdout)")
         let alive = try #require(lines.first { $0.contains("web1 pid 4242") }, "\(run.stdout)")
-        #expect(alive.contains(": heartbeat ") && alive.contains(" ago, lease ") && alive.hasSuffix(" left, 1 running"), "\(alive)")
+        #expect(alive.contains(": heartbeat ") && alive.contains(" ago, lease ") && alive.hasSuffix(" left, 1 transferring"), "\(alive)")
         let expired = try #require(lines.first { $0.hasPrefix("  #\(dead) web2 pid 4343: lease expired ") }, "\(run.stdout)")
-        #expect(expired.contains("(dead; 2 running, not yet taken back)"), "\(expired)")
+        #expect(expired.contains("(dead; 2 transferring, not yet taken back)"), "\(expired)")
         #expect(lines.contains("in flight: 3 on 2 hosts"), "\(run.stdout)")
         #expect(lines.contains { $0.hasPrefix("  a.test: ") } && lines.contains { $0.hasPrefix("  b.test: ") }, "\(run.stdout)")
         #expect(lines.contains("failed: 1"), "\(run.stdout)")
@@ -97,14 +97,15 @@ import TestSupport
         #expect(status["job"] as? String == "mirror")
         #expect(status["per_host"] as? Int == 2)
         #expect(status["max_downloads"] == nil)
-        for (key, value) in ["ready": 2, "scheduled": 0, "running": 3, "finished": 0, "failed": 1, "handled": 0,
+        for (key, value) in ["ready": 2, "scheduled": 0, "running": 3, "transferring": 3, "held_ahead": 0, "placing": 0,
+                             "finished": 0, "failed": 1, "handled": 0,
                              "workers_alive": 1, "workers_expired": 1, "in_flight": 3, "hosts_in_flight": 2] {
             #expect(status[key] as? Int == value, "\(key): \(run.stdout)")
         }
         let workers = try #require(status["workers"] as? [[String: Any]])
         let deadOne = try #require(workers.first { $0["id"] as? Int == Int(dead) }, "\(workers)")
         #expect(deadOne["state"] as? String == "lease expired")
-        #expect(deadOne["running"] as? Int == 2)
+        #expect(deadOne["running"] as? Int == 2 && deadOne["transferring"] as? Int == 2 && deadOne["held_ahead"] as? Int == 0)
         #expect((deadOne["lease_left"] as? Double).map { $0 <= -5 } == true, "\(deadOne)")
         #expect(workers.filter { $0["state"] as? String == "alive" }.map { $0["hostname"] as? String } == ["web1"])
         let hosts = try #require(status["hosts"] as? [[String: Any]])
@@ -117,6 +118,43 @@ import TestSupport
         #expect(runs.map { $0["status"] as? String } == ["running", "ended"])
         #expect(runs.last?["exit_code"] as? Int == 1)
         #expect((runs.last?["ended_ago"] as? Double).map { $0 >= 47 * 3600 && $0 < 48 * 3600 } == true, "\(runs)")
+    }
+
+    /// Claims held ahead are not transfers: a worker with 2 transfers, one
+    /// transfer ended (its file being placed) and 4 claims ahead showed as
+    /// "7 running" (107 with 8 transfers in a real run).
+    @Test func claimsHeldAheadAreToldFromTransfers() async throws {
+        let connection = try connect()
+        try SchemaMigrator().migrate(connection)
+        let queue = try SharedQueue.open(job: "ahead", limits: JobLimits(perHost: 3), on: connection)
+        _ = try queue.add(queuedRequests(12, hosts: ["a.test"], prefix: "file"), on: connection)
+        let worker = try queue.register(hostname: "web1", pid: 5151, lease: 3600, on: connection)
+        let slotted = try queue.claim(worker: worker, limit: 3, on: connection)
+        let ahead = try queue.claimAhead(worker: worker, hosts: ["a.test"], limit: 4, on: connection)
+        #expect(slotted.count == 3 && ahead.count == 4)
+        // The first transfer ended: its slot went back, its file is being placed.
+        #expect(try queue.giveBack([(slotted[0].id, slotted[0].token)], on: connection) == 1)
+
+        let text = try await DLPipeRun.run(["status", "--queue", url, "--name", "ahead"])
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("downloads: 5 ready, 2 transferring, 4 held ahead, 1 placing"), "\(text.stdout)")
+        let line = try #require(lines.first { $0.contains("web1 pid 5151") }, "\(text.stdout)")
+        #expect(line.hasSuffix(" left, 2 transferring, 4 held ahead, 1 placing"), "\(line)")
+        #expect(lines.contains("in flight: 2 on 1 host"), "\(text.stdout)")
+
+        let json = try object(try await DLPipeRun.run(["status", "--queue", url, "--name", "ahead", "--json"]).stdout)
+        for (key, value) in ["ready": 5, "running": 7, "transferring": 2, "held_ahead": 4, "placing": 1, "in_flight": 2] {
+            #expect(json[key] as? Int == value, "\(key): \(json)")
+        }
+        let one = try #require((json["workers"] as? [[String: Any]])?.first, "\(json)")
+        for (key, value) in ["running": 7, "transferring": 2, "held_ahead": 4, "placing": 1] {
+            #expect(one[key] as? Int == value, "\(key): \(one)")
+        }
+
+        // The job list says the same.
+        let list = try await DLPipeRun.run(["status", "--queue", url])
+        #expect(list.stdout.contains("  ahead: 5 ready, 2 transferring, 4 held ahead, 1 placing; workers: 1 alive"), "\(list.stdout)")
     }
 
     /// 25 failures and 25 busy hosts: the 20 most recent failures and the 20
@@ -155,7 +193,7 @@ import TestSupport
         #expect(Array(text.stdout.split(separator: "\n").dropFirst()) == [
             "jobs:",
             "  archive: no downloads; workers: none",
-            "  mirror: 2 ready, 3 running, 1 failed; workers: 1 alive, 1 lease expired",
+            "  mirror: 2 ready, 3 transferring, 1 failed; workers: 1 alive, 1 lease expired",
         ], "\(text.stdout)")
         // DLPIPE_QUEUE gives the address when no directory is named, as for run.
         let json = try await DLPipeRun.run(["status", "--json"], environment: ["DLPIPE_QUEUE": secretURL])

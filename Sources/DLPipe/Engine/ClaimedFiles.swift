@@ -15,6 +15,16 @@ package struct ClaimedFiles: Sendable {
     /// Whether the worker's lease still holds with a margin, by its own
     /// monotonic clock since the database acknowledged its last heartbeat.
     package let mayPlace: @Sendable () -> Bool
+    /// Whether a request may start now: the same rule as `mayPlace` in a
+    /// worker (issue #36). A worker frozen past its lease (SIGSTOP, a
+    /// suspended machine) and woken holds claims that the other workers took
+    /// back, and its transfers that ended in the freeze handed their slots
+    /// to its claims held ahead at once, before its heartbeat could tell it
+    /// the lease was gone: 3 to 4 requests of downloads another worker
+    /// fetched. Asked on the engine thread before each request (a hop of a
+    /// redirect too); a request refused waits in its slot and asks again
+    /// (`EngineLoop.waitsForLease`). Nil: requests never wait.
+    package let mayStart: (@Sendable () -> Bool)?
     /// Takes a download whose attempt failed and that is due another after
     /// `delay` seconds: the queue schedules the retry (its `run_at`), and any
     /// worker may take it then. The local engine forgets the download, as if
@@ -48,6 +58,7 @@ package struct ClaimedFiles: Sendable {
 
     package init(
         folder: String, worker: Int64, mayPlace: @escaping @Sendable () -> Bool,
+        mayStart: (@Sendable () -> Bool)? = nil,
         handBack: HandBack? = nil,
         transferEnded: (@Sendable (_ number: Int) -> Void)? = nil,
         pauseChanged: (@Sendable (_ number: Int, _ paused: Bool) -> Void)? = nil,
@@ -56,6 +67,7 @@ package struct ClaimedFiles: Sendable {
         self.folder = folder
         self.worker = worker
         self.mayPlace = mayPlace
+        self.mayStart = mayStart
         self.handBack = handBack
         self.transferEnded = transferEnded
         self.pauseChanged = pauseChanged

@@ -24,6 +24,8 @@ extension EngineLoop: TransferOwner {
         // Politeness: the host's turn (`--host-delay`, a Retry-After); the job
         // keeps its slot meanwhile (EngineLoop+HostPacing).
         if hostPacing.isActive, !job.paced, waitsForHostTurn(job) { return }
+        // A shared queue's worker whose lease is not sure sends nothing.
+        if waitsForLease(job) { return }
         job.paced = false
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()

@@ -10,7 +10,7 @@ extension QueueReport {
     /// Everything about the job called `name`.
     package static func read(job name: String, on connection: PostgresConnection) throws(PostgresError) -> QueueReading<QueueReport> {
         try QueueSnapshot.reading(connection) { version throws(PostgresError) -> QueueReading<QueueReport> in
-            let found = try connection.execute(QueueSnapshot.summarySQL + " WHERE j.name = $1", [.text(name)]).rows
+            let found = try connection.execute(QueueSnapshot.summarySQL(version: version) + " WHERE j.name = $1", [.text(name)]).rows
             guard let row = found.first else {
                 let names = try connection.execute(
                     "SELECT name, count(*) OVER () AS total FROM dlpipe.jobs ORDER BY name LIMIT $1",
@@ -35,7 +35,7 @@ extension QueueReport {
                 schemaVersion: version, job: job,
                 perHost: try row.int("per_host"), hostDelay: try row.double("host_delay"),
                 maxDownloads: try row.optionalInt("max_downloads"),
-                workers: try workers(of: job.id, on: connection),
+                workers: try workers(of: job.id, version: version, on: connection),
                 hosts: try hosts.map { host throws(PostgresError) in
                     QueueHostStatus(host: try host.text("host"), inFlight: try host.int("in_flight"), waiting: try host.int("waiting"))
                 },
@@ -48,7 +48,7 @@ extension QueueReport {
 
     /// Workers not stopped, the live and the dead whose claims are not yet
     /// taken back, with what each holds.
-    private static func workers(of job: Int64, on connection: PostgresConnection) throws(PostgresError) -> [QueueWorkerStatus] {
+    private static func workers(of job: Int64, version: Int, on connection: PostgresConnection) throws(PostgresError) -> [QueueWorkerStatus] {
         try connection.execute(
             """
             SELECT w.id, w.hostname, w.pid,
@@ -56,8 +56,13 @@ extension QueueReport {
               greatest(0, extract(epoch FROM now() - w.heartbeat_at))::float8 AS heartbeat_ago,
               extract(epoch FROM w.lease_until - now())::float8 AS lease_left,
               w.lease_until < now() AS expired,
-              (SELECT count(*) FROM dlpipe.downloads d WHERE d.worker_id = w.id AND d.status = 'running') AS running
+              h.running, h.transferring, h.held_ahead
             FROM dlpipe.workers w
+            CROSS JOIN LATERAL (
+              SELECT count(*) AS running, count(*) FILTER (WHERE d.slot_host IS NOT NULL) AS transferring,
+                     count(*) FILTER (WHERE \(QueueSnapshot.heldAhead(version: version))) AS held_ahead
+              FROM dlpipe.downloads d WHERE d.worker_id = w.id AND d.status = 'running'
+            ) h
             WHERE w.job_id = $1 AND w.stopped_at IS NULL
             ORDER BY w.id
             """, [.int(job)]
@@ -66,7 +71,8 @@ extension QueueReport {
                 id: try row.int("id"), hostname: try row.text("hostname"), pid: try row.int("pid"),
                 startedAgo: try row.double("started_ago"), heartbeatAgo: try row.double("heartbeat_ago"),
                 leaseLeft: try row.double("lease_left"), leaseExpired: try row.bool("expired"),
-                running: try row.int("running"))
+                running: try row.int("running"), transferring: try row.int("transferring"),
+                heldAhead: try row.int("held_ahead"))
         }
     }
 
@@ -122,7 +128,7 @@ extension QueueJobList {
     /// Every job in the queue, by name, with its counts and workers.
     package static func read(on connection: PostgresConnection) throws(PostgresError) -> QueueReading<QueueJobList> {
         try QueueSnapshot.reading(connection) { version throws(PostgresError) -> QueueReading<QueueJobList> in
-            let rows = try connection.execute(QueueSnapshot.summarySQL + " ORDER BY j.name").rows
+            let rows = try connection.execute(QueueSnapshot.summarySQL(version: version) + " ORDER BY j.name").rows
             return .found(QueueJobList(
                 schemaVersion: version,
                 jobs: try rows.map { row throws(PostgresError) in try QueueSnapshot.summary(row) }))
@@ -173,17 +179,25 @@ enum QueueSnapshot {
         try row.optionalDouble(column).map { max(0, $0) }
     }
 
+    /// Whether a running row is a claim held ahead: `downloads.ahead`, from
+    /// the schema version that has it; before, no claim was held ahead.
+    static func heldAhead(version: Int) -> String {
+        version >= QueueSchema.aheadVersion ? "d.ahead" : "false"
+    }
+
     /// A job's row with its counts by status and its workers; callers add a
     /// WHERE (one job) or an ORDER BY (all).
-    static let summarySQL = """
+    static func summarySQL(version: Int) -> String { """
         SELECT j.id, j.name, j.per_host, extract(epoch FROM j.host_delay)::float8 AS host_delay, j.max_downloads,
-          c.ready, c.scheduled, c.running, c.paused, c.finished, c.skipped, c.failed, c.handled, c.cancelled,
+          c.ready, c.scheduled, c.running, c.transferring, c.held_ahead, c.paused, c.finished, c.skipped, c.failed, c.handled, c.cancelled,
           w.alive, w.expired
         FROM dlpipe.jobs j
         CROSS JOIN LATERAL (
           SELECT count(*) FILTER (WHERE d.status = 'ready' AND d.run_at <= now() AND NOT coalesce(h.next_at > now(), false)) AS ready,
                  count(*) FILTER (WHERE d.status = 'ready' AND (d.run_at > now() OR coalesce(h.next_at > now(), false))) AS scheduled,
                  count(*) FILTER (WHERE d.status = 'running') AS running,
+                 count(*) FILTER (WHERE d.status = 'running' AND d.slot_host IS NOT NULL) AS transferring,
+                 count(*) FILTER (WHERE d.status = 'running' AND \(heldAhead(version: version))) AS held_ahead,
                  count(*) FILTER (WHERE d.status = 'paused') AS paused,
                  count(*) FILTER (WHERE d.status = 'finished') AS finished,
                  count(*) FILTER (WHERE d.status = 'skipped') AS skipped,
@@ -202,12 +216,15 @@ enum QueueSnapshot {
           FROM dlpipe.workers w WHERE w.job_id = j.id AND w.stopped_at IS NULL
         ) w
         """
+    }
 
     static func summary(_ row: PostgresRow) throws(PostgresError) -> QueueJobSummary {
         var counts = QueueCounts()
         counts.ready = try row.int("ready")
         counts.scheduled = try row.int("scheduled")
         counts.running = try row.int("running")
+        counts.transferring = try row.int("transferring")
+        counts.heldAhead = try row.int("held_ahead")
         counts.paused = try row.int("paused")
         counts.finished = try row.int("finished")
         counts.skipped = try row.int("skipped")

@@ -10,7 +10,14 @@
 package struct QueueCounts: Sendable, Equatable {
     package var ready: Int64 = 0
     package var scheduled: Int64 = 0
+    /// Claimed by a worker: `transferring`, `heldAhead` and `placing`.
     package var running: Int64 = 0
+    /// Of `running`: claims that hold a host slot, transferring (or waiting
+    /// in their worker's engine for their transfer to start).
+    package var transferring: Int64 = 0
+    /// Of `running`: claims a worker holds ahead of its transfers, no
+    /// request made yet (docs/scale-out.md, "Claims ahead").
+    package var heldAhead: Int64 = 0
     package var paused: Int64 = 0
     package var finished: Int64 = 0
     package var skipped: Int64 = 0
@@ -20,11 +27,26 @@ package struct QueueCounts: Sendable, Equatable {
 
     package init() {}
 
-    /// Every count with its name, in the order they are shown.
+    /// Of `running`: claims whose transfer ended, their file being placed
+    /// (or waiting for its worker's lease to be sure).
+    package var placing: Int64 { max(0, running - transferring - heldAhead) }
+
+    /// Every count with its JSON key, in the order they are shown: `running`
+    /// and the three it is made of.
     package var named: [(name: String, count: Int64)] {
-        [("ready", ready), ("scheduled", scheduled), ("running", running), ("paused", paused),
+        [("ready", ready), ("scheduled", scheduled), ("running", running), ("transferring", transferring),
+         ("held_ahead", heldAhead), ("placing", placing), ("paused", paused),
          ("finished", finished), ("skipped", skipped), ("failed", failed), ("handled", handled),
          ("cancelled", cancelled)]
+    }
+
+    /// The counts as the text says them: `running` told as what its claims
+    /// do (a worker holds up to 12 x -j claims ahead of its transfers: "107
+    /// running" was 8 transfers and 99 claims waiting for a slot).
+    package var shown: [(name: String, count: Int64)] {
+        [("ready", ready), ("scheduled", scheduled), ("transferring", transferring), ("held ahead", heldAhead),
+         ("placing", placing), ("paused", paused), ("finished", finished), ("skipped", skipped),
+         ("failed", failed), ("handled", handled), ("cancelled", cancelled)]
     }
 }
 
@@ -52,8 +74,14 @@ package struct QueueWorkerStatus: Sendable, Equatable {
     /// `lease_until` passed (the test that taking back uses): the worker is
     /// dead and its claims go back to ready when another worker polls.
     package let leaseExpired: Bool
-    /// Downloads it holds.
+    /// Downloads it holds (claimed, not paused), and of them: those with a
+    /// host slot (transferring) and those held ahead (no request yet); the
+    /// rest are being placed.
     package let running: Int64
+    package let transferring: Int64
+    package let heldAhead: Int64
+
+    package var placing: Int64 { max(0, running - transferring - heldAhead) }
 }
 
 /// A host with transfers in flight, across every worker.

@@ -2,6 +2,9 @@ extension QueueSchema {
     /// The version that added `run_workers`: readers of an older schema
     /// (`dlpipe status`) find the run's counts in its own row only.
     package static let runWorkersVersion = 6
+    /// The version that added `downloads.ahead` (claims held ahead): readers
+    /// of an older schema count no claim as held ahead.
+    package static let aheadVersion = 8
 
     /// What several workers wrote into the run's one row, each
     /// report and each look, now goes into a row of each worker: reports of

@@ -18,6 +18,10 @@ extension QueueWorker {
         // that they have a lease to come back and keep their claims. The
         // first worker back used to declare all the others dead at once.
         var takeBackFrom = 0.0
+        // When this worker said its database went away (monotonic), and
+        // when it last heard from it then: it says so once, and once when
+        // the database is back (an outage was silent until the worker gave up).
+        var toldAway: (at: Double, lastHeard: Double)?
         while !state.withLock({ $0.stopping }) {
             let sent = QueueClock.now()
             let stalled = sent - lastBeat
@@ -44,6 +48,10 @@ extension QueueWorker {
                     return
                 }
                 failure = nil
+                if let away = toldAway {
+                    toldAway = nil
+                    onNotice(backMessage(away: QueueClock.now() - away.lastHeard))
+                }
                 state.withLock { state in
                     state.lastAcknowledged = sent
                     // Measured from when the heartbeat was sent: the database's
@@ -60,6 +68,10 @@ extension QueueWorker {
                 if since > settings.outage {
                     fatal(outageMessage(away: since, error))
                     return
+                }
+                if toldAway == nil {
+                    toldAway = (QueueClock.now(), QueueClock.now() - since)
+                    onNotice(awayMessage(away: since, error))
                 }
             }
             let left = every - (QueueClock.now() - sent)
@@ -170,6 +182,23 @@ extension QueueWorker {
 }
 
 extension QueueWorker {
+    /// The line of a worker whose heartbeats have not reached its database
+    /// for a third of its lease (each one tries again for that long): what
+    /// goes on meanwhile and how long it waits.
+    func awayMessage(away: Double, _ error: PostgresError) -> String {
+        let lease = max(2, settings.lease)
+        return "the shared queue at \(settings.address) does not answer (no heartbeat for \(String(format: "%.1f", away)) s; "
+            + "last error: \(error.lastError ?? error.message)): transfers under way go on, but once \(String(format: "%.1f", lease - Self.margin(lease))) s "
+            + "have passed without a heartbeat no file is placed and no request starts; it tries again for up to \(Int(settings.outage)) s, then exits 4"
+    }
+
+    /// The line of a worker whose database answered again after `away`
+    /// seconds without an acknowledged heartbeat: its lease is its own again.
+    func backMessage(away: Double) -> String {
+        "the shared queue at \(settings.address) answers again after \(String(format: "%.1f", away)) s: "
+            + "this worker's lease is renewed and it goes on with its downloads"
+    }
+
     /// The line of a worker that gives up on its database after `away`
     /// seconds: the same from the heartbeat and from the claim loop.
     func outageMessage(away: Double, _ error: PostgresError) -> String {

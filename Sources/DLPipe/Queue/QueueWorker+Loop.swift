@@ -184,9 +184,16 @@ extension QueueWorker {
                     transferring = state.transferring
                 }
             }
-            let (stranded, aheadCount, slotHosts) = state.withLock { state in
+            let (stranded, yielded, aheadCount, slotHosts, aheadHosts) = state.withLock { state in
+                // The hosts of the claims held ahead, the stranded ones too:
+                // no host waits for a slot that this worker's claims get.
+                let aheadHosts = Set(state.ahead.keys)
+                // While a host waits with nothing in flight, every claim held
+                // ahead goes back (none promoted): the claim below gives the
+                // slots to the hosts served least recently.
                 let stranded = state.strandedAhead()
-                return (stranded, state.aheadCount, state.slotHosts)
+                let yielded = state.hostsStarve ? stranded + state.yieldAhead() : []
+                return (state.hostsStarve ? [] : stranded, yielded, state.aheadCount, state.slotHosts, aheadHosts)
             }
             // An end reported now gives its slot back itself.
             for end in ends {
@@ -197,20 +204,21 @@ extension QueueWorker {
             var nextDue: Double?
             do {
                 let room = room(held: held, transferring: transferring)
-                let (promoted, claims, aheadClaims) = try loopLink.run(patience: settings.outage) {
-                    connection throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload]) in
+                let (promoted, claims, aheadClaims, starve) = try loopLink.run(patience: settings.outage) {
+                    connection throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload], Bool?) in
                     loopSession.store(connection.serverPID, ordering: .relaxed)
                     let reconnected = loopLink.reconnected
                     loopLink.reconnected = false
-                    let writes = !(ends.isEmpty && gives.isEmpty && taking.isEmpty && stranded.isEmpty && unparks.isEmpty) || reconnected
+                    let writes = !(ends.isEmpty && gives.isEmpty && taking.isEmpty && stranded.isEmpty && yielded.isEmpty && unparks.isEmpty)
+                        || reconnected
                     if !writes && aheadRoom(held: held, ahead: aheadCount) == 0 {
                         // Nothing to record and nothing to claim ahead: at most
                         // a claim, one statement without a transaction around it.
-                        return ([], room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : [], [])
+                        return ([], room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : [], [], nil)
                     }
                     // The slots given back and taken, the report and the next
                     // claims commit together: one flush of the database's log.
-                    return try connection.transaction { () throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload]) in
+                    return try connection.transaction { () throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload], Bool?) in
                         _ = try queue.unpark(unparks, on: connection)
                         try report(ends, freeing: gives.map { ($0.key, $0.value) }, taking: taking.map { ($0.key, $0.value) }, on: connection)
                         // Claims held ahead that no transfer will hand a slot:
@@ -219,7 +227,7 @@ extension QueueWorker {
                         let promoted = try queue.promoteAhead(
                             stranded.prefix(room).map { (Int64($0.claim.number), $0.token) }, on: connection)
                         try queue.releaseAhead(
-                            stranded.filter { !promoted.contains(Int64($0.claim.number)) }.map { (Int64($0.claim.number), $0.token) },
+                            (stranded.filter { !promoted.contains(Int64($0.claim.number)) } + yielded).map { (Int64($0.claim.number), $0.token) },
                             on: connection)
                         if reconnected {
                             // A claim whose answer the break swallowed is held by
@@ -232,17 +240,28 @@ extension QueueWorker {
                         let left = room - promoted.count
                         let claims = left > 0 ? try queue.claim(worker: worker, limit: left, on: connection) : []
                         let ahead = aheadRoom(held: held + claims.count, ahead: aheadCount)
-                        guard ahead > 0 else { return (promoted, claims, []) }
+                        // Held ahead or to claim ahead: not while a host waits.
+                        let starve = ahead > 0 || aheadCount > 0
+                            ? try queue.hostsStarve(holding: aheadHosts.subtracting(yielded.map(\.host)).sorted(), on: connection) : nil
+                        guard ahead > 0, starve != true else { return (promoted, claims, [], starve) }
                         // From the hosts where a transfer of this worker will hand a slot over.
                         let promotedHosts = stranded.filter { promoted.contains(Int64($0.claim.number)) }.map(\.host)
                         let hosts = slotHosts.union(claims.map(\.host)).union(promotedHosts)
-                        return (promoted, claims, try queue.claimAhead(worker: worker, hosts: hosts.sorted(), limit: ahead, on: connection))
+                        return (promoted, claims, try queue.claimAhead(worker: worker, hosts: hosts.sorted(), limit: ahead, on: connection), starve)
                     }
                 }
                 // The queue knows of the holds these ends carried: its claims
                 // of their hosts from now on may lift the engine's own.
                 if !ends.isEmpty { state.withLock { state in for end in ends { state.unreportedHolds[end.id] = nil } } }
-                let (promotedStarted, cancelledReleased) = startPromoted(stranded.map(\.claim), promoted)
+                let (promotedStarted, cancelledReleased) = startPromoted((stranded + yielded).map(\.claim), promoted)
+                if let starve {
+                    // A host waits: what this worker holds ahead goes back with the next cycle, now.
+                    let yieldNow = state.withLock { state -> Bool in
+                        state.hostsStarve = starve
+                        return starve && state.aheadCount > 0
+                    }
+                    if yieldNow { signal() }
+                }
                 cancelReleased(cancelledReleased)
                 holdAhead(aheadClaims)
                 let strandedNow = state.withLock { state -> Bool in

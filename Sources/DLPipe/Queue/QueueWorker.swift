@@ -120,6 +120,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         /// Something this worker's look at the run waits on changed: its
         /// engine asked `drained`, or the run ended (`lookIsDue`).
         var lookWanted = false
+        /// The last look found a host of the job with downloads due and
+        /// nothing in flight: claims held ahead give way (`yieldAhead`).
+        var hostsStarve = false
         /// Monotonic time of the last look at the run.
         var lastLook: Double = 0
         /// The engine's cap of transfers per host: the job's `per_host` as
@@ -268,6 +271,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     let ranDone = Mutex<(run: Int64, summary: RunSummary)?>(nil)
     /// Called once when the worker cannot go on (the database stayed away, the lease was lost).
     var onFatal: @Sendable (String) -> Void = { _ in }
+    /// Told what the worker goes through and goes on from (its database
+    /// away, then back): one line each, for stderr.
+    var onNotice: @Sendable (String) -> Void = { _ in }
     /// Whether `claimDirectory` made the job's folder (`withdrawDirectoryClaim`).
     let createdJobFolder = Mutex(false)
     /// A `--follow` worker's run ended (`noteFollowedEnd`).
@@ -342,13 +348,21 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         ranDone.withLock { $0.take() }
     }
 
+    /// Whether this worker's lease surely holds now: not lost, and a margin
+    /// of it left since the database acknowledged its last heartbeat, on the
+    /// monotonic clock (which runs on while the process is stopped).
+    func leaseIsSure() -> Bool {
+        state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
+    }
+
     /// What the engine needs to run as this worker: its part files and the fence.
     package var claimedFiles: ClaimedFiles {
         ClaimedFiles(
             folder: partFolder, worker: worker,
-            mayPlace: { [self] in
-                state.withLock { !$0.leaseLost && QueueClock.now() < $0.placeUntil }
-            },
+            mayPlace: { [self] in leaseIsSure() },
+            // No round trip per request: the local clock since the last
+            // acknowledged heartbeat, as for placing a file.
+            mayStart: { [self] in leaseIsSure() },
             handBack: { [self] number, delay, error, request, attempts in
                 noteRetry(number, after: delay, error, request: request, attempts: attempts)
             },
@@ -374,11 +388,14 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
     /// and `claimedFiles`, and this worker as its `SharedAdds`).
     /// `onRunEnded`: a `--follow` worker's runs end while it goes on; it is
     /// told of each once (its engine never drains, so nothing else says so).
+    /// `onNotice`: a line for stderr when the database goes away and when it is back.
     package func start(
         engine: DownloadEngine, onRunEnded: (@Sendable (FollowedRunEnd) -> Void)? = nil,
+        onNotice: @escaping @Sendable (String) -> Void = { _ in },
         onFatal: @escaping @Sendable (String) -> Void
     ) {
         self.onFatal = onFatal
+        self.onNotice = onNotice
         self.onRunEnded = onRunEnded
         engineBox.withLock { $0 = engine }
         state.withLock { $0.enginePerHost = jobLimits.perHost }

@@ -115,6 +115,9 @@ enum RunDriver {
                 }
                 reporter.runEnded(FollowedRun(end: end, own: own, worker: workerID))
             }
+        }, onNotice: { message in
+            // The database went away, or came back: the worker goes on.
+            Terminal.error("dlpipe: " + message)
         }) { message in
             // The database stayed away, or this worker's lease passed to others:
             // nothing more is placed; part files stay for whoever takes over.

@@ -42,8 +42,14 @@ enum StatusCommand {
                 object.add("shared_queue", json: queueJobs)
                 print(object.json)
             } else {
-                print("\(directory): no dlpipe state (no download has run here)")
-                if let queueHint { print(queueHint) }
+                if let queueHint {
+                    // Downloads did run here, a shared queue's: their state is
+                    // in its database. "No download has run here" misled.
+                    print("\(directory): no dlpipe state of its own (the downloads here are a shared queue's, kept in its database)")
+                    print(queueHint)
+                } else {
+                    print("\(directory): no dlpipe state (no download has run here)")
+                }
             }
             return ExitCode.ok
         }

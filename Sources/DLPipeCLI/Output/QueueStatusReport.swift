@@ -20,9 +20,9 @@ enum QueueStatusReport {
             if worker.leaseExpired {
                 // Dead: its claims wait for the next worker that polls to take them back.
                 out += "  \(who): lease expired \(age(-worker.leaseLeft)) ago, last heartbeat \(age(worker.heartbeatAgo)) ago"
-                    + " (dead; \(worker.running) running, not yet taken back)\n"
+                    + " (dead; \(held(worker)), not yet taken back)\n"
             } else {
-                out += "  \(who): heartbeat \(age(worker.heartbeatAgo)) ago, lease \(age(worker.leaseLeft)) left, \(worker.running) running\n"
+                out += "  \(who): heartbeat \(age(worker.heartbeatAgo)) ago, lease \(age(worker.leaseLeft)) left, \(held(worker))\n"
             }
         }
         if report.inFlight == 0 {
@@ -39,7 +39,8 @@ enum QueueStatusReport {
             out += "failed: \(report.job.counts.failed)\(shown)\n"
             for failure in report.failures {
                 let when = failure.endedAgo.map { ", \(age($0)) ago" } ?? ""
-                let (first, rest) = Terminal.cleanLinesSplit(failure.lastError ?? "unknown error")
+                let error = FailureText.withoutOwnURL(failure.lastError ?? "unknown error", url: RedactedURL.text(failure.url))
+                let (first, rest) = Terminal.cleanLinesSplit(error)
                 out += "  \(Terminal.clean(RedactedURL.text(failure.url))): \(first) (attempts: \(failure.attempts)\(when))"
                     + rest.replacingOccurrences(of: "\n", with: "\n  ") + "\n"
             }
@@ -78,6 +79,9 @@ enum QueueStatusReport {
             o.add("heartbeat_ago", worker.heartbeatAgo)
             o.add("lease_left", worker.leaseLeft)
             o.add("running", worker.running)
+            o.add("transferring", worker.transferring)
+            o.add("held_ahead", worker.heldAhead)
+            o.add("placing", worker.placing)
             return o.json
         }
         object.add("workers", json: "[" + workerList.joined(separator: ",") + "]")
@@ -162,10 +166,19 @@ enum QueueStatusReport {
             ? "schema: version \(version) (a worker of this dlpipe migrates it to \(QueueSchema.latest) when it starts)\n" : ""
     }
 
-    /// "5 ready, 2 running, 10 finished": the counts that are not zero.
+    /// "5 ready, 2 transferring, 24 held ahead, 10 finished": the counts
+    /// that are not zero.
     private static func counts(_ counts: QueueCounts) -> String {
-        let parts = counts.named.filter { $0.count > 0 }.map { "\($0.count) \($0.name)" }
+        let parts = counts.shown.filter { $0.count > 0 }.map { "\($0.count) \($0.name)" }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+    }
+
+    /// What a worker holds: "4 transferring, 20 held ahead, 1 placing"
+    /// (the counts that are not zero), or "nothing held".
+    private static func held(_ worker: QueueWorkerStatus) -> String {
+        let parts = [("transferring", worker.transferring), ("held ahead", worker.heldAhead), ("placing", worker.placing)]
+            .filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }
+        return parts.isEmpty ? "nothing held" : parts.joined(separator: ", ")
     }
 
     private static func workers(alive: Int64, expired: Int64) -> String {

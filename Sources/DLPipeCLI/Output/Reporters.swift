@@ -81,18 +81,18 @@ final class LineReporter: Reporter {
             return "finished \(what) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
         case .failed(let d, let e):
             // The id and kind end the first line; a traceback follows, indented.
-            let (message, traceback) = Terminal.cleanLinesSplit(e.message)
+            let (message, traceback) = Terminal.cleanLinesSplit(FailureText.withoutOwnURL(e.message, url: RedactedURL.text(d.url)))
             return "failed \(Terminal.clean(RedactedURL.text(d.url))): \(message) [\(d.id), \(e.kind.rawValue)]\(traceback)"
         case .handled(let d, let e) where !onlyFailures:
             // A failure a handler dealt with (a fallback): not a failure of the run.
-            let (message, traceback) = Terminal.cleanLinesSplit(e.message)
+            let (message, traceback) = Terminal.cleanLinesSplit(FailureText.withoutOwnURL(e.message, url: RedactedURL.text(d.url)))
             return "handled \(Terminal.clean(RedactedURL.text(d.url))): \(message) [\(d.id), \(e.kind.rawValue)]\(traceback)"
         case .skipped(let d, let reason) where !onlyFailures:
             return "skipped \(Terminal.clean(RedactedURL.text(d.url))): \(Terminal.clean(reason)) [\(d.id)]"
         case .cancelled(let d) where !onlyFailures:
             return "cancelled \(Terminal.clean(RedactedURL.text(d.url))) [\(d.id)]"
         case .retrying(let d, let e, let delay) where !onlyFailures:
-            let (message, more) = Terminal.cleanLinesSplit(e.message)
+            let (message, more) = Terminal.cleanLinesSplit(FailureText.withoutOwnURL(e.message, url: RedactedURL.text(d.url)))
             return "retrying \(Terminal.clean(RedactedURL.text(d.url))) in \(Format.seconds(delay)): \(message) [\(d.id)]\(more)"
         default:
             return nil

@@ -62,7 +62,8 @@ enum StatusReport {
     /// A record's last error with `suffix` at the end of its first line: a
     /// handler's traceback follows as indented lines, not escapes.
     private static func errorText(_ record: DownloadRecord, then suffix: String) -> String {
-        let (first, rest) = Terminal.cleanLinesSplit(record.lastError ?? "unknown error")
+        let error = FailureText.withoutOwnURL(record.lastError ?? "unknown error", url: RedactedURL.text(record.url))
+        let (first, rest) = Terminal.cleanLinesSplit(error)
         return first + suffix + rest.replacingOccurrences(of: "\n", with: "\n  ")
     }
 
