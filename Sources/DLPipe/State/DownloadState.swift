@@ -31,6 +31,9 @@ package protocol DownloadState: AnyObject, Sendable {
     func startRun() throws(StateFailure) -> Int64
     /// Ends a run record with its counts.
     func endRun(_ id: Int64, summary: RunSummary) throws(StateFailure)
+    /// Frees space a state kept on the disk for the run's last commit (a full
+    /// disk must not keep a run from recording its end); whether it freed any.
+    func releaseSpareSpace() -> Bool
     /// A `dl.store` value (JSON text), if set.
     func value(_ key: String) throws(StateFailure) -> String?
     /// Sets a `dl.store` value (JSON text), committed at once.
@@ -68,4 +71,9 @@ extension DownloadState {
     package func readAhead(key: String) -> DownloadRecord?? { nil }
     /// A state file beside the outputs unless a state says otherwise.
     package var durableBySyncOfOutput: Bool { true }
+}
+
+extension DownloadState {
+    /// A state on a database server keeps no spare space on the disk.
+    package func releaseSpareSpace() -> Bool { false }
 }

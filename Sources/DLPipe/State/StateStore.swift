@@ -14,6 +14,8 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     /// first run; see `StateWriter.record`).
     package private(set) var hadRecords = true
     public let path: String
+    /// Space kept for the run's last commit (`SpareSpace`).
+    private let spare: SpareSpace
     static let schemaVersion = 8
     /// How credentials in URLs are stored (never as they are).
     private var credentials = StoredCredentials(secret: [])
@@ -54,6 +56,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     /// Opens (creating when missing) the state at `path`.
     public init(path: String) throws(Failure) {
         self.path = path
+        spare = SpareSpace(beside: path)
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty, let problem = StatePermissions.makeFolder(folder) {
             throw Failure(message: problem)
@@ -343,7 +346,13 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             try db.query("INSERT INTO runs(started_at, pid) VALUES (?, ?)", [.real(Date().timeIntervalSince1970), .int(Int64(getpid()))])
             try db.query("SELECT last_insert_rowid()") { id = $0.int(0) ?? 0 }
         }
+        spare.reserve()
         return id
+    }
+
+    /// Frees the space kept for the run's last commit; whether there was any.
+    package func releaseSpareSpace() -> Bool {
+        spare.release()
     }
 
     /// Ends a run record with its counts.
@@ -353,6 +362,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
                          [.real(Date().timeIntervalSince1970), .int(Int64(summary.finished)), .int(Int64(summary.failed)),
                           .int(Int64(summary.unchanged)), .int(id)])
         }
+        spare.release()
     }
 
     // MARK: reads

@@ -163,12 +163,20 @@ final class StateWriter: @unchecked Sendable {
         let failure: StateFailure? = queue.sync { [self] in
             // Written now with the rest, or failing again: either way this says
             // all there is to say about earlier failures.
-            let failure = write(batch)
             unreported = nil
-            if let failure { return failure }
-            do throws(StateFailure) { try state.endRun(id, summary: summary) } catch { return error }
-            return nil
+            let failure = writeAndEnd(batch, id, summary)
+            // A disk the run filled: the space kept for this (SpareSpace) is
+            // freed, and the batch, which waits in `unwritten`, goes again.
+            if failure != nil && state.releaseSpareSpace() { return writeAndEnd(([], []), id, summary) }
+            return failure
         }
         if let failure { throw failure }
+    }
+
+    /// Writes a batch (after any that failed before), then ends the run record (queue only).
+    private func writeAndEnd(_ batch: ([DownloadRecord], [ReleasedFile]), _ id: Int64, _ summary: RunSummary) -> StateFailure? {
+        if let failure = write(batch) { return failure }
+        do throws(StateFailure) { try state.endRun(id, summary: summary) } catch { return error }
+        return nil
     }
 }
