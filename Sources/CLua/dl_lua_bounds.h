@@ -4,6 +4,23 @@
 // crash with nested coroutine.close (docs/reliability.md lists every 5.4.4 bug).
 #ifndef DL_LUA_BOUNDS_H
 #define DL_LUA_BOUNDS_H
+#include <stddef.h>
+
+/* ---- The deadline, which the watchdog thread reads ---- */
+/* The watchdog (dl_watchdog_poke, on its own thread) loads deadline_ns atomically while the Lua
+ * thread runs: every store to it is atomic too, or the two race (ThreadSanitizer, scripts/tsan). */
+static inline void dl_ctl_set_deadline(dl_lua_ctl *c, int64_t deadline_ns) {
+    __atomic_store_n(&c->deadline_ns, deadline_ns, __ATOMIC_RELAXED);
+}
+
+/* Puts a saved control block back (the runtime does after each call): the deadline with an atomic
+ * store, and `watch`, which never changes, not written at all (the watchdog reads it). */
+static inline void dl_ctl_restore(dl_lua_ctl *c, const dl_lua_ctl *saved) {
+    size_t deadline = offsetof(dl_lua_ctl, deadline_ns), after = deadline + sizeof c->deadline_ns;
+    memcpy(c, saved, deadline);
+    memcpy((char *)c + after, (const char *)saved + after, offsetof(dl_lua_ctl, watch) - after);
+    dl_ctl_set_deadline(c, saved->deadline_ns);
+}
 
 /* ---- The C stack ---- */
 /* How much C stack the coroutine functions may find in use below the outermost call into Lua.
