@@ -4,6 +4,24 @@
 // crash with nested coroutine.close (docs/reliability.md lists every 5.4.4 bug).
 #ifndef DL_LUA_BOUNDS_H
 #define DL_LUA_BOUNDS_H
+#include <ctype.h>
+#include <stddef.h>
+
+/* ---- The deadline, which the watchdog thread reads ---- */
+/* The watchdog (dl_watchdog_poke, on its own thread) loads deadline_ns atomically while the Lua
+ * thread runs: every store to it is atomic too, or the two race (ThreadSanitizer, scripts/tsan). */
+static inline void dl_ctl_set_deadline(dl_lua_ctl *c, int64_t deadline_ns) {
+    __atomic_store_n(&c->deadline_ns, deadline_ns, __ATOMIC_RELAXED);
+}
+
+/* Puts a saved control block back (the runtime does after each call): the deadline with an atomic
+ * store, and `watch`, which never changes, not written at all (the watchdog reads it). */
+static inline void dl_ctl_restore(dl_lua_ctl *c, const dl_lua_ctl *saved) {
+    size_t deadline = offsetof(dl_lua_ctl, deadline_ns), after = deadline + sizeof c->deadline_ns;
+    memcpy(c, saved, deadline);
+    memcpy((char *)c + after, (const char *)saved + after, offsetof(dl_lua_ctl, watch) - after);
+    dl_ctl_set_deadline(c, saved->deadline_ns);
+}
 
 /* ---- The C stack ---- */
 /* How much C stack the coroutine functions may find in use below the outermost call into Lua.
@@ -225,6 +243,156 @@ static inline size_t dl_count_bytes(lua_State *L, int idx, int depth) {
         lua_pop(L, 1);
     }
     return bytes;
+}
+
+/* ---- Long string calls: format's %q, upper, lower, reverse ---- */
+/* Bytes these functions handle between two deadline checks (about a millisecond). */
+#define DL_SCAN_CHUNK ((size_t)1 << 20)
+/* A string argument of %q at least this long is quoted by dl_sandbox_format itself, with
+ * deadline checks; Lua's own %q took 2.5 s over 30 MB inside one call. */
+#define DL_QUOTE_MIN ((size_t)1 << 18)
+
+/* Adds s (len bytes) to b as %q writes a string: between double quotes; `"`, `\` and newline
+ * after a backslash; any other control byte as \ddd (three digits when a digit follows, else
+ * as few as needed); every other byte as it is. Checks the deadline every DL_SCAN_CHUNK bytes. */
+static inline void dl_add_quoted(lua_State *L, luaL_Buffer *b, const char *s, size_t len) {
+    luaL_addchar(b, '"');
+    for (size_t done = 0; done < len;) {
+        size_t stop = len - done < DL_SCAN_CHUNK ? len : done + DL_SCAN_CHUNK;
+        char *out = luaL_prepbuffsize(b, 4 * (stop - done) + 1); /* 4 bytes at most per byte, and snprintf's NUL */
+        char *o = out;
+        for (; done < stop; done++) {
+            unsigned char c = (unsigned char)s[done];
+            if (c == '"' || c == '\\' || c == '\n') {
+                *o++ = '\\';
+                *o++ = (char)c;
+            } else if (iscntrl(c)) {
+                int digit_next = done + 1 < len && isdigit((unsigned char)s[done + 1]);
+                o += snprintf(o, 5, digit_next ? "\\%03d" : "\\%d", c);
+            } else {
+                *o++ = (char)c;
+            }
+        }
+        luaL_addsize(b, (size_t)(o - out));
+        dl_check_deadline(L, "string.format");
+    }
+    luaL_addchar(b, '"');
+}
+
+/* Moves i past one conversion of a format (at its letter: flags, width, precision skipped). */
+static inline size_t dl_format_spec_end(const char *f, size_t n, size_t i) {
+    while (i < n && strchr("-+ #0", f[i]) != NULL && f[i] != 0) i++;
+    while (i < n && isdigit((unsigned char)f[i])) i++;
+    if (i < n && f[i] == '.') {
+        i++;
+        while (i < n && isdigit((unsigned char)f[i])) i++;
+    }
+    return i;
+}
+
+/* Whether argument `arg` is a string that %q should quote here (long enough). */
+static inline int dl_format_quotes_here(lua_State *L, const char *f, size_t spec_end, int arg) {
+    return f[spec_end] == 'q' && lua_type(L, arg) == LUA_TSTRING && lua_rawlen(L, arg) >= DL_QUOTE_MIN;
+}
+
+/* Raises the error (on top) of the original string.format called from dl_sandbox_format. Lua
+ * names a function in "bad argument" messages by where the library tables hold it, and they
+ * hold the wrapper: the original's '?' becomes 'string.format' again. */
+static inline int dl_format_error(lua_State *L) {
+    const char *message = lua_tostring(L, -1);
+    if (message != NULL && strncmp(message, "bad argument #", 14) == 0) {
+        luaL_gsub(L, message, " to '?' (", " to 'string.format' (");
+        lua_remove(L, -2);
+    }
+    return lua_error(L);
+}
+
+/* Sandboxed string.format (upvalue 1: the original). Without a long string for %q, the original
+ * does all. With one, the original first formats the call with "" in place of each such string,
+ * which raises every error the call would (so messages are Lua's own); then the result is built
+ * piece by piece: text as it is, each long %q string quoted here, each other conversion by the
+ * original (so a __tostring of a %s argument runs twice on this path). */
+static inline int dl_sandbox_format(lua_State *L) {
+    size_t n;
+    const char *f = luaL_checklstring(L, 1, &n);
+    int top = lua_gettop(L), arg = 1, slow = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] != '%') continue;
+        if (++i < n && f[i] == '%') continue;
+        i = dl_format_spec_end(f, n, i);
+        if (i < n && ++arg <= top && dl_format_quotes_here(L, f, i, arg)) slow = 1;
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    for (int k = 1; k <= top; k++) {
+        if (slow && k > 1 && lua_type(L, k) == LUA_TSTRING && lua_rawlen(L, k) >= DL_QUOTE_MIN)
+            lua_pushliteral(L, "");
+        else
+            lua_pushvalue(L, k);
+    }
+    if (lua_pcall(L, top, 1, 0) != LUA_OK) dl_format_error(L);
+    if (!slow) return 1;
+    lua_pop(L, 1);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    arg = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] != '%') {
+            luaL_addchar(&b, f[i]);
+            continue;
+        }
+        if (f[i + 1] == '%') {
+            luaL_addchar(&b, '%');
+            i++;
+            continue;
+        }
+        size_t end = dl_format_spec_end(f, n, i + 1);
+        arg++;
+        if (dl_format_quotes_here(L, f, end, arg)) {
+            size_t len;
+            const char *s = lua_tolstring(L, arg, &len);
+            dl_add_quoted(L, &b, s, len);
+        } else {
+            lua_pushvalue(L, lua_upvalueindex(1));
+            lua_pushlstring(L, f + i, end - i + 1);
+            lua_pushvalue(L, arg);
+            lua_call(L, 2, 1);
+            luaL_addvalue(&b);
+        }
+        i = end;
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
+/* Sandboxed string.upper (up = 1) and string.lower (0): the C library's toupper / tolower of
+ * each byte, as Lua's, with a deadline check every DL_SCAN_CHUNK bytes. */
+static inline int dl_sandbox_case(lua_State *L, int up, const char *what) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    luaL_Buffer b;
+    char *out = luaL_buffinitsize(L, &b, len);
+    for (size_t i = 0; i < len; i++) {
+        if ((i & (DL_SCAN_CHUNK - 1)) == 0 && i > 0) dl_check_deadline(L, what);
+        out[i] = (char)(up ? toupper((unsigned char)s[i]) : tolower((unsigned char)s[i]));
+    }
+    luaL_pushresultsize(&b, len);
+    return 1;
+}
+static inline int dl_sandbox_upper(lua_State *L) { return dl_sandbox_case(L, 1, "string.upper"); }
+static inline int dl_sandbox_lower(lua_State *L) { return dl_sandbox_case(L, 0, "string.lower"); }
+
+/* Sandboxed string.reverse, with a deadline check every DL_SCAN_CHUNK bytes. */
+static inline int dl_sandbox_reverse(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    luaL_Buffer b;
+    char *out = luaL_buffinitsize(L, &b, len);
+    for (size_t i = 0; i < len; i++) {
+        if ((i & (DL_SCAN_CHUNK - 1)) == 0 && i > 0) dl_check_deadline(L, "string.reverse");
+        out[i] = s[len - 1 - i];
+    }
+    luaL_pushresultsize(&b, len);
+    return 1;
 }
 
 #endif

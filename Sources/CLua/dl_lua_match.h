@@ -1,684 +1,730 @@
-// Lua 5.4.4's pattern matcher (lstrlib.c), with a deadline. Lua's own matcher runs inside
-// one C call where the count hook never fires: a backtracking pattern (`a*b` over 100,000
-// `a`s, `.-.-.-...b`) or a plain find of a long needle could keep a handler, and the whole run,
-// busy for hours. This copy counts its steps (each call of `match`, each character a greedy
-// item scans) and reads the clock every DL_SM_CHECK_EVERY of them, raising the time budget's
-// error at the caller's line. The plain search uses glibc's memmem (linear) instead of
-// lstrlib's quadratic memchr + memcmp loop. Everything else is Lua's code, renamed dl_sm_*
-// (every C symbol of ours starts with dl_), so patterns mean exactly what they mean in Lua.
+// The sandbox's string.find, string.match, string.gmatch and string.gsub: dlpipe's own Lua
+// pattern matcher, written from the definition of patterns in the Lua 5.4 reference manual
+// (section 6.4.1) and the manual's description of the four functions.
 //
-// Copyright (C) 1994-2022 Lua.org, PUC-Rio. Permission is hereby granted, free of charge, to
-// any person obtaining a copy of this software and associated documentation files (the
-// "Software"), to deal in the Software without restriction, including without limitation the
-// rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of
-// the Software, and to permit persons to whom the Software is furnished to do so, subject to
-// the following conditions: The above copyright notice and this permission notice shall be
-// included in all copies or substantial portions of the Software. THE SOFTWARE IS PROVIDED
-// "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE
-// WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO
-// EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
-// LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN
-// CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+// Why our own: a library function runs inside one C call, where the count hook never fires.
+// A backtracking pattern (`a*b` over 100,000 `a`s, `.-.-.-...b`) could keep a handler, and the
+// whole run, busy for hours. This matcher counts its work and reads the clock every
+// DL_PM_CHECK_EVERY steps, raising the time budget's error at the caller's line. A plain find
+// (`plain` set, or a pattern without special characters) is glibc's memmem: linear.
+//
+// How it works: the pattern is first translated into a program, a list of items (one
+// character class with its repetition, a capture opening or closing, %b, %f, a
+// back-reference, the `$` anchor). Every single-character class (`.`, `%a`, `[...]`) becomes
+// a 256-bit membership map, so testing a character is one bit read. A backtracking matcher
+// then walks the items, recursing only where it must remember a choice (a repetition with
+// several lengths left to try, a `?`, a capture to undo).
+//
+// What must equal stock Lua 5.4 exactly, and is tested against it
+// (Tests/DLPipeLuaTests/LuaPatternDifferentialTests.swift):
+//   - Results, captures and position captures, `init` handling, gmatch and gsub's rule that an
+//     empty match right where the previous match ended does not count.
+//   - Errors, word for word, and when they happen: Lua reports a malformed part of a pattern
+//     only when matching reaches it (`("b"):find("a%")` is nil, `("a"):find("a%")` an error).
+//     The translation therefore stops at the first malformed part and leaves an item there
+//     that raises the error when the matcher arrives at it.
+//   - "pattern too complex": Lua allows 200 nested matching calls. The matcher recurses at
+//     the same places, so the same patterns hit the same limit (it also bounds the C stack).
 #ifndef DL_LUA_MATCH_H
 #define DL_LUA_MATCH_H
+#include <ctype.h>
 
 /* glibc declares memmem only under _GNU_SOURCE, which the module's string.h was not built with. */
 extern void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
 
-#ifndef l_unlikely
-#define l_unlikely(x) (__builtin_expect(((x) != 0), 0))
-#endif
-#ifndef LUA_MAXCAPTURES
-#define LUA_MAXCAPTURES 32
-#endif
-#define dl_sm_uchar(c) ((unsigned char)(c))
-/* Steps between two reads of the clock (a read costs ~20 ns; 16k steps take ~50 us). */
-#define DL_SM_CHECK_EVERY 16384u
+/* Steps (items entered, characters scanned) between two reads of the clock. */
+#define DL_PM_CHECK_EVERY 16384u
+/* Nested matching calls allowed, as in Lua ("pattern too complex" past it). */
+#define DL_PM_MAX_DEPTH 200
+/* Captures a pattern may open, as in Lua ("too many captures" past it). */
+#define DL_PM_MAX_CAPTURES 32
+/* A program this small lives on the C stack; a larger one in a userdata. */
+#define DL_PM_LOCAL_ITEMS 64
+#define DL_PM_LOCAL_MAPS 16
 
-static inline size_t dl_sm_posrelat (lua_Integer pos, size_t len) {
-  if (pos > 0) return (size_t)pos;
-  else if (pos == 0) return 1;
-  else if (pos < -(lua_Integer)len) return 1;
-  else return len + (size_t)pos + 1;
-}
+/* ---- The program ---- */
+enum {
+    DL_PM_BYTE,     /* one given byte (a), repeated per `rep` */
+    DL_PM_ANY,      /* `.`: any byte, repeated per `rep` */
+    DL_PM_MAP,      /* a class or a set: a byte of map `map`, repeated per `rep` */
+    DL_PM_OPEN,     /* `(`: opens capture a */
+    DL_PM_POSITION, /* `()`: capture a is the current position */
+    DL_PM_CLOSE,    /* `)`: closes capture a (the innermost one still open) */
+    DL_PM_BALANCE,  /* %bxy: a = x, b = y */
+    DL_PM_FRONTIER, /* %f[set]: between a byte outside map `map` and a byte inside it */
+    DL_PM_BACKREF,  /* %1-%9: the text capture a matched */
+    DL_PM_AT_END,   /* `$` as the pattern's last character */
+    DL_PM_FAIL,     /* a malformed part: raises the program's error when reached */
+    DL_PM_DONE      /* the end of the pattern: a match */
+};
 
-struct dl_MatchState;
-static inline void dl_sm_tick (struct dl_MatchState *ms, size_t extra);
+typedef struct dl_pm_item {
+    unsigned char op;  /* DL_PM_* */
+    unsigned char rep; /* for BYTE, ANY, MAP: 0 (exactly once), '*', '+', '-' or '?' */
+    unsigned char a, b;
+    unsigned map;      /* for MAP and FRONTIER: index into the program's maps */
+} dl_pm_item;
 
-#define DL_SM_CAP_UNFINISHED	(-1)
-#define DL_SM_CAP_POSITION	(-2)
+typedef unsigned char dl_pm_map[32]; /* bit c set: byte c is in the class */
 
+typedef struct dl_pm_prog {
+    dl_pm_item *items; /* NULL while counting */
+    dl_pm_map *maps;
+    size_t nitems, nmaps;
+    const char *fail;  /* the error of the FAIL item (a format taking fail_arg), if any */
+    int fail_arg;
+} dl_pm_prog;
 
-typedef struct dl_MatchState {
-  const char *src_init;  /* init of source string */
-  const char *src_end;  /* end ('\0') of source string */
-  const char *p_end;  /* end ('\0') of pattern */
-  lua_State *L;
-  int matchdepth;  /* control for recursive depth (to avoid C stack overflow) */
-  unsigned char level;  /* total number of captures (finished or unfinished) */
-  unsigned steps;  /* dlpipe: work done since the deadline was last checked */
-  const char *what;  /* dlpipe: the library function, for the timeout message */
-  struct {
-    const char *init;
-    ptrdiff_t len;
-  } capture[LUA_MAXCAPTURES];
-} dl_MatchState;
+static inline int dl_pm_has(const dl_pm_map m, unsigned char c) { return (m[c >> 3] >> (c & 7)) & 1; }
+static inline void dl_pm_put(dl_pm_map m, unsigned char c) { m[c >> 3] |= (unsigned char)(1u << (c & 7)); }
 
-
-/* recursive function */
-static inline const char *dl_sm_match (dl_MatchState *ms, const char *s, const char *p);
-
-
-/* maximum recursion depth for 'dl_sm_match' */
-#if !defined(DL_SM_MAXCCALLS)
-#define DL_SM_MAXCCALLS	200
-#endif
-
-
-#define DL_SM_L_ESC		'%'
-#define DL_SM_SPECIALS	"^$*+?.([%-"
-
-
-static inline int dl_sm_check_capture (dl_MatchState *ms, int l) {
-  l -= '1';
-  if (l_unlikely(l < 0 || l >= ms->level ||
-                 ms->capture[l].len == DL_SM_CAP_UNFINISHED))
-    return luaL_error(ms->L, "invalid capture index %%%d", l + 1);
-  return l;
-}
-
-
-static inline int dl_sm_capture_to_close (dl_MatchState *ms) {
-  int level = ms->level;
-  for (level--; level>=0; level--)
-    if (ms->capture[level].len == DL_SM_CAP_UNFINISHED) return level;
-  return luaL_error(ms->L, "invalid pattern capture");
-}
-
-
-static inline const char *dl_sm_classend (dl_MatchState *ms, const char *p) {
-  switch (*p++) {
-    case DL_SM_L_ESC: {
-      if (l_unlikely(p == ms->p_end))
-        luaL_error(ms->L, "malformed pattern (ends with '%%')");
-      return p+1;
+/* Whether byte c belongs to %x for the class letter x. A letter the manual does not define
+ * (and any other character) stands for itself; an upper-case class letter is the complement
+ * of its lower-case class. %z (the NUL byte) is an old class Lua 5.4 still accepts. */
+static inline int dl_pm_in_class(unsigned char letter, unsigned char c) {
+    int yes;
+    switch (tolower(letter)) {
+    case 'a': yes = isalpha(c); break;
+    case 'c': yes = iscntrl(c); break;
+    case 'd': yes = isdigit(c); break;
+    case 'g': yes = isgraph(c); break;
+    case 'l': yes = islower(c); break;
+    case 'p': yes = ispunct(c); break;
+    case 's': yes = isspace(c); break;
+    case 'u': yes = isupper(c); break;
+    case 'w': yes = isalnum(c); break;
+    case 'x': yes = isxdigit(c); break;
+    case 'z': yes = c == 0; break;
+    default: return letter == c;
     }
-    case '[': {
-      if (*p == '^') p++;
-      do {  /* look for a ']' */
-        if (l_unlikely(p == ms->p_end))
-          luaL_error(ms->L, "malformed pattern (missing ']')");
-        if (*(p++) == DL_SM_L_ESC && p < ms->p_end)
-          p++;  /* skip escapes (e.g. '%]') */
-      } while (*p != ']');
-      return p+1;
-    }
-    default: {
-      return p;
-    }
-  }
+    return isupper(letter) ? !yes : yes != 0;
 }
 
-
-static inline int dl_sm_match_class (int c, int cl) {
-  int res;
-  switch (tolower(cl)) {
-    case 'a' : res = isalpha(c); break;
-    case 'c' : res = iscntrl(c); break;
-    case 'd' : res = isdigit(c); break;
-    case 'g' : res = isgraph(c); break;
-    case 'l' : res = islower(c); break;
-    case 'p' : res = ispunct(c); break;
-    case 's' : res = isspace(c); break;
-    case 'u' : res = isupper(c); break;
-    case 'w' : res = isalnum(c); break;
-    case 'x' : res = isxdigit(c); break;
-    case 'z' : res = (c == 0); break;  /* deprecated option */
-    default: return (cl == c);
-  }
-  return (islower(cl) ? res : !res);
+static inline void dl_pm_add_class(dl_pm_map m, unsigned char letter) {
+    for (int c = 0; c < 256; c++)
+        if (dl_pm_in_class(letter, (unsigned char)c)) dl_pm_put(m, (unsigned char)c);
 }
 
-
-static inline int dl_sm_matchbracketclass (int c, const char *p, const char *ec) {
-  int sig = 1;
-  if (*(p+1) == '^') {
-    sig = 0;
-    p++;  /* skip the '^' */
-  }
-  while (++p < ec) {
-    if (*p == DL_SM_L_ESC) {
-      p++;
-      if (dl_sm_match_class(c, dl_sm_uchar(*p)))
-        return sig;
-    }
-    else if ((*(p+1) == '-') && (p+2 < ec)) {
-      p+=2;
-      if (dl_sm_uchar(*(p-2)) <= c && c <= dl_sm_uchar(*p))
-        return sig;
-    }
-    else if (dl_sm_uchar(*p) == c) return sig;
-  }
-  return !sig;
-}
-
-
-static inline int dl_sm_singlematch (dl_MatchState *ms, const char *s, const char *p,
-                        const char *ep) {
-  if (s >= ms->src_end)
-    return 0;
-  else {
-    int c = dl_sm_uchar(*s);
-    switch (*p) {
-      case '.': return 1;  /* matches any char */
-      case DL_SM_L_ESC: return dl_sm_match_class(c, dl_sm_uchar(*(p+1)));
-      case '[': return dl_sm_matchbracketclass(c, p, ep-1);
-      default:  return (dl_sm_uchar(*p) == c);
-    }
-  }
-}
-
-
-static inline const char *dl_sm_matchbalance (dl_MatchState *ms, const char *s,
-                                   const char *p) {
-  if (l_unlikely(p >= ms->p_end - 1))
-    luaL_error(ms->L, "malformed pattern (missing arguments to '%%b')");
-  if (*s != *p) return NULL;
-  else {
-    int b = *p;
-    int e = *(p+1);
-    int cont = 1;
-    while (++s < ms->src_end) {
-      if (*s == e) {
-        if (--cont == 0) return s+1;
-      }
-      else if (*s == b) cont++;
-    }
-  }
-  return NULL;  /* string ends out of balance */
-}
-
-
-static inline const char *dl_sm_max_expand (dl_MatchState *ms, const char *s,
-                                 const char *p, const char *ep) {
-  ptrdiff_t i = 0;  /* counts maximum expand for item */
-  while (dl_sm_singlematch(ms, s + i, p, ep))
-    i++;
-  dl_sm_tick(ms, (size_t)i);  /* dlpipe: the scan counts as work too */
-  /* keeps trying to dl_sm_match with the maximum repetitions */
-  while (i>=0) {
-    const char *res = dl_sm_match(ms, (s+i), ep+1);
-    if (res) return res;
-    i--;  /* else didn't dl_sm_match; reduce 1 repetition to try again */
-  }
-  return NULL;
-}
-
-
-static inline const char *dl_sm_min_expand (dl_MatchState *ms, const char *s,
-                                 const char *p, const char *ep) {
-  for (;;) {
-    const char *res = dl_sm_match(ms, s, ep+1);
-    if (res != NULL)
-      return res;
-    else if (dl_sm_singlematch(ms, s, p, ep))
-      s++;  /* try with one more repetition */
-    else return NULL;
-  }
-}
-
-
-static inline const char *dl_sm_start_capture (dl_MatchState *ms, const char *s,
-                                    const char *p, int what) {
-  const char *res;
-  int level = ms->level;
-  if (level >= LUA_MAXCAPTURES) luaL_error(ms->L, "too many captures");
-  ms->capture[level].init = s;
-  ms->capture[level].len = what;
-  ms->level = level+1;
-  if ((res=dl_sm_match(ms, s, p)) == NULL)  /* dl_sm_match failed? */
-    ms->level--;  /* undo capture */
-  return res;
-}
-
-
-static inline const char *dl_sm_end_capture (dl_MatchState *ms, const char *s,
-                                  const char *p) {
-  int l = dl_sm_capture_to_close(ms);
-  const char *res;
-  ms->capture[l].len = s - ms->capture[l].init;  /* close capture */
-  if ((res = dl_sm_match(ms, s, p)) == NULL)  /* dl_sm_match failed? */
-    ms->capture[l].len = DL_SM_CAP_UNFINISHED;  /* undo capture */
-  return res;
-}
-
-
-static inline const char *dl_sm_match_capture (dl_MatchState *ms, const char *s, int l) {
-  size_t len;
-  l = dl_sm_check_capture(ms, l);
-  len = ms->capture[l].len;
-  if ((size_t)(ms->src_end-s) >= len &&
-      memcmp(ms->capture[l].init, s, len) == 0)
-    return s+len;
-  else return NULL;
-}
-
-
-static inline const char *dl_sm_match (dl_MatchState *ms, const char *s, const char *p) {
-  if (++ms->steps >= DL_SM_CHECK_EVERY) dl_sm_tick(ms, 0);  /* dlpipe: the deadline */
-  if (l_unlikely(ms->matchdepth-- == 0))
-    luaL_error(ms->L, "pattern too complex");
-  init: /* using goto's to optimize tail recursion */
-  if (p != ms->p_end) {  /* end of pattern? */
-    switch (*p) {
-      case '(': {  /* start capture */
-        if (*(p + 1) == ')')  /* position capture? */
-          s = dl_sm_start_capture(ms, s, p + 2, DL_SM_CAP_POSITION);
-        else
-          s = dl_sm_start_capture(ms, s, p + 1, DL_SM_CAP_UNFINISHED);
-        break;
-      }
-      case ')': {  /* end capture */
-        s = dl_sm_end_capture(ms, s, p + 1);
-        break;
-      }
-      case '$': {
-        if ((p + 1) != ms->p_end)  /* is the '$' the last char in pattern? */
-          goto dflt;  /* no; go to default */
-        s = (s == ms->src_end) ? s : NULL;  /* check end of string */
-        break;
-      }
-      case DL_SM_L_ESC: {  /* escaped sequences not in the format class[*+?-]? */
-        switch (*(p + 1)) {
-          case 'b': {  /* balanced string? */
-            s = dl_sm_matchbalance(ms, s, p + 2);
-            if (s != NULL) {
-              p += 4; goto init;  /* return dl_sm_match(ms, s, p + 4); */
-            }  /* else fail (s == NULL) */
-            break;
-          }
-          case 'f': {  /* frontier? */
-            const char *ep; char previous;
-            p += 2;
-            if (l_unlikely(*p != '['))
-              luaL_error(ms->L, "missing '[' after '%%f' in pattern");
-            ep = dl_sm_classend(ms, p);  /* points to what is next */
-            previous = (s == ms->src_init) ? '\0' : *(s - 1);
-            if (!dl_sm_matchbracketclass(dl_sm_uchar(previous), p, ep - 1) &&
-               dl_sm_matchbracketclass(dl_sm_uchar(*s), p, ep - 1)) {
-              p = ep; goto init;  /* return dl_sm_match(ms, s, ep); */
-            }
-            s = NULL;  /* dl_sm_match failed */
-            break;
-          }
-          case '0': case '1': case '2': case '3':
-          case '4': case '5': case '6': case '7':
-          case '8': case '9': {  /* capture results (%0-%9)? */
-            s = dl_sm_match_capture(ms, s, dl_sm_uchar(*(p + 1)));
-            if (s != NULL) {
-              p += 2; goto init;  /* return dl_sm_match(ms, s, p + 2) */
-            }
-            break;
-          }
-          default: goto dflt;
-        }
-        break;
-      }
-      default: dflt: {  /* pattern class plus optional suffix */
-        const char *ep = dl_sm_classend(ms, p);  /* points to optional suffix */
-        /* does not dl_sm_match at least once? */
-        if (!dl_sm_singlematch(ms, s, p, ep)) {
-          if (*ep == '*' || *ep == '?' || *ep == '-') {  /* accept empty? */
-            p = ep + 1; goto init;  /* return dl_sm_match(ms, s, ep + 1); */
-          }
-          else  /* '+' or no suffix */
-            s = NULL;  /* fail */
-        }
-        else {  /* matched once */
-          switch (*ep) {  /* handle optional suffix */
-            case '?': {  /* optional */
-              const char *res;
-              if ((res = dl_sm_match(ms, s + 1, ep + 1)) != NULL)
-                s = res;
-              else {
-                p = ep + 1; goto init;  /* else return dl_sm_match(ms, s, ep + 1); */
-              }
-              break;
-            }
-            case '+':  /* 1 or more repetitions */
-              s++;  /* 1 dl_sm_match already done */
-              /* FALLTHROUGH */
-            case '*':  /* 0 or more repetitions */
-              s = dl_sm_max_expand(ms, s, p, ep);
-              break;
-            case '-':  /* 0 or more repetitions (minimum) */
-              s = dl_sm_min_expand(ms, s, p, ep);
-              break;
-            default:  /* no suffix */
-              s++; p = ep; goto init;  /* return dl_sm_match(ms, s + 1, ep); */
-          }
-        }
-        break;
-      }
-    }
-  }
-  ms->matchdepth++;
-  return s;
-}
-
-
-
-/* dlpipe: glibc's memmem (two-way: linear) instead of lstrlib's memchr + memcmp loop, which
-** is quadratic: a 1 MB needle in 2 MB ran for hours. */
-static inline const char *dl_sm_lmemfind (const char *s1, size_t l1,
-                               const char *s2, size_t l2) {
-  if (l2 == 0) return s1;  /* empty strings are everywhere */
-  return (const char *)memmem(s1, l1, s2, l2);
-}
-
-
-/*
-** get information about the i-th capture. If there are no captures
-** and 'i==0', return information about the whole dl_sm_match, which
-** is the range 's'..'e'. If the capture is a string, return
-** its length and put its address in '*cap'. If it is an integer
-** (a position), push it on the stack and return DL_SM_CAP_POSITION.
-*/
-static inline size_t dl_sm_get_onecapture (dl_MatchState *ms, int i, const char *s,
-                              const char *e, const char **cap) {
-  if (i >= ms->level) {
-    if (l_unlikely(i != 0))
-      luaL_error(ms->L, "invalid capture index %%%d", i + 1);
-    *cap = s;
-    return e - s;
-  }
-  else {
-    ptrdiff_t capl = ms->capture[i].len;
-    *cap = ms->capture[i].init;
-    if (l_unlikely(capl == DL_SM_CAP_UNFINISHED))
-      luaL_error(ms->L, "unfinished capture");
-    else if (capl == DL_SM_CAP_POSITION)
-      lua_pushinteger(ms->L, (ms->capture[i].init - ms->src_init) + 1);
-    return capl;
-  }
-}
-
-
-/*
-** Push the i-th capture on the stack.
-*/
-static inline void dl_sm_push_onecapture (dl_MatchState *ms, int i, const char *s,
-                                                    const char *e) {
-  const char *cap;
-  ptrdiff_t l = dl_sm_get_onecapture(ms, i, s, e, &cap);
-  if (l != DL_SM_CAP_POSITION)
-    lua_pushlstring(ms->L, cap, l);
-  /* else position was already pushed */
-}
-
-
-static inline int dl_sm_push_captures (dl_MatchState *ms, const char *s, const char *e) {
-  int i;
-  int nlevels = (ms->level == 0 && s) ? 1 : ms->level;
-  luaL_checkstack(ms->L, nlevels, "too many captures");
-  for (i = 0; i < nlevels; i++)
-    dl_sm_push_onecapture(ms, i, s, e);
-  return nlevels;  /* number of strings pushed */
-}
-
-
-/* check whether pattern has no special characters */
-static inline int dl_sm_nospecials (const char *p, size_t l) {
-  size_t upto = 0;
-  do {
-    if (strpbrk(p + upto, DL_SM_SPECIALS))
-      return 0;  /* pattern has a special character */
-    upto += strlen(p + upto) + 1;  /* may have more after \0 */
-  } while (upto <= l);
-  return 1;  /* no special chars found */
-}
-
-
-static inline void dl_sm_prepstate (dl_MatchState *ms, lua_State *L,
-                       const char *s, size_t ls, const char *p, size_t lp) {
-  ms->L = L;
-  ms->matchdepth = DL_SM_MAXCCALLS;
-  ms->src_init = s;
-  ms->src_end = s + ls;
-  ms->p_end = p + lp;
-  ms->steps = 0;
-}
-
-
-static inline void dl_sm_reprepstate (dl_MatchState *ms) {
-  ms->level = 0;
-}
-
-
-static inline int dl_sm_str_find_aux (lua_State *L, int find) {
-  const char *what = find ? "string.find" : "string.match";
-  size_t ls, lp;
-  const char *s = luaL_checklstring(L, 1, &ls);
-  const char *p = luaL_checklstring(L, 2, &lp);
-  size_t init = dl_sm_posrelat(luaL_optinteger(L, 3, 1), ls) - 1;
-  if (init > ls) {  /* start after string's end? */
-    luaL_pushfail(L);  /* cannot find anything */
-    return 1;
-  }
-  /* explicit request or no special characters? */
-  if (find && (lua_toboolean(L, 4) || dl_sm_nospecials(p, lp))) {
-    /* do a plain search */
-    const char *s2 = dl_sm_lmemfind(s + init, ls - init, p, lp);
-    if (s2) {
-      lua_pushinteger(L, (s2 - s) + 1);
-      lua_pushinteger(L, (s2 - s) + lp);
-      return 2;
-    }
-  }
-  else {
-    dl_MatchState ms;
-    const char *s1 = s + init;
-    int anchor = (*p == '^');
-    if (anchor) {
-      p++; lp--;  /* skip anchor character */
-    }
-    dl_sm_prepstate(&ms, L, s, ls, p, lp);
-    ms.what = what;
+/* Reads the set that starts with `[` at p[*at]: on success moves *at past its `]` and, when
+ * m is given, fills m. The first character after `[` (or `[^`) is part of the set even when
+ * it is `]`; `%` escapes the next character. Returns 0 when no `]` closes the set. */
+static inline int dl_pm_read_set(const char *p, size_t n, size_t *at, unsigned char *m) {
+    size_t k = *at + 1;
+    int complement = k < n && p[k] == '^';
+    if (complement) k++;
+    size_t body = k;
     do {
-      const char *res;
-      dl_sm_reprepstate(&ms);
-      if ((res=dl_sm_match(&ms, s1, p)) != NULL) {
-        if (find) {
-          lua_pushinteger(L, (s1 - s) + 1);  /* start */
-          lua_pushinteger(L, res - s);   /* end */
-          return dl_sm_push_captures(&ms, NULL, 0) + 2;
+        if (k >= n) return 0;
+        if (p[k++] == '%' && k < n) k++;
+    } while (k >= n || p[k] != ']');
+    size_t close = k;
+    *at = close + 1;
+    if (m == NULL) return 1;
+    memset(m, 0, sizeof(dl_pm_map));
+    for (size_t j = body; j < close; j++) {
+        unsigned char c = (unsigned char)p[j];
+        if (c == '%') {
+            dl_pm_add_class(m, (unsigned char)p[++j]);
+        } else if (j + 2 < close && p[j + 1] == '-') { /* a range; `-` first or last is itself */
+            for (unsigned x = c; x <= (unsigned char)p[j + 2]; x++) dl_pm_put(m, (unsigned char)x);
+            j += 2;
+        } else {
+            dl_pm_put(m, c);
         }
-        else
-          return dl_sm_push_captures(&ms, s1, res);
-      }
-    } while (s1++ < ms.src_end && !anchor);
-  }
-  luaL_pushfail(L);  /* not found */
-  return 1;
-}
-
-
-static inline int dl_sm_str_find (lua_State *L) {
-  return dl_sm_str_find_aux(L, 1);
-}
-
-
-static inline int dl_sm_str_match (lua_State *L) {
-  return dl_sm_str_find_aux(L, 0);
-}
-
-
-/* state for 'dl_sm_gmatch' */
-typedef struct dl_GMatchState {
-  const char *src;  /* current position */
-  const char *p;  /* pattern */
-  const char *lastmatch;  /* end of last dl_sm_match */
-  dl_MatchState ms;  /* dl_sm_match state */
-} dl_GMatchState;
-
-
-static inline int dl_sm_gmatch_aux (lua_State *L) {
-  dl_GMatchState *gm = (dl_GMatchState *)lua_touserdata(L, lua_upvalueindex(3));
-  const char *src;
-  gm->ms.L = L;
-  for (src = gm->src; src <= gm->ms.src_end; src++) {
-    const char *e;
-    dl_sm_reprepstate(&gm->ms);
-    if ((e = dl_sm_match(&gm->ms, src, gm->p)) != NULL && e != gm->lastmatch) {
-      gm->src = gm->lastmatch = e;
-      return dl_sm_push_captures(&gm->ms, src, e);
     }
-  }
-  return 0;  /* not found */
+    if (complement)
+        for (int i = 0; i < 32; i++) m[i] = (unsigned char)~m[i];
+    return 1;
 }
 
-
-static inline int dl_sm_gmatch (lua_State *L) {
-  size_t ls, lp;
-  const char *s = luaL_checklstring(L, 1, &ls);
-  const char *p = luaL_checklstring(L, 2, &lp);
-  size_t init = dl_sm_posrelat(luaL_optinteger(L, 3, 1), ls) - 1;
-  dl_GMatchState *gm;
-  lua_settop(L, 2);  /* keep strings on closure to avoid being collected */
-  gm = (dl_GMatchState *)lua_newuserdatauv(L, sizeof(dl_GMatchState), 0);
-  if (init > ls)  /* start after string's end? */
-    init = ls + 1;  /* avoid overflows in 's + init' */
-  dl_sm_prepstate(&gm->ms, L, s, ls, p, lp);
-  gm->ms.what = "string.gmatch";
-  gm->src = s + init; gm->p = p; gm->lastmatch = NULL;
-  lua_pushcclosure(L, dl_sm_gmatch_aux, 3);
-  return 1;
-}
-
-
-static inline void dl_sm_add_s (dl_MatchState *ms, luaL_Buffer *b, const char *s,
-                                                   const char *e) {
-  size_t l;
-  lua_State *L = ms->L;
-  const char *news = lua_tolstring(L, 3, &l);
-  const char *p;
-  while ((p = (char *)memchr(news, DL_SM_L_ESC, l)) != NULL) {
-    luaL_addlstring(b, news, p - news);
-    p++;  /* skip ESC */
-    if (*p == DL_SM_L_ESC)  /* '%%' */
-      luaL_addchar(b, *p);
-    else if (*p == '0')  /* '%0' */
-        luaL_addlstring(b, s, e - s);
-    else if (isdigit(dl_sm_uchar(*p))) {  /* '%n' */
-      const char *cap;
-      ptrdiff_t resl = dl_sm_get_onecapture(ms, *p - '1', s, e, &cap);
-      if (resl == DL_SM_CAP_POSITION)
-        luaL_addvalue(b);  /* add position to accumulated result */
-      else
-        luaL_addlstring(b, cap, resl);
+/* Appends an item (counts it only while g->items is NULL); returns it, or NULL while counting. */
+static inline dl_pm_item *dl_pm_emit(dl_pm_prog *g, unsigned char op) {
+    dl_pm_item *it = g->items ? &g->items[g->nitems] : NULL;
+    g->nitems++;
+    if (it) {
+        memset(it, 0, sizeof *it);
+        it->op = op;
     }
+    return it;
+}
+
+/* A fresh map for an item; NULL while counting. */
+static inline unsigned char *dl_pm_new_map(dl_pm_prog *g, dl_pm_item *it) {
+    if (it) it->map = (unsigned)g->nmaps;
+    return g->maps ? g->maps[g->nmaps++] : (g->nmaps++, NULL);
+}
+
+static inline void dl_pm_emit_fail(dl_pm_prog *g, const char *message, int arg) {
+    dl_pm_emit(g, DL_PM_FAIL);
+    g->fail = message;
+    g->fail_arg = arg;
+}
+
+/* Translates pattern p (its anchor `^`, if any, already taken off by the caller) into g. Run
+ * twice: with g->items NULL it only counts the items and maps the second run writes. Never
+ * raises: a malformed part becomes a FAIL item and ends the program. */
+static inline void dl_pm_compile(const char *p, size_t n, dl_pm_prog *g) {
+    int opened = 0;                          /* captures opened so far */
+    unsigned char closed[DL_PM_MAX_CAPTURES]; /* which of them are closed */
+    g->nitems = g->nmaps = 0;
+    g->fail = NULL;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)p[i];
+        dl_pm_item *it;
+        if (c == '(') {
+            if (opened >= DL_PM_MAX_CAPTURES) return dl_pm_emit_fail(g, "too many captures", 0);
+            int position = i + 1 < n && p[i + 1] == ')';
+            it = dl_pm_emit(g, position ? DL_PM_POSITION : DL_PM_OPEN);
+            if (it) it->a = (unsigned char)opened;
+            closed[opened++] = (unsigned char)position;
+            i += position ? 2 : 1;
+            continue;
+        }
+        if (c == ')') {
+            int which = opened - 1;
+            while (which >= 0 && closed[which]) which--;
+            if (which < 0) return dl_pm_emit_fail(g, "invalid pattern capture", 0);
+            it = dl_pm_emit(g, DL_PM_CLOSE);
+            if (it) it->a = (unsigned char)which;
+            closed[which] = 1;
+            i++;
+            continue;
+        }
+        if (c == '$' && i + 1 == n) {
+            dl_pm_emit(g, DL_PM_AT_END);
+            i++;
+            continue;
+        }
+        if (c == '%' && i + 1 < n) {
+            unsigned char e = (unsigned char)p[i + 1];
+            if (e == 'b') {
+                if (i + 3 >= n) return dl_pm_emit_fail(g, "malformed pattern (missing arguments to '%%b')", 0);
+                it = dl_pm_emit(g, DL_PM_BALANCE);
+                if (it) {
+                    it->a = (unsigned char)p[i + 2];
+                    it->b = (unsigned char)p[i + 3];
+                }
+                i += 4;
+                continue;
+            }
+            if (e == 'f') {
+                size_t at = i + 2, after = at;
+                if (at >= n || p[at] != '[') return dl_pm_emit_fail(g, "missing '[' after '%%f' in pattern", 0);
+                if (!dl_pm_read_set(p, n, &after, NULL)) return dl_pm_emit_fail(g, "malformed pattern (missing ']')", 0);
+                it = dl_pm_emit(g, DL_PM_FRONTIER);
+                unsigned char *m = dl_pm_new_map(g, it);
+                if (m) dl_pm_read_set(p, n, &at, m);
+                i = after;
+                continue;
+            }
+            if (isdigit(e)) {
+                int which = e - '1';
+                if (which < 0 || which >= opened || !closed[which])
+                    return dl_pm_emit_fail(g, "invalid capture index %%%d", which + 1);
+                it = dl_pm_emit(g, DL_PM_BACKREF);
+                if (it) it->a = (unsigned char)which;
+                i += 2;
+                continue;
+            }
+        }
+        /* one character class, perhaps with a repetition */
+        size_t next;
+        unsigned char *m = NULL;
+        if (c == '.') {
+            it = dl_pm_emit(g, DL_PM_ANY);
+            next = i + 1;
+        } else if (c == '%') {
+            if (i + 1 >= n) return dl_pm_emit_fail(g, "malformed pattern (ends with '%%')", 0);
+            it = dl_pm_emit(g, DL_PM_MAP);
+            m = dl_pm_new_map(g, it);
+            if (m) {
+                memset(m, 0, sizeof(dl_pm_map));
+                dl_pm_add_class(m, (unsigned char)p[i + 1]);
+            }
+            next = i + 2;
+        } else if (c == '[') {
+            next = i;
+            if (!dl_pm_read_set(p, n, &next, NULL)) return dl_pm_emit_fail(g, "malformed pattern (missing ']')", 0);
+            it = dl_pm_emit(g, DL_PM_MAP);
+            m = dl_pm_new_map(g, it);
+            size_t at = i;
+            if (m) dl_pm_read_set(p, n, &at, m);
+        } else {
+            it = dl_pm_emit(g, DL_PM_BYTE);
+            if (it) it->a = c;
+            next = i + 1;
+        }
+        if (next < n && (p[next] == '*' || p[next] == '+' || p[next] == '-' || p[next] == '?')) {
+            if (it) it->rep = (unsigned char)p[next];
+            next++;
+        }
+        i = next;
+    }
+    dl_pm_emit(g, DL_PM_DONE);
+}
+
+/* ---- The matcher ---- */
+typedef struct dl_pm_capture {
+    const char *at;
+    ptrdiff_t len; /* DL_PM_OPEN_CAP while open, DL_PM_POS_CAP for a position capture */
+} dl_pm_capture;
+#define DL_PM_OPEN_CAP ((ptrdiff_t)-1)
+#define DL_PM_POS_CAP ((ptrdiff_t)-2)
+
+typedef struct dl_pm_state {
+    const dl_pm_prog *g;
+    const char *src, *end; /* the subject */
+    lua_State *L;
+    const char *what;      /* the function, for the time budget's error ("string.find") */
+    unsigned work;         /* steps since the clock was last read */
+    int depth_left;        /* nested matching calls still allowed */
+    int ncap;              /* captures opened on the current path */
+    dl_pm_capture cap[DL_PM_MAX_CAPTURES];
+} dl_pm_state;
+
+/* Counts `steps` of work; every DL_PM_CHECK_EVERY of them, checks the running call's deadline
+ * (dl_check_deadline raises the budget's error at the Lua caller's line). */
+static inline void dl_pm_work(dl_pm_state *st, size_t steps) {
+    if (steps < DL_PM_CHECK_EVERY - st->work) {
+        st->work += (unsigned)steps;
+        return;
+    }
+    st->work = 0;
+    dl_check_deadline(st->L, st->what);
+}
+
+static inline int dl_pm_accepts(const dl_pm_prog *g, const dl_pm_item *it, unsigned char c) {
+    switch (it->op) {
+    case DL_PM_BYTE: return c == it->a;
+    case DL_PM_ANY: return 1;
+    default: return dl_pm_has(g->maps[it->map], c);
+    }
+}
+
+/* How many bytes from s on (at most `most`) the character item accepts in a row. */
+static inline size_t dl_pm_run_length(dl_pm_state *st, const dl_pm_item *it, const char *s, size_t most) {
+    size_t k = 0;
+    while (k < most) {
+        size_t stop = most - k < DL_PM_CHECK_EVERY ? most : k + DL_PM_CHECK_EVERY;
+        size_t from = k;
+        while (k < stop && dl_pm_accepts(st->g, it, (unsigned char)s[k])) k++;
+        dl_pm_work(st, k - from);
+        if (k < stop) break;
+    }
+    return k;
+}
+
+static inline const char *dl_pm_walk(dl_pm_state *st, const char *s, size_t i);
+
+/* Matches items i... against the subject from s, as one more nested call: returns where the
+ * match ends, or NULL. */
+static inline const char *dl_pm_try(dl_pm_state *st, const char *s, size_t i) {
+    if (st->depth_left == 0) luaL_error(st->L, "pattern too complex");
+    st->depth_left--;
+    const char *r = dl_pm_walk(st, s, i);
+    st->depth_left++;
+    return r;
+}
+
+/* The matcher proper: goes through the items from i with s, looping while there is one way
+ * on, and calling dl_pm_try for each alternative where there are several. */
+static inline const char *dl_pm_walk(dl_pm_state *st, const char *s, size_t i) {
+    const dl_pm_prog *g = st->g;
+    for (;;) {
+        const dl_pm_item *it = &g->items[i];
+        dl_pm_work(st, 1);
+        switch (it->op) {
+        case DL_PM_DONE:
+            return s;
+        case DL_PM_FAIL:
+            luaL_error(st->L, g->fail, g->fail_arg);
+            return NULL;
+        case DL_PM_AT_END:
+            return s == st->end ? s : NULL;
+        case DL_PM_OPEN:
+        case DL_PM_POSITION: {
+            dl_pm_capture *c = &st->cap[it->a];
+            c->at = s;
+            c->len = it->op == DL_PM_POSITION ? DL_PM_POS_CAP : DL_PM_OPEN_CAP;
+            st->ncap = it->a + 1;
+            const char *r = dl_pm_try(st, s, i + 1);
+            if (r == NULL) st->ncap = it->a; /* the capture was never made */
+            return r;
+        }
+        case DL_PM_CLOSE: {
+            dl_pm_capture *c = &st->cap[it->a];
+            c->len = s - c->at;
+            const char *r = dl_pm_try(st, s, i + 1);
+            if (r == NULL) c->len = DL_PM_OPEN_CAP;
+            return r;
+        }
+        case DL_PM_BALANCE: {
+            if (s >= st->end || (unsigned char)*s != it->a) return NULL;
+            const char *q = s + 1;
+            size_t open = 1;
+            /* the closer is looked at first: with x == y, the second x closes */
+            for (; q < st->end; q++) {
+                if ((unsigned char)*q == it->b) {
+                    if (--open == 0) break;
+                } else if ((unsigned char)*q == it->a) {
+                    open++;
+                }
+            }
+            dl_pm_work(st, (size_t)(q - s));
+            if (q >= st->end) return NULL;
+            s = q + 1;
+            i++;
+            continue;
+        }
+        case DL_PM_FRONTIER: {
+            /* the subject's start and end count as the byte '\0' */
+            unsigned char before = s == st->src ? 0 : (unsigned char)s[-1];
+            unsigned char here = s < st->end ? (unsigned char)*s : 0;
+            const unsigned char *m = g->maps[it->map];
+            if (dl_pm_has(m, before) || !dl_pm_has(m, here)) return NULL;
+            i++;
+            continue;
+        }
+        case DL_PM_BACKREF: {
+            const dl_pm_capture *c = &st->cap[it->a];
+            /* a position capture is no text: nothing equals it */
+            if (c->len == DL_PM_POS_CAP || st->end - s < c->len) return NULL;
+            dl_pm_work(st, (size_t)c->len);
+            if (memcmp(s, c->at, (size_t)c->len) != 0) return NULL;
+            s += c->len;
+            i++;
+            continue;
+        }
+        default: /* one character class */
+            break;
+        }
+        int here = s < st->end && dl_pm_accepts(g, it, (unsigned char)*s);
+        switch (it->rep) {
+        case 0:
+            if (!here) return NULL;
+            s++;
+            i++;
+            continue;
+        case '?':
+            if (here) {
+                const char *r = dl_pm_try(st, s + 1, i + 1);
+                if (r) return r;
+            }
+            i++;
+            continue;
+        case '-':
+            if (!here) { /* only the empty repetition is left: no choice to remember */
+                i++;
+                continue;
+            }
+            for (;;) {
+                const char *r = dl_pm_try(st, s, i + 1);
+                if (r) return r;
+                if (s >= st->end || !dl_pm_accepts(g, it, (unsigned char)*s)) return NULL;
+                s++;
+            }
+        default: { /* '*' and '+': the longest run first, then shorter ones */
+            if (!here) {
+                if (it->rep == '+') return NULL;
+                i++;
+                continue;
+            }
+            size_t most = dl_pm_run_length(st, it, s, (size_t)(st->end - s));
+            size_t least = it->rep == '+' ? 1 : 0;
+            for (size_t k = most;; k--) {
+                const char *r = dl_pm_try(st, s + k, i + 1);
+                if (r) return r;
+                if (k == least) return NULL;
+            }
+        }
+        }
+    }
+}
+
+/* Matches the whole program at s, from a fresh state. */
+static inline const char *dl_pm_match_at(dl_pm_state *st, const char *s) {
+    st->ncap = 0;
+    st->depth_left = DL_PM_MAX_DEPTH;
+    return dl_pm_try(st, s, 0);
+}
+
+/* ---- Captures ---- */
+/* Pushes capture k of the match [s, e); with no captures at all, capture 0 is the match. */
+static inline void dl_pm_push_capture(dl_pm_state *st, int k, const char *s, const char *e) {
+    if (k >= st->ncap) {
+        if (k != 0) luaL_error(st->L, "invalid capture index %%%d", k + 1);
+        lua_pushlstring(st->L, s, (size_t)(e - s));
+        return;
+    }
+    const dl_pm_capture *c = &st->cap[k];
+    if (c->len == DL_PM_OPEN_CAP) luaL_error(st->L, "unfinished capture");
+    if (c->len == DL_PM_POS_CAP)
+        lua_pushinteger(st->L, (lua_Integer)(c->at - st->src) + 1);
     else
-      luaL_error(L, "invalid use of '%c' in replacement string", DL_SM_L_ESC);
-    l -= p + 1 - news;
-    news = p + 1;
-  }
-  luaL_addlstring(b, news, l);
+        lua_pushlstring(st->L, c->at, (size_t)c->len);
 }
 
-
-/*
-** Add the replacement value to the string buffer 'b'.
-** Return true if the original string was changed. (Function calls and
-** table indexing resulting in nil or false do not change the subject.)
-*/
-static inline int dl_sm_add_value (dl_MatchState *ms, luaL_Buffer *b, const char *s,
-                                      const char *e, int tr) {
-  lua_State *L = ms->L;
-  switch (tr) {
-    case LUA_TFUNCTION: {  /* call the function */
-      int n;
-      lua_pushvalue(L, 3);  /* push the function */
-      n = dl_sm_push_captures(ms, s, e);  /* all captures as arguments */
-      lua_call(L, n, 1);  /* call it */
-      break;
-    }
-    case LUA_TTABLE: {  /* index the table */
-      dl_sm_push_onecapture(ms, 0, s, e);  /* first capture is the index */
-      lua_gettable(L, 3);
-      break;
-    }
-    default: {  /* LUA_TNUMBER or LUA_TSTRING */
-      dl_sm_add_s(ms, b, s, e);  /* add value to the buffer */
-      return 1;  /* something changed */
-    }
-  }
-  if (!lua_toboolean(L, -1)) {  /* nil or false? */
-    lua_pop(L, 1);  /* remove value */
-    luaL_addlstring(b, s, e - s);  /* keep original text */
-    return 0;  /* no changes */
-  }
-  else if (l_unlikely(!lua_isstring(L, -1)))
-    return luaL_error(L, "invalid replacement value (a %s)",
-                         luaL_typename(L, -1));
-  else {
-    luaL_addvalue(b);  /* add result to accumulator */
-    return 1;  /* something changed */
-  }
+/* Pushes every capture (the whole match when there are none and s is given); returns how many. */
+static inline int dl_pm_push_captures(dl_pm_state *st, const char *s, const char *e) {
+    int count = st->ncap == 0 && s != NULL ? 1 : st->ncap;
+    luaL_checkstack(st->L, count, "too many captures");
+    for (int k = 0; k < count; k++) dl_pm_push_capture(st, k, s, e);
+    return count;
 }
 
+/* ---- Programs in memory ---- */
+/* Room for a small program on the C stack; a larger one goes in a userdata. */
+typedef struct dl_pm_local {
+    _Alignas(16) unsigned char block[DL_PM_LOCAL_MAPS * sizeof(dl_pm_map) + DL_PM_LOCAL_ITEMS * sizeof(dl_pm_item)];
+} dl_pm_local;
 
-static inline int dl_sm_str_gsub (lua_State *L) {
-  size_t srcl, lp;
-  const char *src = luaL_checklstring(L, 1, &srcl);  /* subject */
-  const char *p = luaL_checklstring(L, 2, &lp);  /* pattern */
-  const char *lastmatch = NULL;  /* end of last dl_sm_match */
-  int tr = lua_type(L, 3);  /* replacement type */
-  lua_Integer max_s = luaL_optinteger(L, 4, srcl + 1);  /* max replacements */
-  int anchor = (*p == '^');
-  lua_Integer n = 0;  /* replacement count */
-  int changed = 0;  /* change flag */
-  dl_MatchState ms;
-  luaL_Buffer b;
-  luaL_argexpected(L, tr == LUA_TNUMBER || tr == LUA_TSTRING ||
-                   tr == LUA_TFUNCTION || tr == LUA_TTABLE, 3,
-                      "string/function/table");
-  luaL_buffinit(L, &b);
-  if (anchor) {
-    p++; lp--;  /* skip anchor character */
-  }
-  dl_sm_prepstate(&ms, L, src, srcl, p, lp);
-  ms.what = "string.gsub";
-  while (n < max_s) {
-    const char *e;
-    dl_sm_reprepstate(&ms);  /* (re)prepare state for new dl_sm_match */
-    if ((e = dl_sm_match(&ms, src, p)) != NULL && e != lastmatch) {  /* dl_sm_match? */
-      n++;
-      changed = dl_sm_add_value(&ms, &b, src, e, tr) | changed;
-      src = lastmatch = e;
-    }
-    else if (src < ms.src_end)  /* otherwise, skip one character */
-      luaL_addchar(&b, *src++);
-    else break;  /* end of subject */
-    if (anchor) break;
-  }
-  if (!changed)  /* no changes? */
-    lua_pushvalue(L, 1);  /* return original string */
-  else {  /* something changed */
-    luaL_addlstring(&b, src, ms.src_end-src);
-    luaL_pushresult(&b);  /* create and return new string */
-  }
-  lua_pushinteger(L, n);  /* number of substitutions */
-  return 2;
+/* Bytes for the maps and items of a program whose counting run filled `counted`. */
+static inline size_t dl_pm_block_size(const dl_pm_prog *counted) {
+    return counted->nmaps * sizeof(dl_pm_map) + counted->nitems * sizeof(dl_pm_item);
 }
 
+/* Translates the pattern into `block` (maps first, then items: 32-byte maps keep the items
+ * aligned), after a counting run sized it. */
+static inline void dl_pm_build(dl_pm_prog *g, const char *p, size_t n, void *block) {
+    g->maps = (dl_pm_map *)block;
+    g->items = (dl_pm_item *)((unsigned char *)block + g->nmaps * sizeof(dl_pm_map));
+    dl_pm_compile(p, n, g);
+}
 
-/* Adds `extra` steps (a scan) to the count and, every DL_SM_CHECK_EVERY steps, checks the
-** deadline of the running call (dl_check_deadline raises at the Lua caller's line). */
-static inline void dl_sm_tick (dl_MatchState *ms, size_t extra) {
-  size_t total = (size_t)ms->steps + extra;
-  if (total < DL_SM_CHECK_EVERY) { ms->steps = (unsigned)total; return; }
-  ms->steps = 0;
-  dl_check_deadline(ms->L, ms->what);
+/* Translates the pattern into g, in `local` when it fits, else in a userdata it pushes. */
+static inline void dl_pm_prepare(lua_State *L, dl_pm_prog *g, const char *p, size_t n, dl_pm_local *local) {
+    g->items = NULL;
+    g->maps = NULL;
+    dl_pm_compile(p, n, g);
+    if (g->nitems <= DL_PM_LOCAL_ITEMS && g->nmaps <= DL_PM_LOCAL_MAPS)
+        dl_pm_build(g, p, n, local->block);
+    else
+        dl_pm_build(g, p, n, lua_newuserdatauv(L, dl_pm_block_size(g), 0));
+}
+
+static inline void dl_pm_start(dl_pm_state *st, lua_State *L, const dl_pm_prog *g, const char *s, size_t len,
+                               const char *what) {
+    st->g = g;
+    st->src = s;
+    st->end = s + len;
+    st->L = L;
+    st->what = what;
+    st->work = 0;
+    st->ncap = 0;
+}
+
+/* ---- The library functions ---- */
+/* A 1-based start position as the manual defines `init`: negative counts from the end, and
+ * anything before the start is the start. */
+static inline size_t dl_pm_start_position(lua_Integer init, size_t len) {
+    if (init > 0) return (size_t)init;
+    if (init == 0 || init < -(lua_Integer)len) return 1;
+    return len - (size_t)(-init) + 1;
+}
+
+/* Whether the pattern has none of the characters that make it more than plain text. */
+static inline int dl_pm_is_plain(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != 0 && strchr("^$*+?.([%-", p[i]) != NULL) return 0;
+    return 1;
+}
+
+/* string.find (find = 1) and string.match (find = 0). */
+static inline int dl_pm_find_or_match(lua_State *L, int find) {
+    const char *what = find ? "string.find" : "string.match";
+    size_t ls, lp;
+    const char *s = luaL_checklstring(L, 1, &ls);
+    const char *p = luaL_checklstring(L, 2, &lp);
+    size_t init = dl_pm_start_position(luaL_optinteger(L, 3, 1), ls);
+    if (init > ls + 1) {
+        luaL_pushfail(L);
+        return 1;
+    }
+    if (find && (lua_toboolean(L, 4) || dl_pm_is_plain(p, lp))) {
+        /* glibc's memmem is linear (two-way); an empty needle is found where the search starts */
+        const char *at = memmem(s + init - 1, ls - (init - 1), p, lp);
+        if (at == NULL) {
+            luaL_pushfail(L);
+            return 1;
+        }
+        lua_pushinteger(L, (lua_Integer)(at - s) + 1);
+        lua_pushinteger(L, (lua_Integer)(at - s) + (lua_Integer)lp);
+        return 2;
+    }
+    int anchored = lp > 0 && p[0] == '^';
+    if (anchored) {
+        p++;
+        lp--;
+    }
+    dl_pm_local local;
+    dl_pm_prog g;
+    dl_pm_prepare(L, &g, p, lp, &local);
+    dl_pm_state st;
+    dl_pm_start(&st, L, &g, s, ls, what);
+    for (const char *from = s + init - 1; from <= st.end; from++) {
+        const char *e = dl_pm_match_at(&st, from);
+        if (e != NULL) {
+            if (!find) return dl_pm_push_captures(&st, from, e);
+            lua_pushinteger(L, (lua_Integer)(from - s) + 1);
+            lua_pushinteger(L, (lua_Integer)(e - s));
+            return dl_pm_push_captures(&st, NULL, NULL) + 2;
+        }
+        if (anchored) break;
+    }
+    luaL_pushfail(L);
+    return 1;
+}
+
+static inline int dl_pm_find(lua_State *L) { return dl_pm_find_or_match(L, 1); }
+static inline int dl_pm_match(lua_State *L) { return dl_pm_find_or_match(L, 0); }
+
+/* What a gmatch iterator keeps between calls (a userdata, its program after it). */
+typedef struct dl_pm_iter {
+    dl_pm_prog g;
+    size_t next;       /* offset where the next search starts */
+    size_t last_end;   /* offset where the last match ended ... */
+    int matched;       /* ... if there was one */
+} dl_pm_iter;
+
+/* The iterator (upvalues: the subject, the pattern, the dl_pm_iter). An empty match where the
+ * previous match ended is skipped, so "()" and "x*" step through the subject. */
+static inline int dl_pm_gmatch_next(lua_State *L) {
+    size_t ls;
+    const char *s = lua_tolstring(L, lua_upvalueindex(1), &ls);
+    dl_pm_iter *it = (dl_pm_iter *)lua_touserdata(L, lua_upvalueindex(3));
+    dl_pm_state st;
+    dl_pm_start(&st, L, &it->g, s, ls, "string.gmatch");
+    for (const char *from = s + it->next; from <= st.end; from++) {
+        const char *e = dl_pm_match_at(&st, from);
+        if (e != NULL && !(it->matched && (size_t)(e - s) == it->last_end)) {
+            it->next = it->last_end = (size_t)(e - s);
+            it->matched = 1;
+            return dl_pm_push_captures(&st, from, e);
+        }
+    }
+    it->next = ls + 1; /* finished: later calls find nothing either */
+    return 0;
+}
+
+/* string.gmatch(s, pattern [, init]): `^` is an ordinary character here, as the manual says. */
+static inline int dl_pm_gmatch(lua_State *L) {
+    size_t ls, lp;
+    luaL_checklstring(L, 1, &ls);
+    const char *p = luaL_checklstring(L, 2, &lp);
+    size_t init = dl_pm_start_position(luaL_optinteger(L, 3, 1), ls);
+    lua_settop(L, 2);
+    dl_pm_prog counted;
+    counted.items = NULL;
+    counted.maps = NULL;
+    dl_pm_compile(p, lp, &counted);
+    dl_pm_iter *it = (dl_pm_iter *)lua_newuserdatauv(L, sizeof(dl_pm_iter) + dl_pm_block_size(&counted), 0);
+    it->g = counted;
+    dl_pm_build(&it->g, p, lp, it + 1);
+    it->next = init > ls + 1 ? ls + 1 : init - 1; /* past the end: no match at all */
+    it->last_end = 0;
+    it->matched = 0;
+    lua_pushcclosure(L, dl_pm_gmatch_next, 3);
+    return 1;
+}
+
+/* gsub with a string (or number) replacement: copies it into b with %0-%9 replaced by the
+ * match or a capture and %% by %; any other % is an error. */
+static inline void dl_pm_add_text(dl_pm_state *st, luaL_Buffer *b, const char *s, const char *e) {
+    lua_State *L = st->L;
+    size_t len;
+    const char *r = lua_tolstring(L, 3, &len);
+    const char *end = r + len;
+    dl_pm_work(st, len);
+    while (r < end) {
+        const char *pct = memchr(r, '%', (size_t)(end - r));
+        if (pct == NULL) {
+            luaL_addlstring(b, r, (size_t)(end - r));
+            return;
+        }
+        luaL_addlstring(b, r, (size_t)(pct - r));
+        unsigned char c = pct + 1 < end ? (unsigned char)pct[1] : 0;
+        r = pct + 2;
+        if (c == '%') {
+            luaL_addchar(b, '%');
+        } else if (c == '0') {
+            luaL_addlstring(b, s, (size_t)(e - s));
+        } else if (isdigit(c)) {
+            dl_pm_push_capture(st, c - '1', s, e);
+            luaL_tolstring(L, -1, NULL); /* a position capture is a number */
+            lua_remove(L, -2);
+            luaL_addvalue(b);
+        } else {
+            luaL_error(L, "invalid use of '%c' in replacement string", '%');
+        }
+    }
+}
+
+/* gsub: adds the replacement of the match [s, e) to b. A table is indexed with the first
+ * capture, a function called with all captures; false or nil from either keeps the match. */
+static inline void dl_pm_add_replacement(dl_pm_state *st, luaL_Buffer *b, const char *s, const char *e, int kind) {
+    lua_State *L = st->L;
+    if (kind == LUA_TFUNCTION) {
+        lua_pushvalue(L, 3);
+        int n = dl_pm_push_captures(st, s, e);
+        lua_call(L, n, 1);
+    } else if (kind == LUA_TTABLE) {
+        dl_pm_push_capture(st, 0, s, e);
+        lua_gettable(L, 3);
+    } else {
+        dl_pm_add_text(st, b, s, e);
+        return;
+    }
+    if (!lua_toboolean(L, -1)) {
+        lua_pop(L, 1);
+        luaL_addlstring(b, s, (size_t)(e - s));
+    } else if (!lua_isstring(L, -1)) {
+        luaL_error(L, "invalid replacement value (a %s)", luaL_typename(L, -1));
+    } else {
+        luaL_addvalue(b);
+    }
+}
+
+/* string.gsub(s, pattern, repl [, n]) */
+static inline int dl_pm_gsub(lua_State *L) {
+    size_t ls, lp;
+    const char *s = luaL_checklstring(L, 1, &ls);
+    const char *p = luaL_checklstring(L, 2, &lp);
+    int kind = lua_type(L, 3);
+    lua_Integer most = luaL_optinteger(L, 4, (lua_Integer)ls + 1);
+    luaL_argexpected(L, kind == LUA_TNUMBER || kind == LUA_TSTRING || kind == LUA_TFUNCTION || kind == LUA_TTABLE, 3,
+                     "string/function/table");
+    int anchored = lp > 0 && p[0] == '^';
+    if (anchored) {
+        p++;
+        lp--;
+    }
+    dl_pm_local local;
+    dl_pm_prog g;
+    dl_pm_prepare(L, &g, p, lp, &local);
+    dl_pm_state st;
+    dl_pm_start(&st, L, &g, s, ls, "string.gsub");
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    const char *at = s, *last_end = NULL;
+    lua_Integer count = 0;
+    while (count < most) {
+        const char *e = dl_pm_match_at(&st, at);
+        if (e != NULL && e != last_end) { /* not an empty match where the last one ended */
+            count++;
+            dl_pm_add_replacement(&st, &b, at, e, kind);
+            at = last_end = e;
+        } else if (at < st.end) {
+            luaL_addchar(&b, *at++);
+        } else {
+            break;
+        }
+        if (anchored) break;
+    }
+    luaL_addlstring(&b, at, (size_t)(st.end - at));
+    luaL_pushresult(&b);
+    lua_pushinteger(L, count);
+    return 2;
 }
 
 #endif

@@ -341,9 +341,13 @@ static inline int dl_open_sandbox(lua_State *L) {
     lua_setfield(L, -2, "dump");
     lua_pushcfunction(L, dl_sandbox_rep);
     lua_setfield(L, -2, "rep");
-    static const luaL_Reg matchers[] = {{"find", dl_sm_str_find}, {"match", dl_sm_str_match},
-        {"gmatch", dl_sm_gmatch}, {"gsub", dl_sm_str_gsub}, {NULL, NULL}};
+    static const luaL_Reg matchers[] = {{"find", dl_pm_find}, {"match", dl_pm_match},
+        {"gmatch", dl_pm_gmatch}, {"gsub", dl_pm_gsub}, {NULL, NULL}};
     luaL_setfuncs(L, matchers, 0); /* with deadline checks (dl_lua_match.h) */
+    static const luaL_Reg long_calls[] = {{"upper", dl_sandbox_upper}, {"lower", dl_sandbox_lower},
+        {"reverse", dl_sandbox_reverse}, {NULL, NULL}};
+    luaL_setfuncs(L, long_calls, 0); /* with deadline checks (dl_lua_bounds.h) */
+    dl_wrap_field(L, "format", dl_sandbox_format);
     lua_pop(L, 1);
     lua_getglobal(L, "table");
     dl_wrap_field(L, "move", dl_sandbox_move);

@@ -43,10 +43,11 @@ extension LuaRuntime {
         let failure = self.failure(status: status, on: L, budget: budget, refusalsBefore: saved.refusals)
         // Back to the caller's budget and flags; a nested call's timeout must not stick to an
         // outer call whose own deadline has not passed (if it has, the hook sees it again).
+        // (dl_ctl_restore, not an assignment: the watchdog thread reads the deadline meanwhile)
         var restored = saved
         restored.in_use = ctl.pointee.in_use
         restored.refusals = ctl.pointee.refusals
-        ctl.pointee = restored
+        dl_ctl_restore(ctl, &restored)
         // The watchdog must not keep a thread of this call (it may be collected now).
         dl_set_running(ctl, callDepth == 0 ? nil : L)
         if let failure {
@@ -76,7 +77,7 @@ extension LuaRuntime {
             dl_gc_restart(L)
         }
         dl_begin_positions(L, functionIndex)
-        ctl.pointee.deadline_ns = deadline
+        dl_ctl_set_deadline(ctl, deadline) // atomic: the watchdog thread reads it
         ctl.pointee.timed_out = 0
         ctl.pointee.enforce = 1
     }

@@ -1,6 +1,5 @@
 internal import CLua
 import Foundation
-import Synchronization
 
 /// One thread per process that makes a Lua call stop soon after its deadline even while it
 /// sits in slow instructions: the count hook reads the clock only every 1,000 instructions,
@@ -15,10 +14,12 @@ final class LuaWatchdog: Sendable {
     /// How often the watchdog looks: a stop comes at most this late after the deadline.
     static let interval: Double = 0.05
 
-    /// The control blocks of the live runtimes, by address. Held while poking, so a runtime
-    /// that closes its state (after `unregister`) never has it touched.
-    /// (Addresses, not pointers: pointers are not Sendable.)
-    private let blocks = Mutex<Set<UInt>>([])
+    /// The control blocks of the live runtimes, by address, under `lock`. Held while poking,
+    /// so a runtime that closes its state (after `unregister`) never has it touched.
+    /// (NSLock, a pthread mutex, rather than Mutex: ThreadSanitizer sees the order a pthread
+    /// mutex makes, not the futex inside Mutex, and reported the set's accesses as races.)
+    private let lock = NSLock()
+    nonisolated(unsafe) private var blocks = Set<UInt>()
 
     private init() {
         let thread = Thread { [self] in loop() }
@@ -29,19 +30,19 @@ final class LuaWatchdog: Sendable {
 
     /// Starts watching a runtime's control block.
     func register(_ ctl: UnsafeMutablePointer<dl_lua_ctl>) {
-        _ = blocks.withLock { $0.insert(UInt(bitPattern: ctl)) }
+        lock.withLock { _ = blocks.insert(UInt(bitPattern: ctl)) }
     }
 
     /// Stops watching it; after this returns the watchdog no longer touches it.
     func unregister(_ ctl: UnsafeMutablePointer<dl_lua_ctl>) {
-        _ = blocks.withLock { $0.remove(UInt(bitPattern: ctl)) }
+        lock.withLock { _ = blocks.remove(UInt(bitPattern: ctl)) }
     }
 
     private func loop() {
         while true {
             Thread.sleep(forTimeInterval: Self.interval)
             let now = dl_now_ns()
-            blocks.withLock { blocks in
+            lock.withLock {
                 for address in blocks {
                     if let ctl = UnsafeMutablePointer<dl_lua_ctl>(bitPattern: address) { _ = dl_watchdog_poke(ctl, now) }
                 }
