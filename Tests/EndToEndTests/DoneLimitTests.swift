@@ -3,15 +3,11 @@ import Testing
 
 /// `done` fires at most `max_done` times in a run (default 1,000): a done handler
 /// that adds a download each time once kept a run going for hours.
-@Suite struct DoneLimitTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct DoneLimitTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("done-limit")
+        fixture = try ServerJobFixture(label: "done-limit")
         try server.put("a.txt", bytes: Array("alpha".utf8))
     }
 

@@ -4,15 +4,11 @@ import Testing
 /// Numbers out of range from a handler, a drop-in hook's included: an error of
 /// the call at its line, never a trap of the process (1e300 as a timeout, and
 /// math.mininteger as an id, once killed `run` with SIGILL, exit 132).
-@Suite struct NumberRangeRunTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct NumberRangeRunTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("numbers")
+        fixture = try ServerJobFixture(label: "numbers")
         try server.put("a.txt", bytes: Array("alpha".utf8))
         try server.put("b.txt", bytes: Array("beta".utf8))
     }
