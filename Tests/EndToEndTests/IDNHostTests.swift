@@ -31,6 +31,19 @@ import Testing
         #expect(run.events("finished").first?["url"] as? String == "http://\(ascii):\(server.port)/files/a.txt")
     }
 
+    /// `--resolve` and `--connect-to` may name the host as the URL does: its
+    /// ASCII form is what they map.
+    @Test func resolveAndConnectToTakeTheUnicodeHost() async throws {
+        let url = "http://b\u{FC}cher.example:\(server.port)/files/a.txt"
+        for mapping in [["--resolve", "b\u{FC}cher.example:\(server.port):127.0.0.1"],
+                        ["--connect-to", "b\u{FC}cher.example:\(server.port):127.0.0.1:\(server.port)"]] {
+            let dir = try TempDir.make("idn-map")
+            let run = try await DLPipeRun.run(["get", url, "-d", dir, "--retries", "0"] + mapping, environment: cLocale)
+            #expect(run.status == 0, "\(mapping): \(run.stderr)")
+            #expect(bytes(at: dir + "/a.txt") == Array("alpha".utf8), "\(mapping)")
+        }
+    }
+
     /// From a job, the two spellings are one download: d.url, the key and
     /// the dedup are the ASCII form's.
     @Test func aJobSeesOneDownloadUnderTheASCIIHost() async throws {

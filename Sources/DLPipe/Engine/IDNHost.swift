@@ -7,7 +7,7 @@ internal import CIDN
 /// using bad/illegal format". Converted during normalisation, the ASCII form
 /// is the URL everywhere after: the state's key, deduplication, per-host
 /// limits, `d.url`.
-enum IDNHost {
+package enum IDNHost {
     /// `host` or `host:port` (ASCII letters already in lower case) with a
     /// non-ASCII host replaced by its ASCII form. Anything else comes back as
     /// it was: an ASCII host, an IPv6 literal, and a name libidn2 refuses
@@ -22,7 +22,7 @@ enum IDNHost {
     }
 
     /// The ASCII form of one UTF-8 host name, or nil when libidn2 refuses it.
-    static func ascii(host: String) -> String? {
+    package static func ascii(host: String) -> String? {
         var output: UnsafeMutablePointer<CChar>? = nil
         let rc = host.withCString { dl_idn_to_ascii($0, &output) }
         defer { if let output { dl_idn_free(output) } }

@@ -19,7 +19,7 @@ enum TransportArguments {
             guard fields.count >= 3, !fields[0].isEmpty, HostFields.isPort(fields[1]), !fields[2...].joined().isEmpty else {
                 throw UsageError("--resolve wants HOST:PORT:ADDRESS (e.g. example.com:443:127.0.0.1), not \(entry.debugDescription)", command: command)
             }
-            transport.resolve.append(entry)
+            transport.resolve.append(HostFields.asciiHost(entry, first: fields[0]))
         }
         for entry in try args.values("--connect-to") {
             let fields = HostFields.split(entry)
@@ -28,7 +28,7 @@ enum TransportArguments {
             else {
                 throw UsageError("--connect-to wants HOST1:PORT1:HOST2:PORT2 (e.g. example.com:443:127.0.0.1:8443), not \(entry.debugDescription)", command: command)
             }
-            transport.connectTo.append(entry)
+            transport.connectTo.append(HostFields.asciiHost(entry, first: fields[0]))
         }
         options.maxRedirects = try args.int("--max-redirs", in: 0...1000)
         transport.allowInsecureRedirects = args.flag("--allow-insecure-redirects")
@@ -85,6 +85,14 @@ enum HostFields {
     }
 
     static func isPort(_ text: String) -> Bool { Int(text).map { (1...65535).contains($0) } ?? false }
+
+    /// `entry` with its first field, an IDN host, in the ASCII form the URLs
+    /// take (`IDNHost`), so that `--resolve bücher.example:80:ADDR` names the
+    /// host a URL of `bücher.example` asks for; anything else as it is.
+    static func asciiHost(_ entry: String, first host: String) -> String {
+        guard host.utf8.contains(where: { $0 >= 0x80 }), let ascii = IDNHost.ascii(host: host) else { return entry }
+        return ascii + entry.dropFirst(host.count)
+    }
 }
 
 enum ProxyURL {
