@@ -25,8 +25,9 @@ extension EngineLoop {
         var failures: [(Job, DownloadError)] = []
         for transfer in transfers.values {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            let url = RedactedURL.text(job.currentURL)
+            // Run on every progress tick: the URL's text only for a failure.
             if let maxTime = job.request.maxTime ?? configuration.maxTime, now - job.attemptStartedAt >= maxTime {
+                let url = RedactedURL.text(job.currentURL)
                 failures.append((job, DownloadError(.timeout, "\(url) took longer than the max time of \(maxTime.secondsText) s")))
                 continue
             }
@@ -50,6 +51,7 @@ extension EngineLoop {
             guard let oldest = transfer.speedSamples.first, now - oldest.at >= window else { continue }
             let rate = Double(bytes - oldest.bytes) / (now - oldest.at)
             if rate < Double(limit) {
+                let url = RedactedURL.text(job.currentURL)
                 failures.append((job, DownloadError(
                     .timeout, "\(url) was slower than \(limit) bytes/s for \(window.secondsText) s (\(Int(rate)) bytes/s)")))
             }
