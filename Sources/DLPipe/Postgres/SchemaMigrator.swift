@@ -37,7 +37,7 @@ package struct SchemaMigrator: Sendable {
         var current = found
         var applied: [Int] = []
         for step in migrations where step.version > current {
-            current = try connection.transaction { () throws(PostgresError) -> Int in
+            current = try retryingDeadlocks { () throws(PostgresError) -> Int in try connection.transaction { () throws(PostgresError) -> Int in
                 try lock(connection)
                 let now = try version(connection)
                 guard now < step.version else { return now }  // another worker ran it
@@ -53,9 +53,25 @@ package struct SchemaMigrator: Sendable {
                     """, [.int(Int64(step.version))])
                 applied.append(step.version)
                 return step.version
-            }
+            } }
         }
         return (found, current, applied)
+    }
+
+    /// Runs `step`, again when PostgreSQL ended it as a deadlock (40P01, rolled
+    /// back whole): a step that alters a table takes its strongest lock while a
+    /// reader (`status --queue`, another worker's first query) may hold a weak
+    /// one on another table it then asks for, and the deadlock detector ended
+    /// the migration, so a worker started beside such a reader exited 1.
+    private func retryingDeadlocks<T>(_ step: () throws(PostgresError) -> T) throws(PostgresError) -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try step()
+            } catch where error.sqlState == "40P01" && attempt < 5 {
+                attempt += 1
+            }
+        }
     }
 
     /// The database's version (0 for a new one); refuses one newer than this build.
