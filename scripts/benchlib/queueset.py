@@ -58,7 +58,7 @@ class QueueRuns:
                            self.cluster.cpu_seconds()]
             # No `timeout` wrapper: with one, quick runs had workers stopped by signals
             # (twice in 16 runs; never in 32 runs without). A worker that did not
-            # exit (the drain bug fixed in stop 14, docs/performance.md) would stall
+            # exit (docs/architecture.md, "A run that does not end") would stall
             # the bench: ^C stops it, PostgreSQL included.
             command = [binary, "run", script, "--var", "base=" + base, "--var", "count=%d" % count, "-d", out,
                        "-j", str(CONCURRENCY), "--per-host", str(CONCURRENCY * workers), "-q", "--progress", "none", "--no-hooks",
