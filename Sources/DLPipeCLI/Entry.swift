@@ -55,7 +55,7 @@ struct Entry {
     }
 }
 
-/// The documented exit statuses (README, "Exit codes").
+/// The documented exit statuses (docs/cli.md, "Exit codes").
 enum ExitCode {
     static let ok: Int32 = 0
     static let failed: Int32 = 1

@@ -55,7 +55,7 @@ enum OutputTarget: Equatable {
     /// Refuses (before any request) a target where something is that dlpipe did
     /// not place: a directory, or a file that the state of `-d` does not know as
     /// this URL's finished download of the same size. A file dlpipe placed is
-    /// asked for again conditionally, as any re-run (README, "Cron").
+    /// asked for again conditionally, as any re-run (docs/cli.md, "Cron").
     /// `--overwrite` allows any regular file (the body replaces it).
     func checkNoClobber(url: String, folder: String, statePath: String, overwrite: Bool = false) throws {
         let (name, directory) = request
