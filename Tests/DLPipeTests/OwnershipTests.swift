@@ -3,7 +3,7 @@ import Testing
 @testable import DLPipe
 
 /// Whose is the file under a recorded target, after each kind of kill of a
-/// run that replaced it (docs/architecture.md, the crash table).
+/// run that replaced it (docs/design/state.md, the crash table).
 @Suite struct OwnershipTests {
     private func record(_ status: DownloadRecord.Status, bytes: Int64 = 0, total: Int64?, placed: PlacedFile?) -> DownloadRecord {
         DownloadRecord(

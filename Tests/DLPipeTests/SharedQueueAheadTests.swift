@@ -4,7 +4,7 @@ import TestSupport
 
 @testable import DLPipe
 
-/// Claims held ahead (docs/scale-out.md, "Claims ahead"): running rows
+/// Claims held ahead (docs/design/queue-schema.md, "Claims ahead"): running rows
 /// without a slot, taken only where a host has plenty ready; a slot handed
 /// over moves from one row to another without changing the host's count;
 /// a stranded one gets a slot only within `per_host`, or goes back to

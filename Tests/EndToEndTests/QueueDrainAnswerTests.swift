@@ -8,7 +8,7 @@ import TestSupport
 /// `DrainAnswers`. Here a real engine runs a claimed download from a loopback
 /// server, and the test plays the claim loop's part, step by step, in the
 /// order that left one worker in ten alive after its run had ended
-/// (docs/performance.md, "A run that does not end"); no database is needed.
+/// (docs/architecture.md, "A run that does not end"); no database is needed.
 @Suite struct QueueDrainAnswerTests {
     @Test func aDrainedCallAskedAgainAfterTheRunEndedGetsTheRunsCodeAtOnce() async throws {
         let server = try FaultServer()
