@@ -1,7 +1,10 @@
--- The dl API in one table: every call (its arguments and where it may be called) and
--- every event (the fields of its second argument). The prelude's context checks read
--- it; tests tie docs/lua-api.md, the live `dl` table and the event arguments the
--- engine pushes to it, so none of them can drift from the others.
+-- The dl API in one table: every call (its arguments and where it may be called),
+-- every dl.config key and dl.add field (type, range, default, doc) and every event
+-- (the fields of its second argument). The prelude's checks read it, and so do
+-- JobSettings' bounds (APIRanges.swift) and `dlpipe lua-defs`; scripts/lua-api-docs
+-- writes docs/lua-api.md's tables from it; tests tie the docs, the live `dl` table,
+-- JobSettings and the event arguments the engine pushes to it, so none of them can
+-- drift from the others (docs/design/lua-api-table.md).
 --
 -- Where a call may be called: "job" (the job file's top level), "top" (the top level
 -- of the job or of a drop-in hook), an event name (inside a handler of that event),
@@ -42,6 +45,12 @@ local CONFIG = {
     default = "2" },
   { "max_downloads", "integer?", "how many downloads `dl.add` may queue in one run; past it `dl.add` returns nil and warns once. With a shared queue, set here it counts the run's downloads over every worker (docs/scale-out.md)", range = { 1, 10000000 },
     default = "250000" },
+  { "host_delay", "number?", "at least this long between the starts of two requests to one host, redirect hops and retries included (`--host-delay`); a 429 or 503 with `Retry-After` holds back the whole host in any case", range = { 0, 86400 },
+    default = "0" },
+  { "max_depth", "integer?", "the deepest `d.depth` `dl.add` queues; a deeper add returns nil and warns once (`max_depth = 0`: only the job's own adds)", range = { 0, 1000000 },
+    default = "none" },
+  { "max_done", "integer?", "the most times `done` fires in a run: a `done` handler that adds downloads starts the queue again, and past this many one warning is shown, the handlers run no more and the run ends normally", range = { 1, 1000000 },
+    default = "1000" },
   { "proxy", "string?", "the proxy URL (`-x`); `\"\"` for none",
     default = "the environment's" },
   { "noproxy", "string?", "hosts reached directly (`--noproxy`)",
@@ -50,26 +59,20 @@ local CONFIG = {
     default = "10" },
   { "allow_insecure_redirects", "boolean?", "follow redirects from https to http (`--allow-insecure-redirects`; either one turns it on)",
     default = "false" },
+  { "cookie", "string?", "a Netscape cookie file whose cookies every request sends where they match (`-b`; a missing file is an empty jar); relative to the current directory",
+    default = "none" },
+  { "cookie_jar", "string?", "where the session's cookies (those of `cookie` and every `Set-Cookie`, a redirect's included) are written when the queue drains, mode 0600 (`-c`)",
+    default = "none" },
   { "env", "string[]?", "environment variables the job's own `os.getenv` may read, on top of `--allow-env` (drop-in hooks do not get them)",
     default = "none" },
   { "compressed", "boolean?", "ask for compressed transfers and store decoded bytes; compressed files (`.gz`, archives' media types) are stored as sent (`--compressed`; either one turns it on)",
     default = "false" },
   { "mtime", "boolean?", "set each file's modification time from `Last-Modified` (false: `--no-mtime`; the command line wins)",
     default = "true" },
-  { "cookie", "string?", "a Netscape cookie file whose cookies every request sends where they match (`-b`; a missing file is an empty jar); relative to the current directory",
-    default = "none" },
-  { "cookie_jar", "string?", "where the session's cookies (those of `cookie` and every `Set-Cookie`, a redirect's included) are written when the queue drains, mode 0600 (`-c`)",
-    default = "none" },
-  { "max_depth", "integer?", "the deepest `d.depth` `dl.add` queues; a deeper add returns nil and warns once (`max_depth = 0`: only the job's own adds)", range = { 0, 1000000 },
-    default = "none" },
-  { "host_delay", "number?", "at least this long between the starts of two requests to one host, redirect hops and retries included (`--host-delay`); a 429 or 503 with `Retry-After` holds back the whole host in any case", range = { 0, 86400 },
-    default = "0" },
   { "overwrite", "boolean?", "a new body replaces a regular file under its name instead of going beside it as `name.1.ext`, and a changed file an earlier run placed is fetched again and replaced (`--overwrite`; either one turns it on). A name a handler sets is never replaced",
     default = "false" },
   { "queue", "string?", "the shared queue: a `postgresql://` URL or libpq `key=value` pairs (`--queue` and `DLPIPE_QUEUE` win; `--name` is required with it). One that is not a PostgreSQL address is a load error. Call it before the job prints, logs, uses `dl.store` or adds anything: with `--name` (or `--lease`, `--settle`, `--follow`) and no queue on the command line, the job's first print, log or `dl.store` call is a usage error (exit 2) unless the queue is named by then. The run is then one worker of the job shared there: docs/scale-out.md",
     default = "none" },
-  { "max_done", "integer?", "the most times `done` fires in a run: a `done` handler that adds downloads starts the queue again, and past this many one warning is shown, the handlers run no more and the run ends normally", range = { 1, 1000000 },
-    default = "1000" },
 }
 local ADD = {
   { "url", "string", "an http or https URL" },
@@ -77,14 +80,14 @@ local ADD = {
   { "dir", "string?", "the folder inside the output directory" },
   { "headers", "table<string, string>?", "request headers for this URL's host" },
   { "sha256", "string?", "the expected SHA-256 in hex" },
-  { "meta", "any", "any value, d.meta in its handlers" },
+  { "meta", "any", "any value, `d.meta` in its handlers" },
   { "priority", "integer?", "higher runs first (default 0)", range = { -1000000000, 1000000000 } },
   { "timeout", "number?", "seconds without progress before an attempt of this download fails", range = { 0, 86400, above = true } },
   { "max_time", "number?", "the most seconds an attempt of this download may take", range = { 0, 86400, above = true } },
-  { "speed_limit", "integer?", "bytes per second below which (over speed_time) an attempt fails", range = { 1, 1000000000000, unit = "bytes per second" } },
-  { "speed_time", "number?", "the seconds speed_limit is measured over", range = { 0, 86400, above = true } },
-  { "max_size", "integer?", "the most bytes the body may have (kind size past it)", range = { 1, nil, unit = "bytes" } },
-  { "into", "\"file\"|\"memory\"?", "memory: no file, the body is f.body in finished (default file)" },
+  { "speed_limit", "integer?", "bytes per second below which (over `speed_time`) an attempt fails", range = { 1, 1000000000000, unit = "bytes per second" } },
+  { "speed_time", "number?", "the seconds `speed_limit` is measured over", range = { 0, 86400, above = true } },
+  { "max_size", "integer?", "the most bytes the body may have (kind `size` past it)", range = { 1, nil, unit = "bytes" } },
+  { "into", "\"file\"|\"memory\"?", "`\"memory\"`: no file, the body is `f.body` in `finished` (default `\"file\"`)" },
   { "method", "string?", "GET, POST, PUT, PATCH or DELETE (default GET, POST with a body)" },
   { "body", "string?", "the request body (a form or JSON; set its Content-Type in headers)" },
 }
@@ -183,15 +186,15 @@ return {
 
   -- Types and one-line docs for `dlpipe lua-defs` (a LuaLS definition file,
   -- made by luadefs.lua). Every call, value, event field and download field
-  -- above has an entry; a test holds them, the config keys and the dl.add
-  -- fields to the names above and to the prelude's.
+  -- above has an entry (the config keys and dl.add fields theirs from the
+  -- lists at the top); a test holds them to the names above and to the prelude's.
   --
   -- A number's `range` sits next to its key: { low, high } (high nil: no
   -- bound but a Lua integer's), `above = true` when low itself is refused,
   -- `unit` for the message. An "integer" type wants a whole number; every
   -- "number" here is seconds. The prelude refuses NaN, infinities, fractions
   -- where integers are wanted and anything outside it, at the script's line,
-  -- before Swift converts it (JobSettings keeps the same bounds; a test ties them).
+  -- before Swift converts it (JobSettings and __dl.add read the same ranges, APIRanges.swift).
   defs = {
     calls = {
       ["dl.config"] = { doc = "Run settings; the job file's top level only.", params = { { "settings", "dl.Config" } } },
