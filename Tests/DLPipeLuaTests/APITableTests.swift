@@ -241,6 +241,30 @@ import Testing
         #expect(Mirror(reflecting: try JobSettings([:])).children.count == fields.count, "JobSettings has a property no key of api.lua sets")
     }
 
+    /// The prelude's check of each key's Lua type comes from api.lua's type:
+    /// a value of that type is taken, and a function is refused at the line.
+    @Test func thePreludeChecksEveryConfigKeyByItsAPIType() throws {
+        guard case .table(let fields)? = try Self.api()["defs"]?["fields"]?["config"] else {
+            Issue.record("no defs.fields.config")
+            return
+        }
+        for (key, def) in fields {
+            let name = key.text ?? "?"
+            let host = try ScriptHost(unsafe: false, memoryLimit: 64 << 20, budget: 2, vars: [:], log: { _ in })
+            host.runtime.setGlobal("value", Self.sample(def))
+            #expect(throws: Never.self, "\(name) = \(Self.sample(def))") {
+                try host.runtime.run("dl.config{ [\"\(name)\"] = value }", chunkName: "=job.lua")
+            }
+            #expect(throws: Never.self, "\(name): JobSettings") { try JobSettings(host.config()) }
+            do {
+                try host.runtime.run("-- line 1\ndl.config{ [\"\(name)\"] = print }", chunkName: "=job.lua")
+                Issue.record("\(name) took a function")
+            } catch {
+                #expect(error.message.hasPrefix("job.lua:2: "), "\(name): \(error.message)")
+            }
+        }
+    }
+
     /// A value of a key's api.lua type that JobSettings takes.
     static func sample(_ def: LuaValue) -> LuaValue {
         let type = def[1]?.text ?? ""

@@ -17,9 +17,10 @@ local function handlers() return { "response", "progress", "retrying", "finished
 -- dl.config's keys and dl.add's fields: one entry each, in the order docs,
 -- messages and the definition file list them: { name, type, doc, range =,
 -- default = } (see `defs` below for types and ranges). A new key is one entry
--- here (and the Swift that uses its value): the prelude's checks, JobSettings'
--- bounds, `dlpipe lua-defs` and the tables of docs/lua-api.md come from it
--- (scripts/lua-api-docs writes those; APITableTests fails when they differ).
+-- here, and the Swift that uses its value (a JobSettings property; a test
+-- fails until it is read): the prelude's checks, JobSettings' bounds,
+-- `dlpipe lua-defs` and the tables of docs/lua-api.md come from it
+-- (run scripts/lua-api-docs; APITableTests fails when the docs differ).
 local CONFIG = {
   { "dir", "string?", "output directory (`-d`)",
     default = "`.`" },
