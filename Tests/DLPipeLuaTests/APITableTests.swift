@@ -181,4 +181,98 @@ import Testing
         }
         #expect(rows == Self.events(api), "the events table of lua-api.md vs api.lua")
     }
+
+    static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The tables of dl.config's keys and dl.add's fields in lua-api.md are
+    /// what scripts/lua-api-docs writes from api.lua (its --check).
+    @Test func docsTablesAreWhatAPILuaWrites() throws {
+        let process = Process()
+        process.executableURL = Self.root.appendingPathComponent("scripts/lua-api-docs")
+        process.arguments = ["--check"]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        process.waitUntilExit()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(message)")
+    }
+
+    /// The heading of dl.add in lua-api.md names its fields as api.lua does, in its order.
+    @Test func docsHeadingOfDlAddListsItsFields() throws {
+        let text = try String(contentsOf: Self.docs, encoding: .utf8)
+        guard case .table(let calls)? = try Self.api()[LuaValue("calls")],
+            let add = calls.values.first(where: { $0["name"]?.text == "dl.add" }),
+            let args = add["args"]?.text, let table = args.firstRange(of: "{").map({ args[$0.lowerBound...] })
+        else {
+            Issue.record("no dl.add in api.lua's calls")
+            return
+        }
+        let heading = text.split(separator: "\n").first { $0.hasPrefix("### `dl.add(") } ?? ""
+        #expect(heading.contains("`dl.add\(table)`"), "\(heading) vs api.lua's \(args)")
+    }
+
+    /// JobSettings reads every key of api.lua's dl.config into a property of
+    /// its own, and has no property that is not a key's: a key added to
+    /// api.lua without the Swift that reads it fails here.
+    @Test func jobSettingsReadsEveryConfigKey() throws {
+        guard case .table(let fields)? = try Self.api()["defs"]?["fields"]?["config"] else {
+            Issue.record("no defs.fields.config")
+            return
+        }
+        func set(_ settings: JobSettings) -> [String] {
+            Mirror(reflecting: settings).children.compactMap { child in
+                let value = Mirror(reflecting: child.value)
+                return value.displayStyle == .optional && value.children.isEmpty ? nil : child.label
+            }
+        }
+        #expect(set(try JobSettings([:])).isEmpty)
+        var properties: [String: String] = [:]
+        for (key, def) in fields {
+            let name = key.text ?? "?"
+            let read = set(try JobSettings([name: Self.sample(def)]))
+            #expect(read.count == 1, "dl.config's \(name) sets \(read) of JobSettings")
+            if let property = read.first {
+                #expect(properties[property] == nil, "\(name) and \(properties[property] ?? "") both set \(property)")
+                properties[property] = name
+            }
+        }
+        #expect(Mirror(reflecting: try JobSettings([:])).children.count == fields.count, "JobSettings has a property no key of api.lua sets")
+    }
+
+    /// The prelude's check of each key's Lua type comes from api.lua's type:
+    /// a value of that type is taken, and a function is refused at the line.
+    @Test func thePreludeChecksEveryConfigKeyByItsAPIType() throws {
+        guard case .table(let fields)? = try Self.api()["defs"]?["fields"]?["config"] else {
+            Issue.record("no defs.fields.config")
+            return
+        }
+        for (key, def) in fields {
+            let name = key.text ?? "?"
+            let host = try ScriptHost(unsafe: false, memoryLimit: 64 << 20, budget: 2, vars: [:], log: { _ in })
+            host.runtime.setGlobal("value", Self.sample(def))
+            #expect(throws: Never.self, "\(name) = \(Self.sample(def))") {
+                try host.runtime.run("dl.config{ [\"\(name)\"] = value }", chunkName: "=job.lua")
+            }
+            #expect(throws: Never.self, "\(name): JobSettings") { try JobSettings(host.config()) }
+            do {
+                try host.runtime.run("-- line 1\ndl.config{ [\"\(name)\"] = print }", chunkName: "=job.lua")
+                Issue.record("\(name) took a function")
+            } catch {
+                #expect(error.message.hasPrefix("job.lua:2: "), "\(name): \(error.message)")
+            }
+        }
+    }
+
+    /// A value of a key's api.lua type that JobSettings takes.
+    static func sample(_ def: LuaValue) -> LuaValue {
+        let type = def[1]?.text ?? ""
+        if type.hasPrefix("integer") { return .integer(def["range"]?[1]?.int ?? 1) }
+        if type.hasPrefix("number") { return .number(def["range"]?[2]?.double ?? 1) }
+        if type.hasPrefix("boolean") { return .boolean(true) }
+        if type.hasPrefix("string[]") { return .table([.integer(1): LuaValue("API_TOKEN")]) }
+        if type.hasPrefix("\"") { return LuaValue(String(type.dropFirst().prefix { $0 != "\"" })) }
+        return LuaValue("postgresql://h/db")  // any string key's value; the queue's must be an address
+    }
 }

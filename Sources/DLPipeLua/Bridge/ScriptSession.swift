@@ -69,44 +69,6 @@ public struct ScriptOptions: Sendable {
     }
 }
 
-/// Settings a job gave with `dl.config`, already checked.
-public struct JobSettings: Sendable {
-    public var dir: String?
-    public var concurrency: Int?
-    public var perHost: Int?
-    public var retries: Int?
-    public var timeout: Double?
-    /// `max_time`, `speed_limit`, `speed_time` (curl's -m, -Y, -y).
-    public var maxTime: Double?
-    public var speedLimit: Int?
-    public var speedTime: Double?
-    public var rate: Int?
-    public var refresh: String?
-    public var budget: Double?
-    public var maxDownloads: Int?
-    public var proxy: String?
-    public var noProxy: String?
-    public var maxRedirects: Int?
-    public var allowInsecureRedirects: Bool?
-    /// `compressed` (`--compressed`) and `mtime` (false: `--no-mtime`).
-    public var compressed: Bool?
-    public var remoteTime: Bool?
-    /// `dl.config{ cookie = FILE, cookie_jar = FILE }` (as `-b` and `-c`).
-    public var cookie: String?
-    public var cookieJar: String?
-    /// `dl.config{ max_depth = N }` (the prelude applies it; checked here).
-    public var maxDepth: Int?
-    /// `dl.config{ host_delay = S }` (as `--host-delay`).
-    public var hostDelay: Double?
-    /// `overwrite` (`--overwrite`).
-    public var overwrite: Bool?
-    /// `queue`: the shared queue's PostgreSQL address (`--queue`), checked
-    /// as an address at load; whether it answers is the command line's business.
-    public var queue: String?
-    /// `max_done`: the most times `done` fires in a run (ScriptHost applies it).
-    public var maxDone: Int?
-}
-
 /// The scripts of one run, loaded into one Lua state on a thread of its own.
 public final class ScriptSession: @unchecked Sendable {
     // @unchecked: `host` is touched only on `thread`; `settings`, `counts` and
@@ -244,89 +206,6 @@ extension ScriptSession {
         _ = thread.sync { [host] in
             host.forgetRemovedDownloads()
             return true
-        }
-    }
-}
-
-extension JobSettings {
-    /// The longest time any seconds key takes (a day), and the fastest rate.
-    static let maxSeconds = 86_400.0
-    static let maxRate = 1_000_000_000_000
-
-    /// Reads and checks `dl.config`'s table (the prelude already refused unknown keys,
-    /// and numbers outside the ranges api.lua writes next to each key; these are the
-    /// same bounds, kept here so that no value, however it came, traps a conversion).
-    init(_ table: [String: LuaValue]) throws(ScriptError) {
-        func whole(_ key: String, _ range: ClosedRange<Int64>) throws(ScriptError) -> Int? {
-            guard let value = table[key] else { return nil }
-            // `int` is exact (nil for a fraction, NaN, an infinity or 1e300), and the
-            // range is checked on Int64 before any conversion.
-            guard let number = value.int, range.contains(number) else {
-                throw ScriptError("dl.config: \(key) wants a whole number from \(range.lowerBound) to \(range.upperBound)")
-            }
-            return Int(number)
-        }
-        func seconds(_ key: String) throws(ScriptError) -> Double? {
-            guard let value = table[key] else { return nil }
-            guard let number = value.double, number > 0, number <= Self.maxSeconds else {
-                throw ScriptError("dl.config: \(key) wants a number of seconds above 0, at most 86400")
-            }
-            return number
-        }
-        dir = table["dir"]?.text
-        concurrency = try whole("concurrency", 1...1000)
-        perHost = try whole("per_host", 1...1000)
-        retries = try whole("retries", 0...100)
-        timeout = try seconds("timeout")
-        maxTime = try seconds("max_time")
-        speedTime = try seconds("speed_time")
-        if let value = table["speed_limit"] {
-            guard let limit = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse),
-                limit > 0, limit <= Self.maxRate
-            else {
-                throw ScriptError("dl.config: speed_limit wants bytes per second from 1 to 1000000000000, like 1000, \"1K\" or \"1M\"")
-            }
-            speedLimit = limit
-        }
-        budget = try seconds("budget")
-        maxDownloads = try whole("max_downloads", 1...10_000_000)
-        maxRedirects = try whole("max_redirs", 0...1000)
-        proxy = table["proxy"]?.text
-        noProxy = table["noproxy"]?.text
-        allowInsecureRedirects = table["allow_insecure_redirects"]?.bool
-        compressed = table["compressed"]?.bool
-        remoteTime = table["mtime"]?.bool
-        cookie = table["cookie"]?.text
-        cookieJar = table["cookie_jar"]?.text
-        maxDepth = try whole("max_depth", 0...1_000_000)
-        maxDone = try whole("max_done", 1...1_000_000)
-        if let value = table["host_delay"] {
-            guard let seconds = value.double, seconds >= 0, seconds <= Self.maxSeconds else {
-                throw ScriptError("dl.config: host_delay wants a number of seconds from 0 to 86400")
-            }
-            hostDelay = seconds
-        }
-        overwrite = table["overwrite"]?.bool
-        if let value = table["rate"] {
-            guard let rate = value.int.map({ Int($0) }) ?? value.text.flatMap(ByteRate.parse),
-                rate > 0, rate <= Self.maxRate
-            else {
-                throw ScriptError("dl.config: rate wants bytes per second from 1 to 1000000000000, like 500000, \"500K\" or \"2M\"")
-            }
-            self.rate = rate
-        }
-        if let value = table["refresh"]?.text {
-            guard ["conditional", "never", "always"].contains(value) else {
-                throw ScriptError("dl.config: refresh wants \"conditional\", \"never\" or \"always\"")
-            }
-            refresh = value
-        }
-        if let value = table["queue"]?.text {
-            do throws(PostgresError) {
-                queue = try PostgresAddress(value).text
-            } catch {
-                throw ScriptError("dl.config: queue: \(error.message)")
-            }
         }
     }
 }

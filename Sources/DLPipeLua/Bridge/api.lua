@@ -1,7 +1,10 @@
--- The dl API in one table: every call (its arguments and where it may be called) and
--- every event (the fields of its second argument). The prelude's context checks read
--- it; tests tie docs/lua-api.md, the live `dl` table and the event arguments the
--- engine pushes to it, so none of them can drift from the others.
+-- The dl API in one table: every call (its arguments and where it may be called),
+-- every dl.config key and dl.add field (type, range, default, doc) and every event
+-- (the fields of its second argument). The prelude's checks read it, and so do
+-- JobSettings' bounds (APIRanges.swift) and `dlpipe lua-defs`; scripts/lua-api-docs
+-- writes docs/lua-api.md's tables from it; tests tie the docs, the live `dl` table,
+-- JobSettings and the event arguments the engine pushes to it, so none of them can
+-- drift from the others (docs/design/lua-api-table.md).
 --
 -- Where a call may be called: "job" (the job file's top level), "top" (the top level
 -- of the job or of a drop-in hook), an event name (inside a handler of that event),
@@ -11,10 +14,111 @@
 -- conversion, which keeps one copy of a table met twice and drops the others.
 local function handlers() return { "response", "progress", "retrying", "finished", "failed", "done" } end
 
+-- dl.config's keys and dl.add's fields: one entry each, in the order docs,
+-- messages and the definition file list them: { name, type, doc, range =,
+-- default = } (see `defs` below for types and ranges). A new key is one entry
+-- here, and the Swift that uses its value (a JobSettings property; a test
+-- fails until it is read): the prelude's checks, JobSettings' bounds,
+-- `dlpipe lua-defs` and the tables of docs/lua-api.md come from it
+-- (run scripts/lua-api-docs; APITableTests fails when the docs differ).
+local CONFIG = {
+  { "dir", "string?", "output directory (`-d`)",
+    default = "`.`" },
+  { "concurrency", "integer?", "transfers at once (`-j`)", range = { 1, 1000 },
+    default = "8" },
+  { "per_host", "integer?", "transfers at once per host (`--per-host`), counted against the host a redirect leads to", range = { 1, 1000 },
+    default = "4" },
+  { "retries", "integer?", "retries of network errors, timeouts, 408, 429, 5xx (`--retries`)", range = { 0, 100 },
+    default = "3" },
+  { "timeout", "number?", "an attempt with no progress that long fails (`--timeout`)", range = { 0, 86400, above = true },
+    default = "30" },
+  { "max_time", "number?", "an attempt (its redirect hops included) that takes longer fails with kind `timeout`, however steadily bytes arrive (`-m/--max-time`, as curl's)", range = { 0, 86400, above = true },
+    default = "none" },
+  { "speed_limit", "integer|string?", "an attempt slower than this over `speed_time` fails with kind `timeout` (`-Y/--speed-limit`); time spent waiting for a handler does not count", range = { 1, 1000000000000, unit = "bytes per second" },
+    default = "none" },
+  { "speed_time", "number?", "the span `speed_limit` is measured over (`-y/--speed-time`)", range = { 0, 86400, above = true },
+    default = "30" },
+  { "rate", "integer|string?", "total bytes per second of the whole run, all transfers together (`--rate` wins); `K`, `M`, `G` are 1024, 1024², 1024³", range = { 1, 1000000000000, unit = "bytes per second" },
+    default = "none" },
+  { "refresh", "\"conditional\"|\"never\"|\"always\"?", "re-run policy (takes effect with the state store; `--refresh`)",
+    default = "conditional" },
+  { "budget", "number?", "time each handler call may run", range = { 0, 86400, above = true },
+    default = "2" },
+  { "max_downloads", "integer?", "how many downloads `dl.add` may queue in one run; past it `dl.add` returns nil and warns once. With a shared queue, set here it counts the run's downloads over every worker (docs/scale-out.md)", range = { 1, 10000000 },
+    default = "250000" },
+  { "host_delay", "number?", "at least this long between the starts of two requests to one host, redirect hops and retries included (`--host-delay`); a 429 or 503 with `Retry-After` holds back the whole host in any case", range = { 0, 86400 },
+    default = "0" },
+  { "max_depth", "integer?", "the deepest `d.depth` `dl.add` queues; a deeper add returns nil and warns once (`max_depth = 0`: only the job's own adds)", range = { 0, 1000000 },
+    default = "none" },
+  { "max_done", "integer?", "the most times `done` fires in a run: a `done` handler that adds downloads starts the queue again, and past this many one warning is shown, the handlers run no more and the run ends normally", range = { 1, 1000000 },
+    default = "1000" },
+  { "proxy", "string?", "the proxy URL (`-x`); `\"\"` for none",
+    default = "the environment's" },
+  { "noproxy", "string?", "hosts reached directly (`--noproxy`)",
+    default = "the environment's `no_proxy`" },
+  { "max_redirs", "integer?", "redirect hops followed per download (`--max-redirs`)", range = { 0, 1000 },
+    default = "10" },
+  { "allow_insecure_redirects", "boolean?", "follow redirects from https to http (`--allow-insecure-redirects`; either one turns it on)",
+    default = "false" },
+  { "cookie", "string?", "a Netscape cookie file whose cookies every request sends where they match (`-b`; a missing file is an empty jar); relative to the current directory",
+    default = "none" },
+  { "cookie_jar", "string?", "where the session's cookies (those of `cookie` and every `Set-Cookie`, a redirect's included) are written when the queue drains, mode 0600 (`-c`)",
+    default = "none" },
+  { "env", "string[]?", "environment variables the job's own `os.getenv` may read, on top of `--allow-env` (drop-in hooks do not get them)",
+    default = "none" },
+  { "compressed", "boolean?", "ask for compressed transfers and store decoded bytes; compressed files (`.gz`, archives' media types) are stored as sent (`--compressed`; either one turns it on)",
+    default = "false" },
+  { "mtime", "boolean?", "set each file's modification time from `Last-Modified` (false: `--no-mtime`; the command line wins)",
+    default = "true" },
+  { "overwrite", "boolean?", "a new body replaces a regular file under its name instead of going beside it as `name.1.ext`, and a changed file an earlier run placed is fetched again and replaced (`--overwrite`; either one turns it on). A name a handler sets is never replaced",
+    default = "false" },
+  { "queue", "string?", "the shared queue: a `postgresql://` URL or libpq `key=value` pairs (`--queue` and `DLPIPE_QUEUE` win; `--name` is required with it). One that is not a PostgreSQL address is a load error. Call it before the job prints, logs, uses `dl.store` or adds anything: with `--name` (or `--lease`, `--settle`, `--follow`) and no queue on the command line, the job's first print, log or `dl.store` call is a usage error (exit 2) unless the queue is named by then. The run is then one worker of the job shared there: docs/scale-out.md",
+    default = "none" },
+}
+local ADD = {
+  { "url", "string", "an http or https URL" },
+  { "name", "string?", "the file name" },
+  { "dir", "string?", "the folder inside the output directory" },
+  { "headers", "table<string, string>?", "request headers for this URL's host" },
+  { "sha256", "string?", "the expected SHA-256 in hex" },
+  { "meta", "any", "any value, `d.meta` in its handlers" },
+  { "priority", "integer?", "higher runs first (default 0)", range = { -1000000000, 1000000000 } },
+  { "timeout", "number?", "seconds without progress before an attempt of this download fails", range = { 0, 86400, above = true } },
+  { "max_time", "number?", "the most seconds an attempt of this download may take", range = { 0, 86400, above = true } },
+  { "speed_limit", "integer?", "bytes per second below which (over `speed_time`) an attempt fails", range = { 1, 1000000000000, unit = "bytes per second" } },
+  { "speed_time", "number?", "the seconds `speed_limit` is measured over", range = { 0, 86400, above = true } },
+  { "max_size", "integer?", "the most bytes the body may have (kind `size` past it)", range = { 1, nil, unit = "bytes" } },
+  { "into", "\"file\"|\"memory\"?", "`\"memory\"`: no file, the body is `f.body` in `finished` (default `\"file\"`)" },
+  { "method", "string?", "GET, POST, PUT, PATCH or DELETE (default GET, POST with a body)" },
+  { "body", "string?", "the request body (a form or JSON; set its Content-Type in headers)" },
+}
+
+-- The keyed view (defs.fields) and the order (defs.order) of a list above,
+-- each entry a fresh table (a table met twice would not survive the trip
+-- through Swift, see handlers()).
+local function keyed(list)
+  local fields, order = {}, {}
+  for i, entry in ipairs(list) do
+    fields[entry[1]] = { entry[2], entry[3], range = entry.range, default = entry.default }
+    order[i] = entry[1]
+  end
+  return fields, order
+end
+local CONFIG_FIELDS, CONFIG_ORDER = keyed(CONFIG)
+local ADD_FIELDS, ADD_ORDER = keyed(ADD)
+-- dl.add's arguments as messages and docs show them: "url | { url=, name=, ... }".
+local function add_args()
+  local names = {}
+  for i, name in ipairs(ADD_ORDER) do names[i] = name .. "=" end
+  return "url | { " .. table.concat(names, ", ") .. " }"
+end
+-- The download's fields (d.*), in order.
+local function download() return { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" } end
+
 return {
   calls = {
     { name = "dl.config", args = "{ key = value, ... }", where = { "job" } },
-    { name = "dl.add", args = "url | { url=, name=, dir=, headers=, sha256=, meta=, priority=, timeout=, max_time=, speed_limit=, speed_time=, max_size=, into=, method=, body= }",
+    { name = "dl.add", args = add_args(),
       where = { "top", "response", "finished", "failed", "done" } },
     { name = "dl.on", args = "event, handler", where = { "top" } },
     { name = "dl.skip", args = "reason", where = { "response" } },
@@ -78,20 +182,20 @@ return {
     [4] = "the shared queue cannot be reached", [130] = "stopped by a signal",
   },
   -- The download `d` every handler but done's gets; only name, dir and meta may be assigned.
-  download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
+  download = download(),
   writable = { name = "string", dir = "string", meta = "table" },
 
   -- Types and one-line docs for `dlpipe lua-defs` (a LuaLS definition file,
   -- made by luadefs.lua). Every call, value, event field and download field
-  -- above has an entry; a test holds them, the config keys and the dl.add
-  -- fields to the names above and to the prelude's.
+  -- above has an entry (the config keys and dl.add fields theirs from the
+  -- lists at the top); a test holds them to the names above and to the prelude's.
   --
   -- A number's `range` sits next to its key: { low, high } (high nil: no
   -- bound but a Lua integer's), `above = true` when low itself is refused,
   -- `unit` for the message. An "integer" type wants a whole number; every
   -- "number" here is seconds. The prelude refuses NaN, infinities, fractions
   -- where integers are wanted and anything outside it, at the script's line,
-  -- before Swift converts it (JobSettings keeps the same bounds; a test ties them).
+  -- before Swift converts it (JobSettings and __dl.add read the same ranges, APIRanges.swift).
   defs = {
     calls = {
       ["dl.config"] = { doc = "Run settings; the job file's top level only.", params = { { "settings", "dl.Config" } } },
@@ -189,46 +293,8 @@ return {
         url = { "string", "the URL this hop asks" }, attempt = { "integer", "the attempt, from 1" },
         headers = { "table<string, string>", "this hop's headers; change in place (nil removes one)" },
       },
-      config = {
-        dir = { "string?", "the output directory (-d)" },
-        concurrency = { "integer?", "transfers at once (-j)", range = { 1, 1000 } },
-        per_host = { "integer?", "transfers at once per host", range = { 1, 1000 } },
-        retries = { "integer?", "retries of retryable errors", range = { 0, 100 } },
-        timeout = { "number?", "seconds without progress before an attempt fails", range = { 0, 86400, above = true } },
-        max_time = { "number?", "the most seconds an attempt may take (-m)", range = { 0, 86400, above = true } },
-        speed_limit = { "integer|string?", "an attempt slower than this many bytes per second over speed_time fails (-Y)", range = { 1, 1000000000000, unit = "bytes per second" } },
-        speed_time = { "number?", "the seconds speed_limit is measured over (default 30; -y)", range = { 0, 86400, above = true } },
-        rate = { "integer|string?", "bytes per second for the whole run, or \"500K\"", range = { 1, 1000000000000, unit = "bytes per second" } },
-        refresh = { "\"conditional\"|\"never\"|\"always\"?", "the re-run policy" },
-        budget = { "number?", "seconds each handler call may run", range = { 0, 86400, above = true } },
-        max_downloads = { "integer?", "the most downloads dl.add queues in a run; later adds return nil", range = { 1, 10000000 } },
-        proxy = { "string?", "the proxy URL; \"\" for none" }, noproxy = { "string?", "hosts reached directly" },
-        max_redirs = { "integer?", "redirect hops followed", range = { 0, 1000 } }, allow_insecure_redirects = { "boolean?", "follow https to http redirects" },
-        env = { "string[]?", "environment variables the job's own os.getenv may read (hooks do not inherit them)" },
-        compressed = { "boolean?", "ask for compressed transfers, store decoded bytes (--compressed)" },
-        mtime = { "boolean?", "set file times from Last-Modified (default true; --no-mtime)" },
-        cookie = { "string?", "a Netscape cookie file read at the start (-b)" },
-        cookie_jar = { "string?", "where the session's cookies are written at the end (-c)" },
-        max_depth = { "integer?", "the deepest d.depth dl.add queues; deeper adds return nil", range = { 0, 1000000 } },
-        host_delay = { "number?", "the fewest seconds between two requests to one host (--host-delay)", range = { 0, 86400 } },
-        overwrite = { "boolean?", "a new body replaces a file under its name instead of going beside it (--overwrite)" },
-        queue = { "string?", "the shared queue: a postgresql:// URL (--queue; needs --name)" },
-        max_done = { "integer?", "the most times done fires in a run (default 1000); past it the run ends", range = { 1, 1000000 } },
-      },
-      add = {
-        url = { "string", "an http or https URL" }, name = { "string?", "the file name" },
-        dir = { "string?", "the folder inside the output directory" }, headers = { "table<string, string>?", "request headers for this URL's host" },
-        sha256 = { "string?", "the expected SHA-256 in hex" }, meta = { "any", "any value, d.meta in its handlers" },
-        priority = { "integer?", "higher runs first (default 0)", range = { -1000000000, 1000000000 } },
-        timeout = { "number?", "seconds without progress before an attempt of this download fails", range = { 0, 86400, above = true } },
-        max_time = { "number?", "the most seconds an attempt of this download may take", range = { 0, 86400, above = true } },
-        speed_limit = { "integer?", "bytes per second below which (over speed_time) an attempt fails", range = { 1, 1000000000000, unit = "bytes per second" } },
-        speed_time = { "number?", "the seconds speed_limit is measured over", range = { 0, 86400, above = true } },
-        max_size = { "integer?", "the most bytes the body may have (kind size past it)", range = { 1, nil, unit = "bytes" } },
-        into = { "\"file\"|\"memory\"?", "memory: no file, the body is f.body in finished (default file)" },
-        method = { "string?", "GET, POST, PUT, PATCH or DELETE (default GET, POST with a body)" },
-        body = { "string?", "the request body (a form or JSON; set its Content-Type in headers)" },
-      },
+      config = CONFIG_FIELDS,
+      add = ADD_FIELDS,
       url = {
         scheme = { "string", "the scheme" }, host = { "string?", "the host" }, port = { "integer?", "the port, when given" },
         path = { "string", "the path" }, query = { "string?", "the query" }, fragment = { "string?", "the fragment" },
@@ -237,13 +303,9 @@ return {
     },
     -- Field order in the definition file (the events' order comes from `events`).
     order = {
-      download = { "id", "url", "name", "dir", "path", "meta", "parent", "attempt", "depth" },
-      config = { "dir", "concurrency", "per_host", "retries", "timeout", "max_time", "speed_limit", "speed_time", "rate", "refresh", "budget",
-        "max_downloads", "proxy", "noproxy", "max_redirs", "allow_insecure_redirects", "env",
-        "compressed", "mtime", "cookie", "cookie_jar", "max_depth", "host_delay", "overwrite", "queue",
-        "max_done" },
-      add = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_time", "speed_limit", "speed_time",
-        "max_size", "into", "method", "body" },
+      download = download(),
+      config = CONFIG_ORDER,
+      add = ADD_ORDER,
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
     },
   },

@@ -24,14 +24,24 @@ local WHERE = {}
 for _, call in ipairs(API.calls) do WHERE[call.name] = call.where end
 local EVENTS = {}
 for event in pairs(API.events) do EVENTS[event] = true end
-local CONFIG_KEYS = { dir = "string", concurrency = "number", per_host = "number",
-  retries = "number", timeout = "number", max_time = "number", speed_limit = "any", speed_time = "number",
-  rate = "any", refresh = "string",
-  budget = "number", max_downloads = "number", proxy = "string", noproxy = "string",
-  max_redirs = "number", allow_insecure_redirects = "boolean", env = "table",
-  compressed = "boolean", mtime = "boolean",
-  cookie = "string", cookie_jar = "string", max_depth = "number", host_delay = "number", overwrite = "boolean", queue = "string",
-  max_done = "number" }
+-- The Lua type a dl.config key takes, from its type in api.lua: "integer?" and
+-- "number?" a number, "string[]?" a table, a choice of quoted words a string,
+-- and "any" for a choice of types ("integer|string?": Swift's checkconfig reads it).
+local function lua_type(api_type)
+  local found = nil
+  for part in (api_type:gsub("%?$", "")):gmatch("[^|]+") do
+    local kind = part
+    if part == "integer" or part == "number" then kind = "number"
+    elseif part:sub(1, 1) == '"' then kind = "string"
+    elseif part:sub(-2) == "[]" or part:sub(1, 5) == "table" then kind = "table" end
+    if found ~= nil and found ~= kind then return "any" end
+    found = kind
+  end
+  return found
+end
+-- dl.config's keys and the Lua type of each, and dl.add's fields, all from api.lua.
+local CONFIG_KEYS = {}
+for key, def in pairs(API.defs.fields.config) do CONFIG_KEYS[key] = lua_type(def[1]) end
 
 -- Environment variables are secrets until the user names them: os.getenv answers
 -- nil for any other. `--allow-env NAME` allows a name for every script; the job's
@@ -52,14 +62,12 @@ local function getenv_over(allowed)
   end
 end
 os.getenv = getenv_over(allowed_everywhere)
-local ADD_KEYS = { url = true, name = true, dir = true, headers = true, sha256 = true,
-  meta = true, priority = true, timeout = true, max_time = true, speed_limit = true, speed_time = true,
-  max_size = true, into = true, method = true, body = true }
+local ADD_KEYS = {}
+for key in pairs(API.defs.fields.add) do ADD_KEYS[key] = true end
 -- Methods a download may use (HEAD has no body to download).
 local ADD_METHODS = { GET = true, POST = true, PUT = true, PATCH = true, DELETE = true }
--- The names as messages list them.
-local ADD_ORDER = { "url", "name", "dir", "headers", "sha256", "meta", "priority", "timeout", "max_time",
-  "speed_limit", "speed_time", "max_size", "into", "method", "body" }
+-- The names as messages list them (config keys sorted, dl.add's fields in api.lua's order).
+local ADD_ORDER = API.defs.order.add
 local CONFIG_ORDER = {}
 for key in pairs(CONFIG_KEYS) do CONFIG_ORDER[#CONFIG_ORDER + 1] = key end
 table.sort(CONFIG_ORDER)
@@ -296,17 +304,14 @@ function dl.add(spec)
     if type(spec.headers) ~= "table" then fail("dl.add: headers must be a table") end
     for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
   end
-  -- Per-download request controls, checked here so that a bad value is an
-  -- error of this dl.add call's line.
-  local controls = {}
-  if spec.timeout ~= nil then controls.timeout = checked_number("dl.add: ", ADD_DEFS, "timeout", spec.timeout) end
-  -- curl's -m, -Y and -y for this download (seconds, bytes per second, seconds).
-  for _, key in ipairs({ "max_time", "speed_limit", "speed_time" }) do
-    if spec[key] ~= nil then controls[key] = checked_number("dl.add: ", ADD_DEFS, key, spec[key]) end
+  -- What Swift's __dl.add takes (ScriptHost+Add.swift): the fields as checked
+  -- here, so that a bad value is an error of this dl.add call's line, and
+  -- parent, depth and meta_json, which the prelude knows.
+  local request = { url = spec.url, name = spec.name, dir = spec.dir, headers = headers, sha256 = spec.sha256 }
+  -- Every number against its range in api.lua (priority, timeout, curl's -m, -Y and -y, max_size).
+  for _, key in ipairs(ADD_ORDER) do
+    if spec[key] ~= nil and ADD_DEFS[key].range then request[key] = checked_number("dl.add: ", ADD_DEFS, key, spec[key]) end
   end
-  if spec.max_size ~= nil then controls.max_size = checked_number("dl.add: ", ADD_DEFS, "max_size", spec.max_size) end
-  local priority = 0
-  if spec.priority ~= nil then priority = checked_number("dl.add: ", ADD_DEFS, "priority", spec.priority) end
   if spec.into ~= nil and spec.into ~= "file" then
     if spec.into ~= "memory" then
       fail("dl.add: into wants \"file\" or \"memory\", not " .. tostring(spec.into))
@@ -314,29 +319,30 @@ function dl.add(spec)
     if spec.name ~= nil or spec.dir ~= nil then
       fail("dl.add: a download into = \"memory\" has no file, so no name or dir")
     end
-    controls.into = "memory"
+    request.into = "memory"
   end
   if spec.method ~= nil then
     local method = type(spec.method) == "string" and string_upper(spec.method) or nil
     if not ADD_METHODS[method] then
       fail("dl.add: method wants \"GET\", \"POST\", \"PUT\", \"PATCH\" or \"DELETE\", not " .. tostring(spec.method))
     end
-    controls.method = method
+    request.method = method
   end
   if spec.body ~= nil then
     if type(spec.body) ~= "string" then
       fail("dl.add: body wants a string (dl.json.encode(t) or dl.url.query(t) makes one), not a " .. type(spec.body))
     end
-    controls.body = spec.body
+    request.body = spec.body
   end
-  if spec.meta ~= nil then controls.meta_json = meta_json(spec.meta) end
+  if spec.meta ~= nil then request.meta_json = meta_json(spec.meta) end
   local parent = current and current.fields.id or nil
+  request.parent = parent
   -- d.depth: 0 for the job's own adds (top level, done), the parent's + 1 for
   -- an add from a handler of a download. Past max_depth, or past
   -- max_downloads, the add returns nil and warns once: the download whose
   -- handler made it does not fail.
   local depth = parent and ((depths[parent] or current.fields.depth or 0) + 1) or 0
-  if depth > 0 then controls.depth = depth end
+  if depth > 0 then request.depth = depth end
   if config.max_depth ~= nil and depth > config.max_depth then
     if not warned_limit.max_depth then
       warned_limit.max_depth = true
@@ -345,20 +351,21 @@ function dl.add(spec)
     end
     return nil
   end
-  local ok, id, err, limit, refused = pcall(raw.add, spec.url, spec.name, spec.dir, headers, spec.sha256,
-    priority, parent, controls)
+  -- The id, or nil, why ("error", "limit": past max_downloads, "refused": a
+  -- URL past the length limit) and the message.
+  local ok, id, why, message = pcall(raw.add, request)
   if not ok then fail("dl.add: " .. tostring(id)) end
   -- A URL past the length limit: nil and a warning, as a bad link on a page
   -- must not fail the handler that met it.
-  if not id and refused then dl.warn("dl.add: " .. refused); return nil end
-  if not id and limit then
+  if not id and why == "refused" then dl.warn("dl.add: " .. message); return nil end
+  if not id and why == "limit" then
     if not warned_limit.max_downloads then
       warned_limit.max_downloads = true
-      dl.warn("dl.add: " .. limit)
+      dl.warn("dl.add: " .. message)
     end
     return nil
   end
-  if not id then fail("dl.add: " .. err) end
+  if not id then fail("dl.add: " .. tostring(message)) end
   if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta; metas_known[id] = true end
   -- A depth belongs to the download's first add: a URL met again (in any
   -- spelling that normalises to it) gives back the first id and keeps its

@@ -1,0 +1,30 @@
+/// A load or handler failure, worded `file:line: message` for people.
+public struct ScriptError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+    /// A usage error of the command line (exit 2 with its hint), not the script's.
+    public private(set) var isUsage = false
+    init(_ message: String) { self.message = message }
+    init(usage message: String) {
+        self.message = message
+        isUsage = true
+    }
+    init(_ error: LuaError) {
+        message = error.kind == .runtime ? SandboxHint.annotate(error.message) : error.message
+        if let traceback = error.traceback, !traceback.isEmpty { message += "\n" + traceback }
+    }
+}
+
+/// A line a script wrote with `dl.log` or `dl.warn`.
+public struct ScriptLine: Sendable {
+    /// "job.lua:12", the script and line that wrote it.
+    public var place: String
+    /// The download whose handler wrote it (nil at the top level and in `done`).
+    public var download: Int?
+    public var text: String
+
+    /// `[job.lua:12 #3] text`, as dl.log prints it.
+    public var formatted: String {
+        download.map { "[\(place) #\($0)] \(text)" } ?? "[\(place)] \(text)"
+    }
+}
