@@ -35,6 +35,11 @@ package struct ProgressMeter: Sendable {
     private var queued = 0
     private var done = 0
     private var finishedBytes: Int64 = 0
+    /// Sums over `transfers`, kept as they change: the run's figures are read
+    /// on every progress event, on the engine thread, with thousands in flight.
+    private var activeBytes: Int64 = 0
+    private var activeSizes: Int64 = 0
+    private var unsized = 0
     /// Bytes received by every transfer of the run, for the run's speed; it
     /// starts at the first response (the time before it, resolving and
     /// connecting, would read as a slow start).
@@ -53,22 +58,38 @@ package struct ProgressMeter: Sendable {
         case .response(let d, let r):
             // A new attempt starts over from what it kept (a resume) or from 0.
             let kept = r.resumedFrom ?? 0
-            transfers[d.id] = Transfer(bytes: kept, total: r.length, window: RateWindow(start: time, count: kept, span: span))
+            forget(d.id)
+            put(Transfer(bytes: kept, total: r.length, window: RateWindow(start: time, count: kept, span: span)), d.id)
             if received == nil { received = RateWindow(start: time, span: span) }
         case .progress(let d, let p):
-            guard var transfer = transfers[d.id] else { return }
+            guard var transfer = forget(d.id) else { return }
             let moved = max(0, p.bytes - transfer.bytes)
             transfer.bytes = p.bytes
             transfer.total = p.total
             transfer.window.record(p.bytes, at: time)
-            transfers[d.id] = transfer
+            put(transfer, d.id)
             if moved > 0, let count = received?.count { received?.record(count + moved, at: time) }
         default:
             guard event.isTerminal, let d = event.download else { return }
             done += 1
             if case .finished(_, let f) = event { finishedBytes += f.bytes }
-            transfers[d.id] = nil
+            forget(d.id)
         }
+    }
+
+    private mutating func put(_ transfer: Transfer, _ id: DownloadID) {
+        transfers[id] = transfer
+        activeBytes += transfer.bytes
+        if let total = transfer.total { activeSizes += total } else { unsized += 1 }
+    }
+
+    /// Takes a transfer out of the table and of the sums.
+    @discardableResult
+    private mutating func forget(_ id: DownloadID) -> Transfer? {
+        guard let transfer = transfers.removeValue(forKey: id) else { return nil }
+        activeBytes -= transfer.bytes
+        if let total = transfer.total { activeSizes -= total } else { unsized -= 1 }
+        return transfer
     }
 
     /// The download's figures at `now`; nil when it has no response yet or has ended.
@@ -80,14 +101,9 @@ package struct ProgressMeter: Sendable {
 
     /// The run's figures at `now`.
     package func overall(at now: Double) -> Overall {
-        var bytes = finishedBytes
-        var total: Int64? = finishedBytes
-        for transfer in transfers.values {
-            bytes += transfer.bytes
-            total = total.flatMap { sum in transfer.total.map { sum + $0 } }
-        }
+        let bytes = finishedBytes + activeBytes
         // A download without a response yet has no size: the total is not known.
-        if queued - done > transfers.count { total = nil }
+        let total = unsized == 0 && queued - done <= transfers.count ? finishedBytes + activeSizes : nil
         let eta = total.flatMap { received?.eta(remaining: $0 - bytes, at: now) }
         let figures = Figures(bytes: bytes, total: total, speed: received?.rate(at: now), eta: eta)
         return Overall(filesDone: done, filesTotal: max(queued, done), figures: figures)
