@@ -2,9 +2,11 @@ import DLPipe
 @preconcurrency import Foundation
 import Synchronization
 
-/// Live progress on a terminal: one bar per active download and a total line,
-/// redrawn at most 10 times a second on stderr. Finished and failed downloads
-/// scroll up above the bars as plain lines.
+/// Live progress on a terminal: one bar per active download and a total line
+/// (docs/cli.md, Output), redrawn on stderr 10 times a second while transfers
+/// are in flight (their speeds and ETAs move with time, not only with events),
+/// with the figures of a `ProgressMeter`. Finished and failed downloads scroll
+/// up above the bars as plain lines.
 final class ProgressBars: Reporter, @unchecked Sendable {
     // @unchecked: `timer` is set once in init and only cancelled after; the
     // mutable state is all inside the `model` Mutex.
