@@ -15,7 +15,8 @@ import Synchronization
 /// reader lags.
 final class EventWriter: Sendable {
     private enum Entry {
-        case event(DownloadEvent)
+        /// An engine event, and a progress event's figures (`ProgressMeter`).
+        case event(DownloadEvent, MeterReading?)
         /// A line that is not an engine event (a script's dl.warn), JSON already.
         case line(String)
         /// Signalled once everything before it is written.
@@ -41,13 +42,14 @@ final class EventWriter: Sendable {
         thread.start()
     }
 
-    /// Queues an event; never blocks on the reader.
-    func write(_ event: DownloadEvent) {
+    /// Queues an event (a progress event with its `meter` figures, which are
+    /// coalesced with it); never blocks on the reader.
+    func write(_ event: DownloadEvent, meter: MeterReading? = nil) {
         let wasEmpty = buffer.withLock { buffer -> Bool in
             let wasEmpty = buffer.entries.isEmpty
             if case .progress(let d, _) = event {
                 if let slot = buffer.progressSlot[d.id] {
-                    buffer.entries[slot] = .event(event)
+                    buffer.entries[slot] = .event(event, meter)
                     return false
                 }
                 buffer.progressSlot[d.id] = buffer.entries.count
@@ -56,7 +58,7 @@ final class EventWriter: Sendable {
                 // place of an earlier one.
                 buffer.progressSlot[id] = nil
             }
-            buffer.entries.append(.event(event))
+            buffer.entries.append(.event(event, meter))
             return wasEmpty
         }
         if wasEmpty { wake.signal() }
@@ -101,8 +103,8 @@ final class EventWriter: Sendable {
             // file wants, and to a pipe it is as soon as the reader can take it.
             for entry in entries {
                 switch entry {
-                case .event(let event):
-                    bytes.append(contentsOf: JSONLine.encode(event).utf8)
+                case .event(let event, let meter):
+                    bytes.append(contentsOf: JSONLine.encode(event, meter: meter).utf8)
                     bytes.append(10)
                 case .line(let line):
                     bytes.append(contentsOf: line.utf8)

@@ -5,7 +5,8 @@ import Foundation
 /// The JSON Lines form of events: `{"event": "...", "id": N, ...}`.
 /// Keys are fixed per event type; absent values are omitted.
 enum JSONLine {
-    static func encode(_ event: DownloadEvent) -> String {
+    /// `meter`: a progress event's figures from the reporter's `ProgressMeter`.
+    static func encode(_ event: DownloadEvent, meter: MeterReading? = nil) -> String {
         var object = JSONObject()
         switch event {
         case .queued(let d):
@@ -22,6 +23,7 @@ enum JSONLine {
             object.add("bytes", p.bytes)
             object.add("total", p.total)
             object.add("rate", p.rate.rounded())
+            if let meter { add(meter, to: &object) }
         case .retrying(let d, let e, let delay):
             object.add("event", "retrying"); add(d, to: &object); add(e, to: &object)
             object.add("delay", delay)

@@ -2,27 +2,22 @@ import DLPipe
 @preconcurrency import Foundation
 import Synchronization
 
-/// Live progress on a terminal: one bar per active download and a total line,
-/// redrawn at most 10 times a second on stderr. Finished and failed downloads
-/// scroll up above the bars as plain lines.
+/// Live progress on a terminal: one bar per active download and a total line
+/// (docs/cli.md, Output), redrawn on stderr 10 times a second while transfers
+/// are in flight (their speeds and ETAs move with time, not only with events),
+/// with the figures of a `ProgressMeter`. Finished and failed downloads scroll
+/// up above the bars as plain lines.
 final class ProgressBars: Reporter, @unchecked Sendable {
     // @unchecked: `timer` is set once in init and only cancelled after; the
     // mutable state is all inside the `model` Mutex.
-    private struct Row {
-        var label: String
-        var bytes: Int64 = 0
-        var total: Int64?
-        var rate: Double = 0
-    }
-
     private struct Model {
-        var rows: [DownloadID: Row] = [:]
+        /// The bars' labels, by download, in the order their responses came.
+        var labels: [DownloadID: String] = [:]
         var order: [DownloadID] = []
+        /// The figures: files, bytes, speeds and ETAs.
+        var meter = ProgressMeter()
         /// Lines to print above the bars at the next redraw.
         var log: [String] = []
-        var finishedBytes: Int64 = 0
-        var done = 0
-        var seen = 0
         var dirty = false
         var drawnLines = 0
     }
@@ -47,23 +42,18 @@ final class ProgressBars: Reporter, @unchecked Sendable {
     }
 
     func handle(_ event: DownloadEvent) {
+        let now = Self.now()
         model.withLock { m in
+            m.meter.record(event, at: now)
             switch event {
-            case .queued: m.seen += 1
             case .response(let d, let r):
-                if m.rows[d.id] == nil { m.order.append(d.id) }
-                m.rows[d.id] = Row(label: shownPath.label(d.name ?? r.filename), total: r.length)
-            case .progress(let d, let p):
-                m.rows[d.id]?.bytes = p.bytes
-                m.rows[d.id]?.total = p.total
-                m.rows[d.id]?.rate = p.rate
+                if m.labels[d.id] == nil { m.order.append(d.id) }
+                m.labels[d.id] = shownPath.label(d.name ?? r.filename)
             case .retrying:
                 if let line = LineReporter.line(for: event, onlyFailures: false, shownPath: shownPath) { m.log.append(line) }
             default:
                 guard event.isTerminal, let d = event.download else { return }
-                m.done += 1
-                if case .finished(_, let f) = event { m.finishedBytes += f.bytes }
-                m.rows[d.id] = nil
+                m.labels[d.id] = nil
                 m.order.removeAll { $0 == d.id }
                 if let line = LineReporter.line(for: event, onlyFailures: false, shownPath: shownPath) {
                     m.log.append(paint(line, failed: { if case .failed = event { return true }; return false }()))
@@ -92,10 +82,15 @@ final class ProgressBars: Reporter, @unchecked Sendable {
         return (failed ? "\u{1b}[31m" : "\u{1b}[32m") + line + "\u{1b}[0m"
     }
 
+    /// Seconds on a clock that only goes forward, for the meter.
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
     private func redraw(final: Bool) {
         var out = ""
+        let now = Self.now()
         model.withLock { m in
-            guard m.dirty || final else { return }
+            // Speeds and ETAs move with time: bars in flight are redrawn on every tick.
+            guard m.dirty || final || !m.order.isEmpty else { return }
             m.dirty = false
             // Move up over the previous bars and clear them.
             if m.drawnLines > 0 { out += "\u{1b}[\(m.drawnLines)F\u{1b}[J" }
@@ -106,33 +101,41 @@ final class ProgressBars: Reporter, @unchecked Sendable {
                 return
             }
             var lines = 0
-            var activeBytes: Int64 = 0
-            for id in m.order {
-                guard let row = m.rows[id] else { continue }
-                activeBytes += row.bytes
-                if lines < maxRows {
-                    out += bar(row) + "\n"
-                    lines += 1
-                }
+            for id in m.order.prefix(maxRows) {
+                guard let label = m.labels[id], let figures = m.meter.figures(of: id, at: now) else { continue }
+                out += bar(label, figures) + "\n"
+                lines += 1
             }
-            let rate = m.rows.values.reduce(0) { $0 + $1.rate }
-            out += "total: \(m.done)/\(m.seen) done, \(Format.bytes(m.finishedBytes + activeBytes)), \(Format.rate(rate))\n"
+            out += Self.totalLine(m.meter.overall(at: now)) + "\n"
             m.drawnLines = lines + 1
         }
         if !out.isEmpty { FileHandle.standardError.write(Data(out.utf8)) }
     }
 
-    private func bar(_ row: Row) -> String {
-        let label = String(Terminal.clean(row.label).prefix(24)).padding(toLength: 24, withPad: " ", startingAt: 0)
-        let barWidth = max(10, min(40, width - 60))
+    /// "total: 2/8 files, 11.4 MiB of 22.9 MiB, 12.0 MiB/s, ETA 1s": the size
+    /// only when every file's is known, the ETA only when it can be estimated.
+    static func totalLine(_ overall: ProgressMeter.Overall) -> String {
+        let f = overall.figures
+        var line = "total: \(overall.filesDone)/\(overall.filesTotal) files, \(Format.bytes(f.bytes))"
+        if let total = f.total { line += " of \(Format.bytes(total))" }
+        line += ", \(Format.speed(f.speed))"
+        if let eta = f.eta { line += ", \(Format.eta(eta))" }
+        return line
+    }
+
+    private func bar(_ label: String, _ f: ProgressMeter.Figures) -> String {
+        let label = String(Terminal.clean(label).prefix(24)).padding(toLength: 24, withPad: " ", startingAt: 0)
+        // Room for the label, percent, bytes, speed and ETA on the line.
+        let barWidth = max(10, min(40, width - 58))
         var cells = String(repeating: "-", count: barWidth)
         var percent = "   ?"
-        if let total = row.total, total > 0 {
-            let fraction = min(1, Double(row.bytes) / Double(total))
+        if let total = f.total, total > 0 {
+            let fraction = min(1, Double(f.bytes) / Double(total))
             let filled = Int(fraction * Double(barWidth))
             cells = String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
             percent = String(format: "%3d%%", Int(fraction * 100))
         }
-        return "\(label) [\(cells)] \(percent) \(Format.bytes(row.bytes)) \(Format.rate(row.rate))"
+        let eta = f.eta.map { " " + Format.eta($0) } ?? ""
+        return "\(label) [\(cells)] \(percent) \(Format.bytes(f.bytes)) \(Format.speed(f.speed))\(eta)"
     }
 }

@@ -118,6 +118,9 @@ final class JSONReporter: Reporter {
     /// A shared queue's worker: its `done` event says whose counts it holds
     /// (`JSONLine.done`). Set before the engine runs.
     private let queueWorker = Mutex<QueueWorker?>(nil)
+    /// The figures progress events carry beside the engine's (speed and ETA
+    /// over a window, the run's files and bytes), as on the terminal.
+    private let meter = Mutex(ProgressMeter())
 
     func describeDone(as worker: QueueWorker) { queueWorker.withLock { $0 = worker } }
 
@@ -129,7 +132,13 @@ final class JSONReporter: Reporter {
             let ran = worker.takeRanDone()
             return writer.write(line: JSONLine.done(s, worker: worker.worker, run: ran?.run ?? worker.run, job: ran?.summary))
         }
-        writer.write(event)
+        let now = ProgressBars.now()
+        let reading = meter.withLock { meter -> MeterReading? in
+            meter.record(event, at: now)
+            guard case .progress(let d, _) = event else { return nil }
+            return MeterReading(download: meter.figures(of: d.id, at: now), overall: meter.overall(at: now))
+        }
+        writer.write(event, meter: reading)
     }
 
     func runEnded(_ ended: FollowedRun) {

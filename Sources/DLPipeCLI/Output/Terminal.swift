@@ -68,6 +68,18 @@ enum Format {
         bytes(Int64(bytesPerSecond.isFinite ? bytesPerSecond : 0)) + "/s"
     }
 
+    /// A speed from `ProgressMeter`: "--" while it has no estimate yet.
+    static func speed(_ bytesPerSecond: Double?) -> String {
+        bytesPerSecond.map(rate) ?? "-- B/s"
+    }
+
+    /// "ETA 4s", "ETA 1m05s": whole seconds, rounded up (a wait of 0.2 s is 1 s away).
+    static func eta(_ value: Double) -> String {
+        let whole = Int(min(value, 359_999).rounded(.up))
+        if whole < 60 { return "ETA \(whole)s" }
+        return "ETA " + seconds(Double(whole))
+    }
+
     static func seconds(_ value: Double) -> String {
         if value < 60 { return String(format: "%.1fs", value) }
         let whole = Int(value)
