@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -25,6 +26,17 @@ static inline int dl_renameat_noreplace(int fromDir, const char *from, int toDir
 /// a GNU extension; Linux keeps 15 bytes of the name).
 static inline int dl_name_this_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);
+}
+/// The same for a block on a GCD queue, whose pool threads run the blocks of
+/// every queue: names the thread only when its name last set here differs, so
+/// a thread that keeps running one queue's blocks costs a string compare, not
+/// a system call. (The name is remembered per thread; Linux keeps 15 bytes.)
+static inline int dl_name_this_thread_if_new(const char *name) {
+    static __thread char current[16];
+    if (strncmp(current, name, sizeof current - 1) == 0) return 0;
+    strncpy(current, name, sizeof current - 1);
+    current[sizeof current - 1] = 0;
+    return pthread_setname_np(pthread_self(), current);
 }
 /// syncfs(2): flushes every dirty file of the file system holding `fd`, in one call.
 static inline int dl_syncfs(int fd) {

@@ -94,8 +94,8 @@ extension EngineLoop {
             // state thread has handed them on (their commit first) and the sync
             // queues are done.
             store?.wait()
-            syncQueue.sync {}
-            fileSyncQueue.sync(flags: .barrier) {}
+            syncQueue.waitForQueued()
+            fileSyncQueue.waitForQueued()
             let waiting = awaitingDurability
             let held = waiting.compactMap(\.held)
             do throws(StateFailure) {
@@ -126,11 +126,14 @@ extension EngineLoop {
         nextSyncBatch += 1
         syncingBatches[number] = batch
         let files = batch.compactMap(\.dataSync)
+        // The blocks below run off this thread: they capture Sendable values
+        // and the inbox, never `self`.
+        let (inbox, output) = (inbox, output)
         if files.count == batch.count && batch.count <= EngineLoop.perFileSyncLimit {
             // No held body among them: nothing to write or link, no commit to wait for.
-            fileSyncQueue.async { [self] in
+            fileSyncQueue.async {
                 if !PartFileSync.syncAll(files) { output.sync() }  // the disk refused one: as before
-                post(.synced(batch: number))
+                inbox.post(.synced(batch: number))
             }
             return
         }
@@ -138,9 +141,9 @@ extension EngineLoop {
         let refusingLinks = configuration.heldBodies == .linksRefused
         let mayPlace = configuration.claims?.mayPlace
         guard let store, !held.isEmpty else {
-            syncQueue.async { [self] in
+            syncQueue.async {
                 HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
-                post(.synced(batch: number))
+                inbox.post(.synced(batch: number))
             }
             return
         }
@@ -149,11 +152,12 @@ extension EngineLoop {
         if store.durableBySyncOfOutput {
             // The state file is on the outputs' file system: the batch's
             // syncfs comes after the commit and makes the records durable too.
-            store.commit { [self] failure in
+            let syncQueue = syncQueue
+            store.commit { failure in
                 if let failure { HeldFile.refuse(held, because: failure.message) }
-                syncQueue.async { [self] in
+                syncQueue.async {
                     HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
-                    post(.synced(batch: number))
+                    inbox.post(.synced(batch: number))
                 }
             }
             return
@@ -165,11 +169,11 @@ extension EngineLoop {
         // (docs/performance.md, stop 22).
         let committed = CommitOutcome()
         store.commit { failure in committed.set(failure) }
-        syncQueue.async { [self] in
+        syncQueue.async {
             HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace) {
                 if let failure = committed.wait() { HeldFile.refuse(held, because: failure.message) }
             }
-            post(.synced(batch: number))
+            inbox.post(.synced(batch: number))
         }
     }
 
@@ -314,7 +318,7 @@ extension EngineLoop {
         case .fenced:
             // The lease was not sure at its link: it takes the part file path,
             // whose rename waits for the next acknowledged heartbeat.
-            heldBodiesFenced.add(1, ordering: .relaxed)
+            inbox.heldBodiesFenced.add(1, ordering: .relaxed)
             writeAsPartFile(placement, held, target)
         }
     }
