@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A checked, whole file waiting for its batch's syncfs before it gets its
 /// name: a part file to rename, or a body held in memory (`held`) that the
@@ -356,18 +357,17 @@ extension EngineLoop {
 
 /// A batch's commit as the syncfs queue waits for it: set once on the state
 /// thread, waited for once before the batch's links.
-private final class CommitOutcome: @unchecked Sendable {
-    // @unchecked: `failure` is written before the semaphore's signal and read after its wait.
-    private var failure: StateFailure?
+private final class CommitOutcome: Sendable {
+    private let failure = Mutex<StateFailure?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
     func set(_ failure: StateFailure?) {
-        self.failure = failure
+        self.failure.withLock { $0 = failure }
         done.signal()
     }
 
     func wait() -> StateFailure? {
         done.wait()
-        return failure
+        return failure.withLock { $0 }
     }
 }

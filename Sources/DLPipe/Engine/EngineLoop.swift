@@ -558,6 +558,9 @@ final class EngineLoop {
         lateCommands = []
         for waiter in stopWaiters { waiter() }
         stopWaiters = []
+        // Their threads end once idle (the queued blocks still run).
+        syncQueue.end()
+        resumeHashQueue.end()
     }
 
     func emit(_ event: DownloadEvent) { events.publish(event) }
