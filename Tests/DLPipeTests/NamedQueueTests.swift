@@ -33,6 +33,19 @@ import Testing
         #expect(names == ["dlpipe-test-c1", "dlpipe-test-c2"])
     }
 
+    /// As the engine thread, when a state `sync` block runs on it.
+    @Test func aThreadNamedForLifeKeepsItsNameInAPoolBlock() async {
+        let queue = NamedQueue("dlpipe-test-l")
+        let name = await withCheckedContinuation { continuation in
+            queue.async {
+                ThreadName.enter("dlpipe-other")
+                continuation.resume(returning: Self.currentName())
+            }
+        }
+        queue.end()
+        #expect(name == "dlpipe-test-l")
+    }
+
     @Test func waitingForASerialQueueWaitsForItsBlocks() {
         let queue = NamedQueue("dlpipe-test-w")
         let names = Names()

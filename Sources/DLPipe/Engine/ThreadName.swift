@@ -8,15 +8,16 @@ package enum ThreadName {
     /// Names the calling thread: at the start of a thread of dlpipe's own.
     package static func set(_ name: String) {
         precondition(name.utf8.count <= 15, "a thread name longer than Linux keeps: \(name)")
-        _ = dl_name_this_thread(name)
+        _ = dl_name_this_thread_as(name, 1)
     }
 
     /// Names the GCD pool thread that runs a block of the queue `name`, at the
     /// start of each block: pool threads serve every queue, so the name says
     /// which queue's work the thread did last. A system call only when that
-    /// changes (`dl_name_this_thread_if_new`). Never for `sync` blocks, which
-    /// run on the caller's thread.
+    /// changes (`dl_name_this_thread_as`). Not for `sync` blocks, which
+    /// run on the caller's thread; and a thread named by `set` keeps its name
+    /// whatever runs on it.
     package static func enter(_ name: String) {
-        _ = dl_name_this_thread_if_new(name)
+        _ = dl_name_this_thread_as(name, 0)
     }
 }
