@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -21,10 +22,24 @@ static inline int dl_rename_noreplace(const char *from, const char *to) {
 static inline int dl_renameat_noreplace(int fromDir, const char *from, int toDir, const char *to) {
     return (int)syscall(SYS_renameat2, fromDir, from, toDir, to, 1 /* RENAME_NOREPLACE */);
 }
-/// Names the calling thread for ps, top and debuggers (pthread_setname_np,
-/// a GNU extension; Linux keeps 15 bytes of the name).
-static inline int dl_name_this_thread(const char *name) {
-    return pthread_setname_np(pthread_self(), name);
+/// Names the calling thread for ps, top and debuggers (pthread_setname_np, a
+/// GNU extension), remembering per thread what it did:
+/// - `for_life` (a thread of dlpipe's own): the name stays; later calls on
+///   this thread change nothing, so a block that GCD runs on its caller's
+///   thread (`sync`) never renames the engine thread;
+/// - otherwise (a block on a GCD queue, whose pool threads run the blocks of
+///   every queue): a system call only when the name differs from the one last
+///   set here, so a thread that keeps running one queue's blocks costs a
+///   string compare. Linux keeps 15 bytes of a name.
+static inline int dl_name_this_thread_as(const char *name, int for_life) {
+    static __thread char current[16];
+    static __thread int named_for_life;
+    if (named_for_life) return 0;
+    if (for_life) named_for_life = 1;
+    else if (strncmp(current, name, sizeof current - 1) == 0) return 0;
+    strncpy(current, name, sizeof current - 1);
+    current[sizeof current - 1] = 0;
+    return pthread_setname_np(pthread_self(), current);
 }
 /// syncfs(2): flushes every dirty file of the file system holding `fd`, in one call.
 static inline int dl_syncfs(int fd) {

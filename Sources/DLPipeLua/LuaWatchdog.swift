@@ -1,4 +1,5 @@
 internal import CLua
+import DLPipe
 import Foundation
 
 /// One thread per process that makes a Lua call stop soon after its deadline even while it
@@ -22,8 +23,10 @@ final class LuaWatchdog: Sendable {
     nonisolated(unsafe) private var blocks = Set<UInt>()
 
     private init() {
-        let thread = Thread { [self] in loop() }
-        thread.name = "dlpipe-lua-watchdog"
+        let thread = Thread { [self] in
+            ThreadName.set("dlpipe-luawatch")
+            loop()
+        }
         thread.stackSize = 256 << 10
         thread.start()
     }

@@ -138,7 +138,7 @@ import Testing
         // The stops that land after a body was held (the usual case for 2 KB
         // on loopback: the whole body comes with its head) take it back from
         // the syncfs queue before its link.
-        let withdrawn = engine.loop.heldBodiesWithdrawn.load(ordering: .relaxed)
+        let withdrawn = engine.inbox.heldBodiesWithdrawn.load(ordering: .relaxed)
         engine.shutdown()
         #expect(withdrawn > 0, "no stop took a held body back: the withdrawal path did not run")
         #expect(finished + cancelled == files.count)

@@ -49,7 +49,7 @@ import TestSupport
             while listing(parts).count < count { try? await Task.sleep(nanoseconds: 20_000_000) }
         }
         #expect(listing(parts).allSatisfy { $0.hasPrefix("w7-") && $0.hasSuffix(".part") })
-        #expect(engine.loop.heldBodiesFenced.load(ordering: .relaxed) > 0, "bodies were held, and the fence stopped their links")
+        #expect(engine.inbox.heldBodiesFenced.load(ordering: .relaxed) > 0, "bodies were held, and the fence stopped their links")
         #expect(listing(out).isEmpty, "nothing placed under an unsure lease (`listing` leaves out .dlpipe)")
 
         lease.sure.withLock { $0 = true }
@@ -79,7 +79,7 @@ import TestSupport
             return
         }
         #expect(sameBytes(info.path, data))
-        #expect(engine.loop.heldBodiesFenced.load(ordering: .relaxed) == 0)
+        #expect(engine.inbox.heldBodiesFenced.load(ordering: .relaxed) == 0)
         #expect(listing(out + "/.dlpipe/queue/1").isEmpty)
     }
 }

@@ -30,7 +30,7 @@ extension EngineLoop {
                 // comes too late. Otherwise it is taken back, and the stop applies.
                 if let held = job.held, held.withdraw() {
                     job.held = nil
-                    heldBodiesWithdrawn.add(1, ordering: .relaxed)
+                    inbox.heldBodiesWithdrawn.add(1, ordering: .relaxed)
                     feed(job, .heldBodyWithdrawn)
                 } else {
                     feed(job, .heldBodyLinked)

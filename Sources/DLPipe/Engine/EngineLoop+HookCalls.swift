@@ -18,11 +18,14 @@ extension EngineLoop {
                 .hook, "the \(hook) hook did not reply within \(Self.seconds(deadline)) (hookDeadline)")
             hookDeadlines.add(.init(due: EngineLoop.now() + deadline, gate: gate, expiry: expiry(error)))
         }
-        return { [self] verdict in
+        // Called on the hook's thread (Lua's, a library caller's): it holds
+        // the inbox, never `self`.
+        let inbox = inbox
+        return { verdict in
             if gate.claim() {
-                post(deliver(verdict))
+                inbox.post(deliver(verdict))
             } else {
-                ignoredHookReplies.add(1, ordering: .relaxed)
+                inbox.ignoredHookReplies.add(1, ordering: .relaxed)
             }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A checked, whole file waiting for its batch's syncfs before it gets its
 /// name: a part file to rename, or a body held in memory (`held`) that the
@@ -94,8 +95,8 @@ extension EngineLoop {
             // state thread has handed them on (their commit first) and the sync
             // queues are done.
             store?.wait()
-            syncQueue.sync {}
-            fileSyncQueue.sync(flags: .barrier) {}
+            syncQueue.waitForQueued()
+            fileSyncQueue.waitForQueued()
             let waiting = awaitingDurability
             let held = waiting.compactMap(\.held)
             do throws(StateFailure) {
@@ -126,11 +127,14 @@ extension EngineLoop {
         nextSyncBatch += 1
         syncingBatches[number] = batch
         let files = batch.compactMap(\.dataSync)
+        // The blocks below run off this thread: they capture Sendable values
+        // and the inbox, never `self`.
+        let (inbox, output) = (inbox, output)
         if files.count == batch.count && batch.count <= EngineLoop.perFileSyncLimit {
             // No held body among them: nothing to write or link, no commit to wait for.
-            fileSyncQueue.async { [self] in
+            fileSyncQueue.async {
                 if !PartFileSync.syncAll(files) { output.sync() }  // the disk refused one: as before
-                post(.synced(batch: number))
+                inbox.post(.synced(batch: number))
             }
             return
         }
@@ -138,9 +142,9 @@ extension EngineLoop {
         let refusingLinks = configuration.heldBodies == .linksRefused
         let mayPlace = configuration.claims?.mayPlace
         guard let store, !held.isEmpty else {
-            syncQueue.async { [self] in
+            syncQueue.async {
                 HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
-                post(.synced(batch: number))
+                inbox.post(.synced(batch: number))
             }
             return
         }
@@ -149,11 +153,12 @@ extension EngineLoop {
         if store.durableBySyncOfOutput {
             // The state file is on the outputs' file system: the batch's
             // syncfs comes after the commit and makes the records durable too.
-            store.commit { [self] failure in
+            let syncQueue = syncQueue
+            store.commit { failure in
                 if let failure { HeldFile.refuse(held, because: failure.message) }
-                syncQueue.async { [self] in
+                syncQueue.async {
                     HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
-                    post(.synced(batch: number))
+                    inbox.post(.synced(batch: number))
                 }
             }
             return
@@ -165,11 +170,11 @@ extension EngineLoop {
         // (docs/performance.md, stop 22).
         let committed = CommitOutcome()
         store.commit { failure in committed.set(failure) }
-        syncQueue.async { [self] in
+        syncQueue.async {
             HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace) {
                 if let failure = committed.wait() { HeldFile.refuse(held, because: failure.message) }
             }
-            post(.synced(batch: number))
+            inbox.post(.synced(batch: number))
         }
     }
 
@@ -314,7 +319,7 @@ extension EngineLoop {
         case .fenced:
             // The lease was not sure at its link: it takes the part file path,
             // whose rename waits for the next acknowledged heartbeat.
-            heldBodiesFenced.add(1, ordering: .relaxed)
+            inbox.heldBodiesFenced.add(1, ordering: .relaxed)
             writeAsPartFile(placement, held, target)
         }
     }
@@ -352,18 +357,17 @@ extension EngineLoop {
 
 /// A batch's commit as the syncfs queue waits for it: set once on the state
 /// thread, waited for once before the batch's links.
-private final class CommitOutcome: @unchecked Sendable {
-    // @unchecked: `failure` is written before the semaphore's signal and read after its wait.
-    private var failure: StateFailure?
+private final class CommitOutcome: Sendable {
+    private let failure = Mutex<StateFailure?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
     func set(_ failure: StateFailure?) {
-        self.failure = failure
+        self.failure.withLock { $0 = failure }
         done.signal()
     }
 
     func wait() -> StateFailure? {
         done.wait()
-        return failure
+        return failure.withLock { $0 }
     }
 }

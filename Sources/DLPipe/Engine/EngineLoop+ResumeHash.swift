@@ -33,11 +33,12 @@ extension EngineLoop {
         job.resumeHash = hash
         let path = targets.partPath(target)
         let id = job.id
-        resumeHashQueue.async { [self] in
+        let inbox = inbox  // the block runs off this thread: never `self`
+        resumeHashQueue.async {
             let hasher = SHA256Hasher()
             if hasher.feed(file: path, upTo: hash.offset) == hash.offset { hash.hasher = hasher }
             hash.done = true
-            post(.resumeHashed(id, hash))
+            inbox.post(.resumeHashed(id, hash))
         }
         return true
     }

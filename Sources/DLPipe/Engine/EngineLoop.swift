@@ -1,31 +1,29 @@
 internal import CPosix
 import Foundation
-import Synchronization
 
-/// The engine's one thread: it owns the jobs, the scheduler and the curl multi
-/// handle, and runs `curl_multi_poll` for every transfer. Other threads talk to it
-/// only through `post`, which queues a command and wakes the poll.
+/// The engine's core, on its one thread: it owns the jobs, the scheduler and the
+/// curl multi handle, and runs `curl_multi_poll` for every transfer. It is made
+/// on that thread (`EngineLoop.start`) and is not Sendable, so the compiler
+/// keeps it there: other threads hold its `EngineInbox` and talk to it only
+/// through `post`, which queues a command and wakes the poll.
 ///
 /// Who may touch what (docs/architecture.md, "Threads"):
 /// - the engine thread (`dlpipe-engine`): every `var` here, the jobs, the
 ///   transfers and curl (its callbacks run inside `multi.perform`, on it);
 ///   `assertOnEngineThread` checks this in debug builds;
 /// - the state queue (`StateWriter`, `dlpipe-state`): the SQLite connection;
-/// - the syncfs queue (`syncQueue`): syncfs and the held bodies it writes and
-///   links, which it hands back with `.synced`; the fdatasync queue
-///   (`fileSyncQueue`): fdatasync of a few large part files on descriptors
-///   handed to it (`PartFileSync`), also answered with `.synced`; the write-back queue
-///   (`PartFile`): `sync_file_range` on duplicated descriptors; the resume-hash
-///   queue: reading part files it was given; none of them touches engine state;
+/// - the syncfs queue (`syncQueue`, `dlpipe-sync`): syncfs and the held bodies it
+///   writes and links, which it hands back with `.synced`; the fdatasync queue
+///   (`fileSyncQueue`, `dlpipe-fsync`): fdatasync of a few large part files on
+///   descriptors handed to it (`PartFileSync`), also answered with `.synced`; the
+///   write-back queue (`PartFile`): `sync_file_range` on duplicated descriptors;
+///   the resume-hash queue (`dlpipe-hash`): reading part files it was given. Their
+///   blocks capture Sendable values and the inbox, never the loop;
 /// - the Lua thread (`LuaThread`, DLPipeLua): the `lua_State`; it answers hooks
-///   with `post`;
-/// - any thread: `post`, `inbox` (a Mutex), `sleeping` and `multi.wakeup`
-///   (curl's one thread-safe call), `heldBodiesWithdrawn`.
-final class EngineLoop: @unchecked Sendable {
-    // @unchecked: everything below `inbox` is touched only on the loop thread;
-    // `inbox` is a Mutex and `multi.wakeup` is curl's one thread-safe call.
-
-    enum Command {
+///   through the inbox;
+/// - any thread: the `EngineInbox` (`post`, the wake-up, the counters).
+final class EngineLoop {
+    enum Command: Sendable {
         case add(AdmittedRequest)
         /// Several adds in one command: all are queued before the next start.
         case addAll([AdmittedRequest])
@@ -79,16 +77,14 @@ final class EngineLoop: @unchecked Sendable {
     let store: StateWriter?
     var runID: Int64 = 0
 
-    private let inbox = Mutex<Inbox>(Inbox())
+    /// How other threads reach this loop, and how work sent off this thread
+    /// answers (its blocks capture this, never `self`).
+    let inbox: EngineInbox
     /// Commands that came after the stop in the stop's own batch: answered as
     /// the stopped engine answers them (`AfterStop`), once the loop has ended.
     private var lateCommands: [Command] = []
-    /// True while the loop is in (or about to enter) `curl_multi_poll`: only then
-    /// does a command need a wake-up. A loop that is awake takes the inbox at
-    /// the start of its next turn anyway.
-    private let sleeping = Atomic<Bool>(false)
     let multi: CurlMulti
-    /// The engine thread; set before it starts, never changed after.
+    /// The engine thread; set when `run` starts, never changed after.
     private var thread: Thread?
 
     /// Downloads being worked on: made from `waiting` when first needed.
@@ -145,22 +141,16 @@ final class EngineLoop: @unchecked Sendable {
     /// Bytes of held bodies not yet on disk; past `maxHeldBytes` bodies take
     /// the part file path, so memory stays bounded whatever the file sizes.
     var heldBytes = 0
-    /// Held bodies a stop took back before their link: read by tests (any
-    /// thread) to see that the withdrawal path ran; written on the rare stop.
-    let heldBodiesWithdrawn = Atomic<Int>(0)
-    /// Held bodies a shared queue's worker did not link because its lease was
-    /// not sure (they went to part files): read by tests, like the above.
-    let heldBodiesFenced = Atomic<Int>(0)
     /// When state records were last handed over for a commit (`flushState`).
     var lastStateCommit = 0.0
     static let stateCommitInterval = 0.05
     static let maxHeldBytes = 16 << 20
-    let syncQueue = DispatchQueue(label: "dlpipe-syncfs")
+    let syncQueue = NamedQueue("dlpipe-sync")
     /// Per-file syncs of batches without held bodies: concurrent, so that the
     /// run's last batch need not wait for the one in flight.
-    let fileSyncQueue = DispatchQueue(label: "dlpipe-fdatasync", attributes: .concurrent)
+    let fileSyncQueue = NamedQueue("dlpipe-fsync", concurrent: true)
     /// Hashes the bytes a resumed part file already holds (ResumeHash).
-    let resumeHashQueue = DispatchQueue(label: "dlpipe-resume-hash")
+    let resumeHashQueue = NamedQueue("dlpipe-hash")
     /// The output directory, open: file calls relative to it, and syncfs.
     let output: OutputDirectory
     /// The file names: what the disk holds, what downloads hold, the taken
@@ -172,9 +162,6 @@ final class EngineLoop: @unchecked Sendable {
     var pendingHookCalls = 0
     /// Hook calls waiting for a reply, by deadline (`hookDeadline`).
     var hookDeadlines = HookDeadlines()
-    /// Hook replies dropped: second replies, and replies after the deadline
-    /// (read by `DownloadEngine.ignoredHookReplies`, from any thread).
-    let ignoredHookReplies = Atomic<Int>(0)
     var summary = RunSummary()
     var exitCode: Int?
     /// Work arrived since the last drain: the next idle moment is a drain.
@@ -192,9 +179,11 @@ final class EngineLoop: @unchecked Sendable {
     let cookies: CookieJar?
     private var stopWaiters: [@Sendable () -> Void] = []
 
+    /// Made on the engine thread by `start`; unit tests make one anywhere and never run it.
     init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, events: EventHub,
          registry: DownloadRegistry = DownloadRegistry(engine: 0), store: (any DownloadState)?,
-         cookies: CookieJar? = nil) {
+         cookies: CookieJar? = nil, inbox: EngineInbox = EngineInbox()) {
+        self.inbox = inbox
         self.registry = registry
         self.configuration = configuration
         self.store = store.map(StateWriter.init)
@@ -206,7 +195,7 @@ final class EngineLoop: @unchecked Sendable {
             retries: configuration.retries, base: configuration.backoffBase,
             cap: configuration.backoffCap)
         self.pacer = configuration.rateLimit.map { RatePacer(bytesPerSecond: $0) }
-        self.multi = CurlMulti()
+        self.multi = CurlMulti(inbox.multiHandle)
         self.cookies = cookies
         self.hostPacing = HostPacing(delay: configuration.hostDelay)
         self.output = OutputDirectory(root: root)
@@ -222,44 +211,31 @@ final class EngineLoop: @unchecked Sendable {
             perHost: configuration.perHost)
     }
 
-    /// Starts the run's record and the thread.
-    func start() throws(StateFailure) {
-        runID = try store?.startRun() ?? 0
-        let thread = Thread { [self] in run() }
-        thread.name = "dlpipe-engine"
-        thread.stackSize = 1 << 20
-        self.thread = thread
-        thread.start()
-    }
-
-    /// Queues a command for the loop thread and wakes it. Safe from any thread.
-    ///
-    /// Only the command that finds the inbox empty wakes the loop, and only when
-    /// the loop sleeps: a wake-up sent for an earlier command is still pending
-    /// and the loop takes the whole inbox when it comes. Adding 100,000 URLs thus
-    /// costs one wake-up, not 100,000, and hook replies that arrive while the
-    /// loop works cost none. (The loop sets `sleeping` before it looks at the
-    /// inbox a last time, and a poster appends before it reads `sleeping`, so
-    /// one of the two always sees the other.)
-    ///
-    /// After the loop has ended, the command is answered at once on the
-    /// caller's thread, as `AfterStop` says: no call waits for a loop that is gone.
-    func post(_ command: Command) {
-        let (wasEmpty, answer) = inbox.withLock { box -> (Bool, AfterStop.Reply?) in
-            if box.afterStop != nil { return (false, box.afterStop!.answer(command)) }
-            box.commands.append(command)
-            return (box.commands.count == 1, nil)
+    /// Starts the engine thread, which makes the loop (the run's record, the
+    /// cookie jar, the multi handle) and runs it; returns once it is made, or
+    /// throws what failed. Everything passed is Sendable: the loop itself
+    /// never leaves that thread, and `inbox` is how the others reach it.
+    static func start(
+        inbox: EngineInbox, configuration: EngineConfiguration, root: String, hooks: DownloadHooks?,
+        events: EventHub, registry: DownloadRegistry, store: (any DownloadState)?
+    ) throws(DownloadError) {
+        try inbox.start { inbox throws(DownloadError) in
+            let cookies = configuration.cookieFile != nil || configuration.cookieJar != nil
+                ? try CookieJar(readFile: configuration.cookieFile, writeFile: configuration.cookieJar) : nil
+            let loop = EngineLoop(
+                configuration: configuration, root: root, hooks: hooks, events: events, registry: registry,
+                store: store, cookies: cookies, inbox: inbox)
+            do throws(StateFailure) {
+                loop.runID = try loop.store?.startRun() ?? 0
+            } catch {
+                throw DownloadError(.io, error.message)
+            }
+            return loop
         }
-        answer?()
-        if wasEmpty && sleeping.load(ordering: .sequentiallyConsistent) { multi.wakeup() }
     }
 
-    /// Polls curl until a socket, a timeout or a command wakes the loop.
-    private func sleep(milliseconds: Int) {
-        sleeping.store(true, ordering: .sequentiallyConsistent)
-        if inbox.withLock({ $0.commands.isEmpty }) { multi.poll(milliseconds: milliseconds) }
-        sleeping.store(false, ordering: .sequentiallyConsistent)
-    }
+    /// Queues a command for this loop (see `EngineInbox.post`).
+    func post(_ command: Command) { inbox.post(command) }
 
     /// Debug builds stop when engine state is touched off the engine thread
     /// (an engine that never started, as in unit tests, is not checked). In
@@ -276,16 +252,11 @@ final class EngineLoop: @unchecked Sendable {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    private func run() {
-        // Foundation's `Thread.name` does not reach the kernel here: named
-        // by the thread itself, it shows in ps, top and debuggers (Linux keeps
-        // 15 bytes, which this fits).
-        _ = dl_name_this_thread("dlpipe-engine")
+    /// The loop, on the engine thread (`EngineInbox.start`), until the stop.
+    func run() {
+        thread = Thread.current
         while !stopped {
-            let commands = inbox.withLock { box in
-                defer { box.commands = [] }
-                return box.commands
-            }
+            let commands = inbox.take()
             for command in commands {
                 if stopped { lateCommands.append(command) } else { handle(command) }
             }
@@ -311,7 +282,7 @@ final class EngineLoop: @unchecked Sendable {
             // the next download now, not after the poll's timeout of up to 1 s.
             let slotFreed = completed > 0 || scheduler.active < activeAfterStart
             if slotFreed && scheduler.queued > 0 && startsHeld == 0 { continue }
-            sleep(milliseconds: pollTimeout())
+            inbox.sleep(polling: multi, milliseconds: pollTimeout())
         }
         shutDown()
     }
@@ -580,18 +551,16 @@ final class EngineLoop: @unchecked Sendable {
         let waiters = idleWaiters
         idleWaiters = []
         for waiter in waiters { waiter(summary, exitCode) }
-        let last = inbox.withLock { box in
-            box.afterStop = AfterStop(outcomes: outcomes, stopped: openAtStop, summary: summary, exitCode: exitCode)
-            defer { box.commands = [] }
-            return box.commands
-        }
+        let last = inbox.close(
+            AfterStop(outcomes: outcomes, stopped: openAtStop, summary: summary, exitCode: exitCode))
         outcomes = [:]
-        for command in lateCommands + last {
-            inbox.withLock { $0.afterStop!.answer(command) }?()
-        }
+        for command in lateCommands + last { inbox.answerAfterStop(command) }
         lateCommands = []
         for waiter in stopWaiters { waiter() }
         stopWaiters = []
+        // Their threads end once idle (the queued blocks still run).
+        syncQueue.end()
+        resumeHashQueue.end()
     }
 
     func emit(_ event: DownloadEvent) { events.publish(event) }

@@ -76,6 +76,7 @@ final class PartFile {
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { return }  // only a hint: the batch's sync still writes it
         Self.writeBackQueue.async {
+            ThreadName.enter("dlpipe-writebk")
             dl_start_write_back(copy, offset, length)
             close(copy)
         }

@@ -36,7 +36,7 @@ package final class PostgresSession: Sendable {
         _ work: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T,
         completion: @escaping @Sendable (Result<T, PostgresError>) -> Void
     ) {
-        queue.async { completion(self.runHere(work)) }
+        queue.async { ThreadName.enter("dlpipe-pg"); completion(self.runHere(work)) }
     }
 
     /// `submit` for async callers: suspends (never blocks a thread) until the work is done.
@@ -53,7 +53,7 @@ package final class PostgresSession: Sendable {
     /// per-connection state (LISTEN) renews it when the number moved.
     package func connectionGeneration() async -> Int {
         await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: self.state.withLock { $0.generation }) }
+            queue.async { ThreadName.enter("dlpipe-pg"); continuation.resume(returning: self.state.withLock { $0.generation }) }
         }
     }
 

@@ -11,8 +11,11 @@ import Synchronization
 /// for await event in events { ... }
 /// ```
 public final class DownloadEngine: Sendable {
-    /// Internal for tests (`EngineLoop.heldBodiesWithdrawn`).
-    let loop: EngineLoop
+    /// How this engine reaches its loop, which lives on the engine thread.
+    /// Internal for tests (`EngineInbox.heldBodiesWithdrawn`).
+    let inbox = EngineInbox()
+    /// The absolute output directory.
+    public let directory: String
     /// Internal for tests: the subscriptions it holds.
     let hub = EventHub()
     /// Which downloads are open; makes this engine's ids.
@@ -75,20 +78,14 @@ public final class DownloadEngine: Sendable {
         }
         registry = DownloadRegistry(
             engine: EngineSerial.next(), wholeRun: configuration.deduplicatesWholeRun, store: store)
-        let cookies = configuration.cookieFile != nil || configuration.cookieJar != nil
-            ? try CookieJar(readFile: configuration.cookieFile, writeFile: configuration.cookieJar) : nil
-        loop = EngineLoop(
-            configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry, store: state,
-            cookies: cookies)
-        do {
-            try loop.start()
-        } catch {
-            throw DownloadError(.io, error.message)
-        }
+        directory = root
+        try EngineLoop.start(
+            inbox: inbox, configuration: configuration, root: root, hooks: hooks, events: hub, registry: registry,
+            store: state)
     }
 
     deinit {
-        loop.post(.stop(done: nil))
+        inbox.post(.stop(done: nil))
     }
 
     /// Whether an ended request keeps its id for the whole run (the command
@@ -99,10 +96,7 @@ public final class DownloadEngine: Sendable {
     /// reply that came after `EngineConfiguration.hookDeadline` had failed
     /// the download. Zero in a program whose hooks reply exactly once in time;
     /// anything else is a bug of the hooks, counted here so that it shows.
-    public var ignoredHookReplies: Int { loop.ignoredHookReplies.load(ordering: .relaxed) }
-
-    /// The absolute output directory.
-    public var directory: String { loop.root }
+    public var ignoredHookReplies: Int { inbox.ignoredHookReplies.load(ordering: .relaxed) }
 
     /// Events from now on, as an AsyncSequence. Subscribe before adding downloads
     /// to see all of theirs. Every download ends with exactly one terminal event.
@@ -131,7 +125,7 @@ public final class DownloadEngine: Sendable {
     public func add(_ request: DownloadRequest) -> DownloadID {
         if shared != nil { return add(contentsOf: CollectionOfOne(request))[0] }
         return registry.admit(CollectionOfOne(request)) { _, new in
-            if let admitted = new.first { loop.post(.add(admitted)) }
+            if let admitted = new.first { inbox.post(.add(admitted)) }
         }[0]
     }
 
@@ -152,10 +146,10 @@ public final class DownloadEngine: Sendable {
         }
         // A long list crosses in pieces (`DownloadRegistry.chunk`); none of
         // them starts before the last piece is queued.
-        loop.post(.holdStarts)
-        defer { loop.post(.releaseStarts) }
+        inbox.post(.holdStarts)
+        defer { inbox.post(.releaseStarts) }
         return registry.admit(requests) { _, new in
-            if !new.isEmpty { loop.post(.addAll(new)) }
+            if !new.isEmpty { inbox.post(.addAll(new)) }
         }
     }
 
@@ -175,7 +169,7 @@ public final class DownloadEngine: Sendable {
         let id = registry.admit(CollectionOfOne(request)) { ids, new in
             // Attached before the add is posted: the task sees `queued`.
             attached = hub.attach(ids[0])
-            if let admitted = new.first { loop.post(.add(admitted)) }
+            if let admitted = new.first { inbox.post(.add(admitted)) }
         }[0]
         let (events, outcome) = attached!
         return DownloadTask(id: id, engine: self, events: events, outcome: outcome)
@@ -234,7 +228,7 @@ public final class DownloadEngine: Sendable {
     /// engine held it, as it reports a download it cancels while it waits in
     /// its own queue: its `cancelled` event and count.
     package func reportCancelledInQueue(_ cancelled: CancelledInQueue, number: Int) {
-        loop.post(.cancelledInQueue(QueuedRequestCodec.info(of: cancelled, id: DownloadID(number, engine: registry.engine))))
+        inbox.post(.cancelledInQueue(QueuedRequestCodec.info(of: cancelled, id: DownloadID(number, engine: registry.engine))))
     }
 
     /// This engine's id of download number `number` (`DownloadID.rawValue`),
@@ -257,15 +251,15 @@ public final class DownloadEngine: Sendable {
     /// Nor does a claim of a host in `keepingHoldsOf`: this engine holds it
     /// for a Retry-After that the queue does not know of yet.
     package func addClaimed(_ claimed: [ClaimedRequest], liftingHolds: Bool = true, keepingHoldsOf kept: Set<String> = []) {
-        loop.post(.holdStarts)
-        defer { loop.post(.releaseStarts) }
+        inbox.post(.holdStarts)
+        defer { inbox.post(.releaseStarts) }
         if liftingHolds {
             var urls = claimed.map(\.request.url)
             if !kept.isEmpty { urls.removeAll { URLParts($0).map { kept.contains($0.hostPort) } ?? false } }
-            if !urls.isEmpty { loop.post(.hostsDueByQueue(urls)) }
+            if !urls.isEmpty { inbox.post(.hostsDueByQueue(urls)) }
         }
         registry.admitNumbered(claimed) { new in
-            if !new.isEmpty { loop.post(.addAll(new)) }
+            if !new.isEmpty { inbox.post(.addAll(new)) }
         }
     }
 
@@ -273,7 +267,7 @@ public final class DownloadEngine: Sendable {
     /// worker follows the job-wide `per_host` that its claims read, which a
     /// later worker may have changed (its claims take slots at that value).
     package func setPerHost(_ limit: Int) {
-        loop.post(.perHost(limit))
+        inbox.post(.perHost(limit))
     }
 
     /// Waits for one download's outcome. Nil at once for an id of another
@@ -288,7 +282,7 @@ public final class DownloadEngine: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 answer.wait(continuation)
-                loop.post(.waitOutcome(id, { answer.resume($0) }))
+                inbox.post(.waitOutcome(id, { answer.resume($0) }))
             }
         } onCancel: {
             answer.resume(nil)
@@ -304,10 +298,10 @@ public final class DownloadEngine: Sendable {
         let drained = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 answer.wait(continuation)
-                loop.post(.waitIdle({ answer.resume(Drained(summary: $0, exitCode: $1)) }))
+                inbox.post(.waitIdle({ answer.resume(Drained(summary: $0, exitCode: $1)) }))
             }
-        } onCancel: { [loop] in
-            loop.post(.countsNow({ answer.resume(Drained(summary: $0, exitCode: $1)) }))
+        } onCancel: { [inbox] in
+            inbox.post(.countsNow({ answer.resume(Drained(summary: $0, exitCode: $1)) }))
         }
         return (drained.summary, drained.exitCode)
     }
@@ -315,7 +309,7 @@ public final class DownloadEngine: Sendable {
     /// The counts since the engine started, as they are now, to `reply` (on
     /// the engine's thread): a `--follow` worker's summary of a run.
     package func countsNow(_ reply: @escaping @Sendable (RunSummary) -> Void) {
-        loop.post(.countsNow({ summary, _ in reply(summary) }))
+        inbox.post(.countsNow({ summary, _ in reply(summary) }))
     }
 
     /// `waitUntilDrained`'s answer as one Sendable value.
@@ -328,7 +322,7 @@ public final class DownloadEngine: Sendable {
     /// waiting: every open download gets its `stopped` event, then the event
     /// streams end. Calling it again does nothing.
     public func shutdown() {
-        loop.post(.stop(done: nil))
+        inbox.post(.stop(done: nil))
     }
 
     /// Like `shutdown`, and returns once every transfer has stopped, its part
@@ -336,14 +330,14 @@ public final class DownloadEngine: Sendable {
     /// SIGINT). Calling it again returns at once.
     public func stop() async {
         await withCheckedContinuation { continuation in
-            loop.post(.stop(done: { continuation.resume() }))
+            inbox.post(.stop(done: { continuation.resume() }))
         }
     }
 
     /// Posts a control for `id` if it is open here.
     private func send(_ command: EngineLoop.Command, to id: DownloadID) -> Bool {
         guard registry.isOpen(id) else { return false }
-        loop.post(command)
+        inbox.post(command)
         return true
     }
 }

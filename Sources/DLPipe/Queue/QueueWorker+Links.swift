@@ -28,6 +28,7 @@ extension QueueWorker {
         for link in links {
             done.enter()
             Thread.detachNewThread {
+                ThreadName.set("dlpipe-connect")
                 defer { done.leave() }
                 do throws(PostgresError) {
                     try link.connect()

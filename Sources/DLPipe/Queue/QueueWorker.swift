@@ -403,9 +403,9 @@ package final class QueueWorker: SharedAdds, @unchecked Sendable {
         try? FileManager.default.createDirectory(
             atPath: root + "/" + partFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         removeDeadWorkersParts()
-        Thread.detachNewThread { [self] in claimLoop() }
-        Thread.detachNewThread { [self] in heartbeatLoop() }
-        Thread.detachNewThread { [self] in listenLoop() }
+        Thread.detachNewThread { [self] in ThreadName.set("dlpipe-claim"); claimLoop() }
+        Thread.detachNewThread { [self] in ThreadName.set("dlpipe-heartbt"); heartbeatLoop() }
+        Thread.detachNewThread { [self] in ThreadName.set("dlpipe-listen"); listenLoop() }
     }
 
     /// Leaves the job: reports what ended, puts what this worker still holds

@@ -45,8 +45,10 @@ public final class ReplayServer: @unchecked Sendable {
         }
         listener = fd
         self.address = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/"
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "dlpipe-replay"
+        let thread = Thread { [self] in
+            ThreadName.set("dlpipe-replay")
+            acceptLoop()
+        }
         thread.start()
     }
 
@@ -63,6 +65,7 @@ public final class ReplayServer: @unchecked Sendable {
             }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             let thread = Thread { [self] in
+                ThreadName.set("dlpipe-replayio")
                 serve(connection)
                 close(connection)
             }

@@ -72,6 +72,7 @@ final class StateWriter: @unchecked Sendable {
         guard !batch.0.isEmpty || !batch.1.isEmpty || next != nil else { return }
         handedOver = true
         queue.async { [self] in
+            ThreadName.enter("dlpipe-state")
             let failure = write(batch)
             if failure != nil && next == nil { unreported = failure }
             next?(failure)

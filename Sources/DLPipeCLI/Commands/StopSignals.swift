@@ -43,9 +43,9 @@ final class StopSignals: Sendable {
             Terminal.error("dlpipe: cannot catch SIGINT and SIGTERM: \(String(cString: strerror(errno)))")
         } else {
             let thread = Thread {
+                ThreadName.set("dlpipe-stop")
                 waitForTheFirstSignal(descriptor, engine: engine, reporter: reporter, announce: announce, afterStop: afterStop)
             }
-            thread.name = "dlpipe-stop"
             thread.start()
         }
         return StopSignals()

@@ -37,8 +37,10 @@ final class EventWriter: Sendable {
     /// Starts the writer thread for `descriptor` (stdout).
     init(descriptor: Int32 = 1) {
         self.descriptor = descriptor
-        let thread = Thread { [self] in run() }
-        thread.name = "dlpipe-output"
+        let thread = Thread { [self] in
+            ThreadName.set("dlpipe-output")
+            run()
+        }
         thread.start()
     }
 

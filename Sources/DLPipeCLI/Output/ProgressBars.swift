@@ -37,7 +37,10 @@ final class ProgressBars: Reporter, @unchecked Sendable {
         width = ioctl(2, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 20 ? Int(size.ws_col) : 80
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "dlpipe-bars"))
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
-        timer.setEventHandler { [unowned self] in redraw(final: false) }
+        timer.setEventHandler { [unowned self] in
+            ThreadName.enter("dlpipe-bars")
+            redraw(final: false)
+        }
         timer.resume()
     }
 

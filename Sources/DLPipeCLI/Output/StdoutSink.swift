@@ -78,8 +78,10 @@ final class StdoutSink: Sendable {
         // the process before it can remove the staging folder and say why.
         signal(SIGPIPE, SIG_IGN)
         progress.withLock { $0.engine = engine }
-        let thread = Thread { [self] in copyLoop() }
-        thread.name = "dlpipe-stdout"
+        let thread = Thread { [self] in
+            ThreadName.set("dlpipe-stdout")
+            copyLoop()
+        }
         thread.start()
         engine.observe { [self] event in handle(event, engine: engine) }
     }

@@ -41,13 +41,13 @@ final class HandlerBackstop: Sendable {
     init(monitor: LuaCallMonitor) {
         self.monitor = monitor
         let thread = Thread { [weak self] in
+            ThreadName.set("dlpipe-backstop")
             while true {
                 Thread.sleep(forTimeInterval: 0.1)
                 guard let self else { return }
                 self.check()
             }
         }
-        thread.name = "dlpipe-lua-backstop"
         thread.stackSize = 256 << 10
         thread.start()
     }

@@ -9,8 +9,10 @@ final class LuaThread: Sendable {
     private let signal = DispatchSemaphore(value: 0)
 
     init(name: String = "dlpipe-lua") {
-        let thread = Thread { [self] in loop() }
-        thread.name = name
+        let thread = Thread { [self] in
+            ThreadName.set(name)
+            loop()
+        }
         // Deep Lua recursion runs on this stack (the C stack, for C calls).
         thread.stackSize = 16 << 20
         thread.start()
