@@ -9,6 +9,7 @@ final class SHA256Hasher {
     private let context: OpaquePointer
 
     init() {
+        _ = OpenSSLProcess.prepared
         guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed") }
         self.context = context
         EVP_DigestInit_ex(context, EVP_sha256(), nil)
