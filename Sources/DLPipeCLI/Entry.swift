@@ -5,6 +5,8 @@ import Foundation
 @main
 struct Entry {
     static func main() async {
+        // Before anything uses OpenSSL (a script's dl.sha256, libpq, libcurl).
+        _ = OpenSSLProcess.prepared
         MemoryTuning.apply()
         var arguments = Array(CommandLine.arguments.dropFirst())
         let code: Int32

@@ -4,21 +4,11 @@ import Testing
 import TestSupport
 
 /// `addTask`: a handle of one download with its own events and result.
-@Suite struct DownloadTaskTests {
-    let server: FaultServer
-    let out: String
+@Suite struct DownloadTaskTests: LibrarySuite {
+    let fixture: LibraryFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("task")
-    }
-
-    private func engine() throws -> DownloadEngine {
-        var configuration = EngineConfiguration()
-        configuration.directory = out
-        configuration.progressInterval = 0.05
-        configuration.timeout = 600  // stalled transfers stay stalled on a loaded machine
-        return try DownloadEngine(configuration: configuration)
+        fixture = try LibraryFixture(label: "task")
     }
 
     private static func kind(_ event: DownloadEvent) -> String {

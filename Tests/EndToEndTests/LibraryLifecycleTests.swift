@@ -7,23 +7,11 @@ import TestSupport
 /// Issue 13: what the library answers after a stop, re-adding ended requests,
 /// subscriptions that end, and ids that belong to their engine. Every wait is
 /// bounded (`within`): a call that hangs fails its test in seconds.
-@Suite struct LibraryLifecycleTests {
-    let server: FaultServer
-    let out: String
+@Suite struct LibraryLifecycleTests: LibrarySuite {
+    let fixture: LibraryFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("libcycle")
-    }
-
-    private func engine(concurrency: Int = 8, progressInterval: Double = 0.05) throws -> DownloadEngine {
-        var configuration = EngineConfiguration()
-        configuration.directory = out
-        configuration.concurrency = concurrency
-        configuration.progressInterval = progressInterval
-        // Stalled transfers must stay stalled however loaded the machine is.
-        configuration.timeout = 600
-        return try DownloadEngine(configuration: configuration)
+        fixture = try LibraryFixture(label: "libcycle")
     }
 
     /// Reads `events` to its end (bounded), keeping the terminal events by id.

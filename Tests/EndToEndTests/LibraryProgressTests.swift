@@ -8,20 +8,11 @@ import TestSupport
 /// product as another package uses it: memory downloads report progress as
 /// file downloads do, the last progress reaches the total, errors describe
 /// themselves, and the engine's thread has a name of its own.
-@Suite struct LibraryProgressTests {
-    let server: FaultServer
-    let out: String
+@Suite struct LibraryProgressTests: LibrarySuite {
+    let fixture: LibraryFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("library-progress")
-    }
-
-    private func engine(hooks: DownloadHooks? = nil) throws -> DownloadEngine {
-        var configuration = EngineConfiguration()
-        configuration.directory = out
-        configuration.progressInterval = 0.05
-        return try DownloadEngine(configuration: configuration, hooks: hooks)
+        fixture = try LibraryFixture(label: "library-progress")
     }
 
     /// The progress events of a task's stream, in order, once the task ended.

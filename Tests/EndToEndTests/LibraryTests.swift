@@ -3,21 +3,11 @@ import Foundation
 import Testing
 
 /// The engine as a Swift library: events, pause, resume, cancel.
-@Suite struct LibraryTests {
-    let server: FaultServer
-    let out: String
+@Suite struct LibraryTests: LibrarySuite {
+    let fixture: LibraryFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("lib")
-    }
-
-    private func engine() throws -> DownloadEngine {
-        var configuration = EngineConfiguration()
-        configuration.directory = out
-        configuration.progressInterval = 0.05
-        configuration.timeout = 600  // stalled transfers stay stalled on a loaded machine
-        return try DownloadEngine(configuration: configuration)
+        fixture = try LibraryFixture(label: "lib")
     }
 
     @Test func pauseThenResumeContinuesWithARangeRequest() async throws {

@@ -6,13 +6,11 @@ import TestSupport
 
 /// Issue 13: `URL` beside `String`, kind `url` for URLs that cannot be
 /// fetched, and `EngineConfiguration`'s memberwise init.
-@Suite struct LibraryURLTests {
-    let server: FaultServer
-    let out: String
+@Suite struct LibraryURLTests: LibrarySuite {
+    let fixture: LibraryFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("liburl")
+        fixture = try LibraryFixture(label: "liburl")
     }
 
     @Test func aFoundationURLIsAcceptedWhereAStringIs() async throws {

@@ -2,15 +2,11 @@ import Foundation
 import Testing
 
 /// `dlpipe run` and `dlpipe check`: the dl API and the events, with real Lua.
-@Suite struct LuaJobTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct LuaJobTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("run")
+        fixture = try ServerJobFixture(label: "run")
         try server.put("a.txt", bytes: Array("alpha".utf8))
         try server.put("b.bin", randomBytes: 50_000)
         try server.put("page.html", bytes: Array("<a href=\"a.txt\">a</a> <a href=\"b.bin\">b</a>".utf8))

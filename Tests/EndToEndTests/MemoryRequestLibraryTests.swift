@@ -6,13 +6,11 @@ import TestSupport
 /// The library's side of memory downloads: `DownloadRequest(into: .memory)`
 /// finishes with the bytes in `FinishedInfo.body` and nothing on disk, with a
 /// state file open.
-@Suite struct MemoryRequestLibraryTests {
-    let server: FaultServer
-    let out: String
+@Suite struct MemoryRequestLibraryTests: LibrarySuite {
+    let fixture: LibraryFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("memory-lib")
+        fixture = try LibraryFixture(label: "memory-lib")
     }
 
     @Test func aMemoryRequestFinishesWithItsBytesAndWritesNothing() async throws {

@@ -7,15 +7,11 @@ import TestSupport
 /// does, `--state` with a queue, running without the queue that
 /// `DLPIPE_QUEUE` names, exit code 4 in the help, credentials kept after a
 /// download ended, and the ids of the job's top-level adds.
-@Suite struct QueueEdgeTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct QueueEdgeTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("queue-edge")
+        fixture = try ServerJobFixture(label: "queue-edge")
         try server.put("a.bin", randomBytes: 100)
     }
 

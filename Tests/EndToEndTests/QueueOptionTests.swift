@@ -7,15 +7,11 @@ import TestSupport
 /// `run --queue URL --name NAME`: bad values are usage errors and a database
 /// that does not answer is exit 4, never with a request made; one that
 /// answers runs the job as a worker of the queue.
-@Suite struct QueueOptionTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct QueueOptionTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("queue-out")
+        fixture = try ServerJobFixture(label: "queue-out")
         try server.put("a.bin", randomBytes: 100)
     }
 

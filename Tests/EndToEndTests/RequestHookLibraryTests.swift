@@ -7,13 +7,11 @@ import TestSupport
 /// `DownloadHooks.request` for Swift programs: asked before every hop, answered
 /// exactly once (the first reply counts, later ones are counted and dropped)
 /// and within the hook deadline, as every other hook closure.
-@Suite struct RequestHookLibraryTests {
-    let server: FaultServer
-    let out: String
+@Suite struct RequestHookLibraryTests: LibrarySuite {
+    let fixture: LibraryFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("requesthook")
+        fixture = try LibraryFixture(label: "requesthook")
     }
 
     private func engine(hooks: DownloadHooks, deadline: Double?) throws -> DownloadEngine {

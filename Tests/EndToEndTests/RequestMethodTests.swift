@@ -3,15 +3,11 @@ import Testing
 
 /// `method` and `body` in `dl.add`: what reaches the server, redirects, and
 /// the deduplication key.
-@Suite struct RequestMethodTests {
-    let server: FaultServer
-    let out: String
-    let job: LuaJob
+@Suite struct RequestMethodTests: ServerJobSuite {
+    let fixture: ServerJobFixture
 
     init() throws {
-        server = try FaultServer()
-        out = try TempDir.make("out")
-        job = try LuaJob()
+        fixture = try ServerJobFixture(label: "request-method")
     }
 
     private func run(_ source: String, _ extra: [String] = []) async throws -> DLPipeRun {

@@ -6,19 +6,15 @@ import Testing
 /// meanwhile, and the checksum still holds (or still fails) over the whole file.
 /// It used to hash them inside curl's write callback, where every transfer of
 /// the run waited for it.
-@Suite struct ResumeHashTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct ResumeHashTests: ServerJobSuite {
+    let fixture: ServerJobFixture
     /// 300 MiB of zeros: sparse files on both sides, so no disk is spent, but
     /// hashing them takes a while (a few hundred milliseconds at the least).
     static let size: Int64 = 300 * 1024 * 1024
     static let zerosSHA256 = "17a88af83717f68b8bd97873ffcf022c8aed703416fe9b08e0fa9e3287692bf0"
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("resume-hash")
+        fixture = try ServerJobFixture(label: "resume-hash")
         try server.put("big.bin", bytes: [])
         #expect(truncate(server.root + "/big.bin", off_t(Self.size)) == 0)
         try server.put("small.txt", bytes: Array("small".utf8))

@@ -319,16 +319,12 @@ import TestSupport
 /// Retries in queue mode: the backoff waits in the database (the row is ready
 /// again with a `run_at`), not inside one worker's claim, and the retry budget
 /// counts every worker's attempts.
-@Suite struct SharedQueueRetryTests {
-    let server: FaultServer
-    let job: LuaJob
-    let out: String
+@Suite struct SharedQueueRetryTests: ServerJobSuite {
+    let fixture: ServerJobFixture
     let queue: String
 
     init() throws {
-        server = try FaultServer()
-        job = try LuaJob()
-        out = try TempDir.make("retry-out")
+        fixture = try ServerJobFixture(label: "retry-out")
         queue = try PostgresCluster.shared().freshDatabase("retry")
     }
 

@@ -131,40 +131,6 @@ public struct FinishedInfo: Sendable, Hashable {
     public var warning: String? = nil
 }
 
-/// Counts of a drained queue. `finished` counts files downloaded in this run;
-/// files found current (304, or refresh "never") count as `unchanged` instead.
-/// `failed` leaves out the failures a `failed` hook handled: they are `handled`.
-/// `bytes` are the body bytes received in this run.
-public struct RunSummary: Sendable, Hashable {
-    /// Files downloaded (new or changed) since the engine started.
-    public var finished = 0
-    /// Downloads that ended `failed`.
-    public var failed = 0
-    /// Failures a `failed` hook dealt with (`FailureVerdict.handled`).
-    public var handled = 0
-    /// Downloads a hook skipped.
-    public var skipped = 0
-    /// Downloads cancelled by the caller or a hook.
-    public var cancelled = 0
-    /// Downloads whose file was found current (304, or refresh "never").
-    public var unchanged = 0
-    /// Body bytes received since the engine started, all attempts together.
-    public var bytes: Int64 = 0
-    /// Seconds from the engine's start to this summary.
-    public var seconds: Double = 0
-    /// Why records are missing from the state at the end of the run (a full
-    /// disk, say), when they are: files written after their records failed
-    /// were failed with the reason, but a record written after its file was
-    /// in place may be missing, and a re-run then finds such a file as one it
-    /// did not write. Nil when everything was recorded.
-    public var stateError: String?
-    /// Why the cookie jar (`EngineConfiguration.cookieJar`) could not be
-    /// written at the last drain; nil when it was, or when there is none.
-    public var cookieJarError: String?
-    /// All counts at zero.
-    public init() {}
-}
-
 /// A lifecycle event. Every download gets exactly one terminal event:
 /// `finished`, `failed`, `handled`, `skipped`, `cancelled` or `stopped`.
 public enum DownloadEvent: Sendable {
@@ -214,21 +180,4 @@ public enum DownloadEvent: Sendable {
         default: return false
         }
     }
-}
-
-/// How a download ended: the outcome of its terminal event.
-public enum DownloadOutcome: Sendable, Hashable {
-    /// The file is in place (`DownloadEvent.finished`).
-    case finished(FinishedInfo)
-    /// No more attempts (`DownloadEvent.failed`).
-    case failed(DownloadError)
-    /// Failed, and a `failed` hook dealt with it (`DownloadEvent.handled`).
-    case handled(DownloadError)
-    /// A hook skipped it, with its reason (`DownloadEvent.skipped`).
-    case skipped(String)
-    /// Cancelled by the caller or a hook; the part file is removed.
-    case cancelled
-    /// The engine stopped first: open at the stop, or added after it (such a
-    /// download never starts). A part file stays.
-    case stopped
 }

@@ -1,8 +1,12 @@
 internal import CCurl
 
-/// Runs `curl_global_init` once per process, before the first handle.
+/// Runs `curl_global_init` once per process, before the first handle (after
+/// OpenSSL's own set-up, which must come first: `OpenSSLProcess`).
 enum CurlGlobal {
-    static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    static let initialised: Bool = {
+        _ = OpenSSLProcess.prepared
+        return curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    }()
 
     /// libcurl's version text, e.g. "libcurl/7.88.1 OpenSSL/3.0.11".
     static var version: String { String(cString: curl_version()) }

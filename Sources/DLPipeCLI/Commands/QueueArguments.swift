@@ -210,70 +210,96 @@ enum QueueMode {
             : Failure(message: "the queue at \(address) cannot be used: \(error.message)", code: ExitCode.failed)
     }
 
+    /// The worker registered with the queue, then its claim on the directory,
+    /// then its place in the job's run, then the engine that runs its claims.
+    /// A failure after the worker registered takes it out of the queue again.
     static func start(_ setup: QueueSetup, configuration: EngineConfiguration, hooks: DownloadHooks?) -> Result<Started, Failure> {
+        Result { () throws(Failure) -> Started in
+            let (root, worker, stateLink) = try register(setup, configuration)
+            do throws(Failure) {
+                let directoryClaim = try claimDirectory(worker, setup, configuration)
+                do throws(PostgresError) {
+                    try worker.joinRun()
+                } catch {
+                    throw queueFailure(error, setup.address)
+                }
+                let engine = try startEngine(worker, stateLink: stateLink, root: root, configuration, hooks: hooks)
+                return Started(engine: engine, worker: worker, directoryClaim: directoryClaim)
+            } catch {
+                worker.leave()
+                throw error
+            }
+        }
+    }
+
+    /// The output directory's root, and the worker registered with the queue.
+    /// Every connection the worker keeps is opened before it registers (the
+    /// state's first, then the worker's own): a server that refuses one (a
+    /// role's CONNECTION LIMIT) is told at once, exit 4.
+    private static func register(
+        _ setup: QueueSetup, _ configuration: EngineConfiguration
+    ) throws(Failure) -> (root: String, worker: QueueWorker, stateLink: ReconnectingConnection) {
         let root: String
         do throws(DownloadError) {
             root = try DownloadEngine.outputRoot(configuration.directory)
         } catch {
-            return .failure(Failure(message: error.message, code: ExitCode.failed))
+            throw Failure(message: error.message, code: ExitCode.failed)
         }
         let settings = setup.settings(configuration)
-        let worker: QueueWorker
-        let stateLink: ReconnectingConnection
         do throws(PostgresError) {
-            // Every connection the worker keeps is opened before it registers
-            // (the state's first, then the worker's own): a server that
-            // refuses one (a role's CONNECTION LIMIT) is told at once, exit 4.
-            stateLink = try PostgresDownloadState.connection(setup.address, patience: settings.outage)
-            worker = try QueueWorker(settings: settings, root: root)
+            let stateLink = try PostgresDownloadState.connection(setup.address, patience: settings.outage)
+            return (root, try QueueWorker(settings: settings, root: root), stateLink)
         } catch {
             if error.kind == .connection {
-                return .failure(Failure(message: error.unreachableMessage, code: ExitCode.queueUnreachable))
+                throw Failure(message: error.unreachableMessage, code: ExitCode.queueUnreachable)
             }
-            return .failure(Failure(message: "the queue at \(setup.address) cannot be used: \(error.message)", code: ExitCode.failed))
+            throw Failure(message: "the queue at \(setup.address) cannot be used: \(error.message)", code: ExitCode.failed)
         }
-        // One job per directory at a time, as one run per directory without the queue.
-        let directoryClaim: RunLock
+    }
+
+    /// One job per directory at a time, as one run per directory without the
+    /// queue; and one directory per job: the one its live workers write into.
+    private static func claimDirectory(
+        _ worker: QueueWorker, _ setup: QueueSetup, _ configuration: EngineConfiguration
+    ) throws(Failure) -> RunLock {
+        let claimed: (lock: RunLock, others: [QueueWorker.OtherJob])
         do throws(DownloadError) {
-            let (lock, others) = try worker.claimDirectory()
-            guard others.isEmpty else {
-                worker.withdrawDirectoryClaim(lock)
-                worker.leave()
-                return .failure(Failure(
-                    message: QueueWorker.otherJobsMessage(others, directory: configuration.directory, job: setup.name), code: ExitCode.locked))
-            }
-            directoryClaim = lock
+            claimed = try worker.claimDirectory()
         } catch {
-            worker.leave()
-            return .failure(Failure(message: error.message, code: ExitCode.failed))
+            throw Failure(message: error.message, code: ExitCode.failed)
         }
-        // One directory per job: the one its live workers write into.
+        guard claimed.others.isEmpty else {
+            worker.withdrawDirectoryClaim(claimed.lock)
+            throw Failure(
+                message: QueueWorker.otherJobsMessage(claimed.others, directory: configuration.directory, job: setup.name),
+                code: ExitCode.locked)
+        }
+        let shared: QueueWorker.SharedDirectory
         do throws(PostgresError) {
-            switch try worker.checkSharedDirectory() {
-            case .shared:
-                break
-            case .elsewhere(let live, let tokenFound):
-                worker.withdrawDirectoryClaim(directoryClaim)
-                worker.leave()
-                return .failure(Failure(
-                    message: QueueWorker.elsewhereMessage(
-                        liveWorkers: live, tokenFound: tokenFound, directory: configuration.directory, job: setup.name,
-                        tokenPath: worker.directoryTokenPath(in: configuration.directory)),
-                    code: ExitCode.locked))
-            case .unwritable(let message):
-                worker.leave()
-                return .failure(Failure(message: message, code: ExitCode.failed))
-            }
+            shared = try worker.checkSharedDirectory()
         } catch {
-            worker.leave()
-            return .failure(queueFailure(error, setup.address))
+            throw queueFailure(error, setup.address)
         }
-        do throws(PostgresError) {
-            try worker.joinRun()
-        } catch {
-            worker.leave()
-            return .failure(queueFailure(error, setup.address))
+        switch shared {
+        case .shared:
+            return claimed.lock
+        case .elsewhere(let live, let tokenFound):
+            worker.withdrawDirectoryClaim(claimed.lock)
+            throw Failure(
+                message: QueueWorker.elsewhereMessage(
+                    liveWorkers: live, tokenFound: tokenFound, directory: configuration.directory, job: setup.name,
+                    tokenPath: worker.directoryTokenPath(in: configuration.directory)),
+                code: ExitCode.locked)
+        case .unwritable(let message):
+            throw Failure(message: message, code: ExitCode.failed)
         }
+    }
+
+    /// The engine that runs the worker's claims, on the job's per-URL state.
+    private static func startEngine(
+        _ worker: QueueWorker, stateLink: ReconnectingConnection, root: String,
+        _ configuration: EngineConfiguration, hooks: DownloadHooks?
+    ) throws(Failure) -> DownloadEngine {
         var configuration = configuration
         configuration.claims = worker.claimedFiles
         // The job's limits as its row holds them: set by this worker, or by
@@ -285,17 +311,14 @@ enum QueueMode {
             // The per-URL state of the whole job: a re-run from any worker asks conditionally.
             state = try PostgresDownloadState(connection: stateLink, job: worker.job)
         } catch {
-            worker.leave()
-            return .failure(Failure(message: error.message, code: ExitCode.queueUnreachable))
+            throw Failure(message: error.message, code: ExitCode.queueUnreachable)
         }
         worker.readAhead = state
         do throws(DownloadError) {
-            let engine = try DownloadEngine(
+            return try DownloadEngine(
                 configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state, shared: worker)
-            return .success(Started(engine: engine, worker: worker, directoryClaim: directoryClaim))
         } catch {
-            worker.leave()
-            return .failure(Failure(message: error.message, code: ExitCode.failed))
+            throw Failure(message: error.message, code: ExitCode.failed)
         }
     }
 }

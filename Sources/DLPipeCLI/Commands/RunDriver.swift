@@ -14,55 +14,105 @@ enum RunDriver {
         // A shared queue's worker keeps its state in the queue's database.
         if queue != nil { configuration.statePath = nil }
         let lock: RunLock?
-        do throws(RunLock.Failure) {
-            // One run at a time per output directory, or per state file when the
-            // state lives elsewhere (two directories may share one). The lock
-            // sits beside the state, wherever `-o` puts the file. Workers of a
-            // shared queue hold it shared: they cooperate through the database,
-            // and a run without the queue still finds the directory busy.
-            if queue != nil {
-                lock = try RunLock(path: StateLayout(directory: configuration.directory).lock, wait: options.waitLock, shared: true)
-            } else {
-                let path = options.state.map(StateLayout.lock(ofStateFile:))
-                    ?? configuration.statePath.map(StateLayout.lock(besideDatabase:))
-                if let path { lock = try RunLock(path: path, wait: options.waitLock) } else { lock = nil }
+        let started: StartedEngine
+        do throws(EarlyExit) {
+            lock = try takeLock(options, configuration, shared: queue != nil)
+            if configuration.transport.insecure {
+                // Every run, even with -q: a setting left in a cron line must keep saying so.
+                Terminal.error("dlpipe: warning: --insecure: certificates and host names are not checked; anyone on the path can read and change what is downloaded")
             }
+            started = try startEngine(configuration, session: session, queue: queue)
+        } catch {
+            return error.status
+        }
+        defer { withExtendedLifetime((lock, started.directoryClaim)) {} }
+        let engine = started.engine
+        let worker = started.worker
+        let reporter = connectOutput(options, engine: engine, worker: worker)
+        let stopper = installStopSignals(engine: engine, reporter: reporter, worker: worker, stdout: options.stdout)
+        endEarlyWhenStuck(session, engine: engine, reporter: reporter, worker: worker, stdout: options.stdout)
+        startWorker(worker, engine: engine, reporter: reporter)
+        session?.start(with: engine)
+        // In one step, so that none starts before all are queued: one by one,
+        // the first URLs would take the slots before the round-robin over
+        // hosts (and the priorities) could see the rest.
+        engine.add(contentsOf: requests)
+        let (summary, hookCode) = await engine.waitUntilDrained()
+        worker?.leave()
+        // A stop does not wait for the Lua thread (a handler may still run): a
+        // removed download's record then stays, and its missing file is fetched again.
+        if !stopper.stopping { session?.finish() }
+        if stopper.stopping { await stopper.waitForever() }
+        return finish(summary, hookCode: hookCode, engine: engine, reporter: reporter, options: options, queue: queue)
+    }
+
+    /// A step that ends the run before the engine runs, with this exit status
+    /// (its message is printed).
+    private struct EarlyExit: Error {
+        let status: Int32
+    }
+
+    /// The engine, and with a shared queue its worker and the claim on the directory.
+    private struct StartedEngine {
+        let engine: DownloadEngine
+        var worker: QueueWorker?
+        var directoryClaim: RunLock?
+    }
+
+    /// One run at a time per output directory, or per state file when the
+    /// state lives elsewhere (two directories may share one). The lock sits
+    /// beside the state, wherever `-o` puts the file. Workers of a shared
+    /// queue hold it `shared`: they cooperate through the database, and a run
+    /// without the queue still finds the directory busy.
+    private static func takeLock(
+        _ options: RunOptions, _ configuration: EngineConfiguration, shared: Bool
+    ) throws(EarlyExit) -> RunLock? {
+        do throws(RunLock.Failure) {
+            if shared {
+                return try RunLock(path: StateLayout(directory: configuration.directory).lock, wait: options.waitLock, shared: true)
+            }
+            let path = options.state.map(StateLayout.lock(ofStateFile:))
+                ?? configuration.statePath.map(StateLayout.lock(besideDatabase:))
+            guard let path else { return nil }
+            return try RunLock(path: path, wait: options.waitLock)
         } catch {
             switch error {
             case .held(let pid, let path):
                 let holder = pid.map { "process \($0)" } ?? "another process"
                 Terminal.error("dlpipe: \(holder) is running in \(configuration.directory) (lock \(path)); use --wait-lock to wait for it")
+                throw EarlyExit(status: ExitCode.locked)
             case .io(let message):
                 Terminal.error("dlpipe: \(message)")
-                return ExitCode.failed
+                throw EarlyExit(status: ExitCode.failed)
             }
-            return ExitCode.locked
         }
-        defer { withExtendedLifetime(lock) {} }
-        if configuration.transport.insecure {
-            // Every run, even with -q: a setting left in a cron line must keep saying so.
-            Terminal.error("dlpipe: warning: --insecure: certificates and host names are not checked; anyone on the path can read and change what is downloaded")
-        }
-        let engine: DownloadEngine
-        var worker: QueueWorker?
-        var directoryClaim: RunLock?
-        defer { withExtendedLifetime(directoryClaim) {} }
-        do {
-            let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })
-            if let queue {
-                switch QueueMode.start(queue, configuration: configuration, hooks: hooks) {
-                case .success(let started): (engine, worker, directoryClaim) = (started.engine, started.worker, started.directoryClaim)
-                case .failure(let failure):
-                    Terminal.error("dlpipe: \(failure.message)")
-                    return failure.code
-                }
-            } else {
-                engine = try DownloadEngine(configuration: configuration, hooks: hooks)
+    }
+
+    /// The engine with the scripts' hooks; with a shared queue, joined to it as a worker.
+    private static func startEngine(
+        _ configuration: EngineConfiguration, session: ScriptSession?, queue: QueueSetup?
+    ) throws(EarlyExit) -> StartedEngine {
+        let hooks = session?.hooks(report: { Terminal.error("dlpipe: " + Terminal.cleanLines($0)) })
+        guard let queue else {
+            do {
+                return StartedEngine(engine: try DownloadEngine(configuration: configuration, hooks: hooks))
+            } catch {
+                Terminal.error("dlpipe: \(error.message)")
+                throw EarlyExit(status: ExitCode.failed)
             }
-        } catch {
-            Terminal.error("dlpipe: \(error.message)")
-            return ExitCode.failed
         }
+        switch QueueMode.start(queue, configuration: configuration, hooks: hooks) {
+        case .success(let started):
+            return StartedEngine(engine: started.engine, worker: started.worker, directoryClaim: started.directoryClaim)
+        case .failure(let failure):
+            Terminal.error("dlpipe: \(failure.message)")
+            throw EarlyExit(status: failure.code)
+        }
+    }
+
+    /// The reporter the options ask for, fed the engine's events, and the body
+    /// sent to stdout (`-o -`) when there is one.
+    private static func connectOutput(_ options: RunOptions, engine: DownloadEngine, worker: QueueWorker?) -> any Reporter {
         let reporter = Reporters.make(
             progress: options.progress, json: options.json, quiet: options.quiet,
             // The engine's paths are under the folder's canonical path.
@@ -75,36 +125,52 @@ enum RunDriver {
             reporter.handle(event)
         }
         options.stdout?.start(engine: engine)
-        let queueWorker = worker
-        let stdout = options.stdout
-        let stopper = StopSignals.install(
+        return reporter
+    }
+
+    /// Ctrl-C and SIGTERM stop the engine; what is kept is said once.
+    private static func installStopSignals(
+        engine: DownloadEngine, reporter: any Reporter, worker: QueueWorker?, stdout: StdoutSink?
+    ) -> StopSignals {
+        StopSignals.install(
             engine: engine, reporter: reporter,
             announce: stdout != nil ? StopSignals.discardsStdoutBody
-                : queueWorker == nil ? StopSignals.keepsPartFiles : StopSignals.givesDownloadsBack,
+                : worker == nil ? StopSignals.keepsPartFiles : StopSignals.givesDownloadsBack,
             // A body that went to stdout cannot be resumed: nothing is kept.
             removeOnQuit: stdout?.stagedPaths ?? [],
-            afterStop: { queueWorker?.leave(); stdout?.discard() })
-        // A handler stuck where nothing can stop it: its download already failed; every later
-        // event would wait for it, so the run ends early and cleanly (part files kept), exit 1.
-        // A shared queue's worker leaves the job then, as on SIGTERM.
+            afterStop: { worker?.leave(); stdout?.discard() })
+    }
+
+    /// A handler stuck where nothing can stop it: its download already failed; every later
+    /// event would wait for it, so the run ends early and cleanly (part files kept), exit 1.
+    /// A shared queue's worker leaves the job then, as on SIGTERM.
+    private static func endEarlyWhenStuck(
+        _ session: ScriptSession?, engine: DownloadEngine, reporter: any Reporter, worker: QueueWorker?, stdout: StdoutSink?
+    ) {
         session?.whenStuck { message in
-            let ending = queueWorker == nil
+            let ending = worker == nil
                 ? "; the run ends early (part files are kept)"
                 : "; this worker ends early (its downloads go back to the queue for the other workers)"
             Terminal.error("dlpipe: " + Terminal.cleanLines(message) + ending)
             Task {
                 await engine.stop()
-                queueWorker?.leave()
+                worker?.leave()
                 stdout?.discard()
                 reporter.flushBeforeExit()
                 exit(ExitCode.failed)
             }
         }
+    }
+
+    /// Starts a shared queue's worker: each run's end is reported with this
+    /// worker's own counts, and a database that stays away ends the process.
+    private static func startWorker(_ worker: QueueWorker?, engine: DownloadEngine, reporter: any Reporter) {
+        guard let worker else { return }
         // A --follow worker's counts at the end of the run before (`since`),
         // and when that was: its seconds are the wall time from there.
         let countsAtLastEnd = Mutex((counts: RunSummary(), at: ProcessInfo.processInfo.systemUptime))
-        let workerID = queueWorker?.worker ?? 0
-        queueWorker?.start(engine: engine, onRunEnded: { end in
+        let workerID = worker.worker
+        worker.start(engine: engine, onRunEnded: { end in
             engine.countsNow { now in
                 let own = countsAtLastEnd.withLock { last in
                     let at = ProcessInfo.processInfo.systemUptime
@@ -125,25 +191,23 @@ enum RunDriver {
             reporter.flushBeforeExit()
             fflush(nil)
             // _exit, not exit: the engine's transfers still run on other
-            // threads, and exit's handlers (OpenSSL's and libcurl's cleanup
-            // among them) pulled their locks away under them: a worker that
-            // lost its lease crashed (SIGSEGV in pthread_rwlock_rdlock) in
-            // 2 of 12 runs instead of exiting 4. Nothing is left to flush.
+            // threads, and exit's handlers must not run under them: OpenSSL's
+            // cleanup pulled its locks away, and a worker that lost its lease
+            // crashed (SIGSEGV in pthread_rwlock_rdlock) in 2 of 12 runs
+            // instead of exiting 4 (OpenSSLProcess now leaves that handler
+            // out for every exit). Nothing is left to flush.
             _exit(ExitCode.queueUnreachable)
         }
-        session?.start(with: engine)
-        // In one step, so that none starts before all are queued: one by one,
-        // the first URLs would take the slots before the round-robin over
-        // hosts (and the priorities) could see the rest.
-        engine.add(contentsOf: requests)
-        let (summary, hookCode) = await engine.waitUntilDrained()
-        queueWorker?.leave()
-        // A stop does not wait for the Lua thread (a handler may still run): a
-        // removed download's record then stays, and its missing file is fetched again.
-        if !stopper.stopping { session?.finish() }
-        if stopper.stopping { await stopper.waitForever() }
+    }
+
+    /// The drained run's summary and its exit status: a failure of stdout, of
+    /// the state or of the cookie jar is reported, a `done` handler's code wins.
+    private static func finish(
+        _ summary: RunSummary, hookCode: Int?, engine: DownloadEngine, reporter: any Reporter,
+        options: RunOptions, queue: QueueSetup?
+    ) -> Int32 {
         options.stdout?.finish()
-        if let stdout, stdout.stdoutClosed, let failure = stdout.failure {
+        if let stdout = options.stdout, stdout.stdoutClosed, let failure = stdout.failure {
             // Whoever closed stdout wanted no more: one line, no summary.
             reporter.flushBeforeExit()
             engine.shutdown()

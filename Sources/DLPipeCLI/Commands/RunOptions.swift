@@ -44,48 +44,67 @@ struct RunOptions {
     /// `--host-delay S`: seconds between requests to one host.
     var hostDelay: Double?
 
-    /// Takes the shared options out of `args`.
+    /// Takes the shared options out of `args`, in this order (the first
+    /// mistake is the one reported).
     static func parse(_ args: inout Arguments) throws -> RunOptions {
         var options = RunOptions()
+        try options.takeTransferLimits(&args)
+        options.json = args.flag("--json")
+        options.waitLock = args.flag("--wait-lock")
+        options.state = try StateOption.take(&args)
+        try options.takeConnection(&args)
+        options.scripts.statePath = options.state
+        options.scripts.outputDirectory = options.dir
+        try options.takeReporting(&args)
+        try options.takeScripts(&args)
+        options.files = try FileArguments.parse(&args)
+        try options.takeRefresh(&args)
+        return options
+    }
+
+    /// The directory, how many transfers at once, retries, and the limits of time and speed.
+    private mutating func takeTransferLimits(_ args: inout Arguments) throws {
         let command = args.command
-        options.dir = try args.value("-d", "--dir")
-        options.concurrency = try args.int("-j", "--concurrency", in: 1...1000)
-        options.perHost = try args.int("--per-host", in: 1...1000)
-        options.retries = try args.int("--retries", in: 0...100)
+        dir = try args.value("-d", "--dir")
+        concurrency = try args.int("-j", "--concurrency", in: 1...1000)
+        perHost = try args.int("--per-host", in: 1...1000)
+        retries = try args.int("--retries", in: 0...100)
         if let text = try args.value("--timeout") {
             guard let seconds = Double(text), seconds > 0, seconds <= 86400 else {
                 throw UsageError("--timeout wants seconds above 0, not \(text.debugDescription)", command: command)
             }
-            options.timeout = seconds
+            timeout = seconds
         }
-        options.maxTime = try seconds(&args, "-m", "--max-time")
-        options.speedTime = try seconds(&args, "-y", "--speed-time")
+        maxTime = try Self.seconds(&args, "-m", "--max-time")
+        speedTime = try Self.seconds(&args, "-y", "--speed-time")
         if let text = try args.value("-Y", "--speed-limit") {
             guard let limit = ByteRate.parse(text) else {
                 throw UsageError("--speed-limit wants bytes per second like 1000 or 10K, not \(text.debugDescription)", command: command)
             }
-            options.speedLimit = limit
+            speedLimit = limit
         }
         if let text = try args.value("--rate") {
             guard let rate = ByteRate.parse(text) else {
                 throw UsageError("--rate wants bytes per second like 500K or 2M, not \(text.debugDescription)", command: command)
             }
-            options.rate = rate
+            self.rate = rate
         }
-        options.json = args.flag("--json")
-        options.waitLock = args.flag("--wait-lock")
-        options.state = try StateOption.take(&args)
+    }
+
+    /// The CA file, the transport's options (credentials, proxies, TLS), cookies and the delay per host.
+    private mutating func takeConnection(_ args: inout Arguments) throws {
+        let command = args.command
         if let caFile = try args.value("--cacert") {
             // Checked now: curl would only say so per transfer, once per download.
             guard FileManager.default.isReadableFile(atPath: caFile) else {
                 throw UsageError("--cacert: cannot read \(caFile.debugDescription)", command: command)
             }
-            options.caFile = caFile
+            self.caFile = caFile
         }
-        try TransportArguments.parse(&args, into: &options)
-        options.cookieFile = try args.value("-b", "--cookie")
-        options.cookieJar = try args.value("-c", "--cookie-jar")
-        if let jar = options.cookieJar, jar.contains("://") {
+        try TransportArguments.parse(&args, into: &self)
+        cookieFile = try args.value("-b", "--cookie")
+        cookieJar = try args.value("-c", "--cookie-jar")
+        if let jar = cookieJar, jar.contains("://") {
             // wget's -c (continue) before a URL: the URL became the jar's name.
             throw UsageError(
                 "-c is curl's --cookie-jar FILE, and \(RedactedURL.text(jar).debugDescription) looks like a URL; "
@@ -96,40 +115,51 @@ struct RunOptions {
             guard let seconds = Double(text), seconds >= 0, seconds <= 86400 else {
                 throw UsageError("--host-delay wants seconds from 0 to 86400, not \(text.debugDescription)", command: command)
             }
-            options.hostDelay = seconds
+            hostDelay = seconds
         }
-        options.scripts.statePath = options.state
-        options.scripts.outputDirectory = options.dir
-        options.quiet = args.flag("-q", "--quiet")
+    }
+
+    /// How the run reports: `-q` and `--progress`.
+    private mutating func takeReporting(_ args: inout Arguments) throws {
+        let command = args.command
+        quiet = args.flag("-q", "--quiet")
         let progressText = try args.value("--progress") ?? "auto"
         guard let progress = ProgressMode(rawValue: progressText) else {
             throw UsageError("--progress wants auto, bars, lines or none, not \(progressText.debugDescription)", command: command)
         }
-        options.progress = progress
+        self.progress = progress
+    }
+
+    /// What scripts get: `--var`, `--allow-env`, and which hooks load.
+    private mutating func takeScripts(_ args: inout Arguments) throws {
+        let command = args.command
         for pair in try args.values("--var") {
             guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
                 throw UsageError("--var wants NAME=VALUE, not \(pair.debugDescription)", command: command)
             }
-            options.scripts.vars[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+            scripts.vars[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
         }
         for name in try args.values("--allow-env") {
             guard !name.isEmpty, !name.contains("="), !name.contains("\0") else {
                 throw UsageError("--allow-env wants a variable name, not \(name.debugDescription)", command: command)
             }
-            options.scripts.allowedEnvironment.append(name)
+            scripts.allowedEnvironment.append(name)
         }
-        options.scripts.hookDirectories = try args.values("--hooks")
-        options.scripts.hookFiles = try args.values("--hook")
-        options.scripts.defaultHooks = !args.flag("--no-hooks")
-        options.scripts.unsafe = args.flag("--unsafe-lua")
-        options.files = try FileArguments.parse(&args)
+        scripts.hookDirectories = try args.values("--hooks")
+        scripts.hookFiles = try args.values("--hook")
+        scripts.defaultHooks = !args.flag("--no-hooks")
+        scripts.unsafe = args.flag("--unsafe-lua")
+    }
+
+    /// `--refresh`: when a finished download is asked for again.
+    private mutating func takeRefresh(_ args: inout Arguments) throws {
+        let command = args.command
         if let text = try args.value("--refresh") {
             guard let refresh = RefreshPolicy(rawValue: text) else {
                 throw UsageError("--refresh wants conditional, never or always, not \(text.debugDescription)", command: command)
             }
-            options.refresh = refresh
+            self.refresh = refresh
         }
-        return options
     }
 
     /// Seconds above 0 (at most a day) of an option such as --max-time.

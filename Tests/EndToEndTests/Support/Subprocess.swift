@@ -23,6 +23,8 @@ final class Subprocess: @unchecked Sendable {
     private let reaped = Mutex(false)
     /// Set when the watchdog killed the child.
     let timedOut = Atomic<Bool>(false)
+    /// The signal that ended the child, once reaped (nil when it exited).
+    private(set) var endingSignal: Int32?
     private let timeout: Double?
     static let defaultTimeout = 300.0
 
@@ -205,7 +207,9 @@ final class Subprocess: @unchecked Sendable {
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             done = true
         }
-        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let signaled = (status & 0x7f) != 0
+        let code = signaled ? 128 + (status & 0x7f) : (status >> 8) & 0xff
+        if signaled { endingSignal = status & 0x7f }
         exited = code
         return code
     }

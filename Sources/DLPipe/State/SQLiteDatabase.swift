@@ -104,33 +104,3 @@ final class SQLiteDatabase {
         return code == 0 ? "" : " (\(String(cString: strerror(code))))"
     }
 }
-
-/// A value bound to a statement.
-enum SQLValue {
-    case null
-    case int(Int64)
-    case real(Double)
-    case text(String)
-
-    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
-    init(_ number: Int64?) { self = number.map { .int($0) } ?? .null }
-}
-
-/// One result row, read by column index.
-struct SQLRow {
-    fileprivate let statement: OpaquePointer
-
-    func int(_ column: Int32) -> Int64? {
-        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
-    }
-
-    func real(_ column: Int32) -> Double? {
-        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_double(statement, column)
-    }
-
-    func text(_ column: Int32) -> String? {
-        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
-        let count = Int(sqlite3_column_bytes(statement, column))
-        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
-    }
-}
