@@ -44,11 +44,11 @@ extension EngineLoop {
                 guard let transfer = job.transfer else { break }
                 if abort(transfer) { job.receivedThisRun += transfer.received }
                 job.transfer = nil
-                job.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
-                job.dropPartUnlessResumable()
+                job.claim.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
+                job.claim.dropPartUnlessResumable()
             case .removePartFile:
                 if let target = job.target { targets.removePart(target) }
-                job.dropPart()
+                job.claim.dropPart()
             case .askResponseHook:
                 guard let ask = hooks?.response, let response = job.response else { break }
                 let id = job.id
@@ -145,8 +145,9 @@ extension EngineLoop {
             // Its inode and time as it is now (a `finished` handler may have
             // moved it: a rename keeps both), so that a later run can tell a
             // change the user made.
-            job.placed = targets.output.facts(target.relative)?.placed(at: target.relative)
-                ?? PlacedFile(path: target.relative, size: result.bytes)
+            job.claim.place(
+                targets.output.facts(target.relative)?.placed(at: target.relative)
+                    ?? PlacedFile(path: target.relative, size: result.bytes))
         }
         switch outcome {
         case .finished: saveState(job, .finished)
@@ -204,14 +205,14 @@ extension EngineLoop {
             // The same name again (`d.name = r.filename` on a retry): nothing moves.
             guard wanted != old else { return feed(job, .responseVerdict(.proceed())) }
             let renamed = targets.move(from: old, to: wanted)
-            job.wanted = wanted
+            job.claim.ask(for: wanted)
             if let old {
                 if let transfer = job.transfer, transfer.resumeOffset > 0 {
                     // Bytes resumed under the old name move with the rename; when
                     // they cannot, this attempt cannot resume: start over.
                     if targets.rename(targets.partName(old), to: targets.partName(renamed)) != nil {
-                        job.startOver()
-                        job.target = renamed
+                        job.claim.startOver()
+                        job.claim.move(to: renamed)
                         return attemptFailed(job, DownloadError(.io, "cannot move the part file of \(old.relative) to \(renamed.relative); starting over"))
                     }
                 } else {
@@ -219,9 +220,8 @@ extension EngineLoop {
                     job.partFileMayExist = false  // the new name's part file must be new
                 }
             }
-            job.target = renamed
             // A new name is never one this job wrote before.
-            job.ownsTarget = false
+            job.claim.rename(to: renamed)
             // The record names the part file before it exists (write ordering).
             // A fresh download has nothing on disk yet: its record is saved
             // with the new name when a part file is due, or when it is held.
@@ -274,7 +274,7 @@ extension EngineLoop {
         // An empty body, or one that fit the buffer: its bytes are on disk now,
         // so account for them and finish.
         job.transfer = nil
-        job.partHolds(transfer.resumeOffset + transfer.received)
+        job.claim.partHolds(transfer.resumeOffset + transfer.received)
         job.receivedThisRun += transfer.received
         transfer.file?.finish()
         bodyComplete(job, transfer)
@@ -299,7 +299,7 @@ extension EngineLoop {
                     // duplicate under a content-hash name): no copy is made,
                     // the download's file is the one there.
                     targets.drop(old, for: wanted)
-                    job.target = wanted
+                    job.claim.move(to: wanted)
                     job.result?.path = targets.finalPath(wanted)
                 } else {
                     // The download's own file is no collision: when the name
@@ -312,7 +312,7 @@ extension EngineLoop {
                             throw FileErrors.io("cannot move \(old.relative) to", targets.finalPath(moved), errno: code)
                         }
                         targets.release(old)
-                        job.target = moved
+                        job.claim.move(to: moved)
                         job.result?.path = targets.finalPath(moved)
                     }
                 }

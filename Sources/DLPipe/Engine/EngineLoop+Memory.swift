@@ -44,7 +44,7 @@ extension EngineLoop {
         case .success(let value): digest = value
         case .failure(let error): return attemptFailed(job, error)
         }
-        job.dropPart()
+        job.claim.dropPart()
         job.result = FinishedInfo(
             path: "", bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false, body: body)

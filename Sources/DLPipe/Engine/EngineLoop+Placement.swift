@@ -32,7 +32,7 @@ extension EngineLoop {
         let digest = transfer.hasher?.finalHex()
         if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
             targets.removePart(target)
-            job.dropPart()
+            job.claim.dropPart()
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
         transfer.file?.finish()
@@ -47,7 +47,7 @@ extension EngineLoop {
     /// A whole body in memory: checked here, then written, synced and linked
     /// by the syncfs queue with the rest of its batch.
     private func hold(_ job: Job, _ target: TargetPath, _ body: [UInt8]) {
-        job.dropPart()  // nothing of it is on disk to resume from
+        job.claim.dropPart()  // nothing of it is on disk to resume from
         let digest: String?
         switch checkedDigest(of: body, job, naming: target.relative) {
         case .success(let value): digest = value
@@ -268,9 +268,9 @@ extension EngineLoop {
 
     /// The file is under its final name: the download succeeded.
     private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?, timeSet: Bool = true) {
-        job.target = final
+        job.claim.move(to: final)
         if configuration.remoteTime && !timeSet { setRemoteTime(job, targets.finalPath(final)) }
-        job.dropPart()
+        job.claim.dropPart()
         job.result = FinishedInfo(
             path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false,
@@ -332,7 +332,7 @@ extension EngineLoop {
         } catch {
             return attemptFailed(job, error)
         }
-        job.partHolds(placement.size)
+        job.claim.partHolds(placement.size)
         waitForDurability(Placement(job: job, size: placement.size, digest: placement.digest, held: nil))
     }
 }

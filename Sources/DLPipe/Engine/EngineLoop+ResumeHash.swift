@@ -50,7 +50,7 @@ extension EngineLoop {
         if hash.hasher == nil {
             // The part file could not be read whole: start over from zero.
             job.resumeHash = nil
-            job.dropPart()
+            job.claim.dropPart()
         }
         startTransfer(job)
     }

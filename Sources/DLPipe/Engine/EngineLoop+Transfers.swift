@@ -73,7 +73,7 @@ extension EngineLoop: TransferOwner {
             // The part file holds decoded bytes, which are the identity bytes.
             if configuration.compressed { lines.append("Accept-Encoding: identity") }
         } else {
-            job.dropPart()
+            job.claim.dropPart()
             if configuration.compressed {
                 if job.wantsIdentity || CompressedResource.named(job.request.url) || CompressedResource.named(job.currentURL) {
                     lines.append("Accept-Encoding: identity")
@@ -167,7 +167,7 @@ extension EngineLoop: TransferOwner {
                 holdBackHost(of: job, for: seconds)
             }
             if dropsResume {
-                job.startOver()
+                job.claim.startOver()
             }
             transfer.abortError = error
             return .abort
@@ -200,9 +200,9 @@ extension EngineLoop: TransferOwner {
                 transfer.abortError = error
                 return .abort
             }
-            job.dropPart()
+            job.claim.dropPart()
         }
-        job.validator = body.validator
+        job.claim.bytesFrom(validator: body.validator)
         let suggested = SuggestedName.make(
             contentDisposition: head.headers["content-disposition"], url: job.request.url, finalURL: job.currentURL,
             contentType: body.type)
@@ -217,11 +217,11 @@ extension EngineLoop: TransferOwner {
         if let change = job.localChange, let target = job.target, target.relative == change.path {
             // A new version of a file the user changed since it was placed:
             // beside it, never over it (`placed` says why).
-            job.target = targets.move(from: target, to: target)
+            job.claim.move(to: targets.move(from: target, to: target))
         }
         if job.target == nil {
             do {
-                job.target = try chooseTarget(job, suggested: suggested)
+                job.claim.move(to: try chooseTarget(job, suggested: suggested))
             } catch {
                 transfer.abortError = error
                 return .abort
@@ -323,10 +323,10 @@ extension EngineLoop: TransferOwner {
             root: root, directory: job.request.directory, name: name, checkingLeaf: false)
         if configuration.overwrite, targets.reserveExistingFile(wanted) != nil {
             // `--overwrite`: the part file is renamed over the file there.
-            job.ownsTarget = true
+            job.claim.overwriteFileThere()
             return wanted
         }
-        job.wanted = wanted
+        job.claim.ask(for: wanted)
         return targets.reserveFree(wanted)
     }
 
@@ -372,7 +372,7 @@ extension EngineLoop: TransferOwner {
             }
             job.transfer = nil
             if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
-            job.partHolds(transfer.resumeOffset + transfer.received)
+            job.claim.partHolds(transfer.resumeOffset + transfer.received)
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
         }
@@ -406,7 +406,7 @@ extension EngineLoop: TransferOwner {
         case .refused:
             attemptFailed(job, transfer.abortError!)
         case .dropping(.restart):
-            job.startOver()
+            job.claim.startOver()
             startTransfer(job)
         case .dropping(.redirect):
             followRedirect(job, transfer)
@@ -433,7 +433,7 @@ extension EngineLoop: TransferOwner {
         }
         job.currentURL = next
         job.method = job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE))
-        if job.target == nil { job.dropPart() }
+        if job.target == nil { job.claim.dropPart() }
         startTransfer(job)
     }
 
@@ -450,7 +450,7 @@ extension EngineLoop: TransferOwner {
     /// One attempt failed: the retry policy and the `failed` hook decide what next.
     func attemptFailed(_ job: Job, _ error: DownloadError) {
         if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
-        job.dropPartUnlessResumable()
+        job.claim.dropPartUnlessResumable()
         saveState(job, .partial, error: error)
         job.hops = 0
         job.currentURL = job.request.url
