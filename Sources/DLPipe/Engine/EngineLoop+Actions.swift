@@ -36,14 +36,13 @@ extension EngineLoop {
                     feed(job, .heldBodyLinked)
                 }
             case .abortTransfer(let keepPart):
-                job.resumeHash = nil  // a hash still being made is for a start that no longer comes
-                // A request hook's reply or a host turn still to come is for that start too.
-                job.requestGeneration += 1
-                job.hopHeaders = nil
+                // A hash still being made, a request hook's reply or a host
+                // turn still to come is for a start that no longer comes.
+                job.attempt.stop()
                 job.paced = false
                 guard let transfer = job.transfer else { break }
                 if abort(transfer) { job.receivedThisRun += transfer.received }
-                job.transfer = nil
+                job.attempt.transferEnded()
                 job.claim.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
                 job.claim.dropPartUnlessResumable()
             case .removePartFile:
@@ -261,7 +260,7 @@ extension EngineLoop {
         if job.request.into == .memory { return completeIntoMemory(job, transfer) }
         if transfer.body.isInMemory, canHold(job, transfer) {
             // The whole body came while the hook decided: no part file for it.
-            job.transfer = nil
+            job.attempt.transferEnded()
             transfer.keepWholeBody()
             job.receivedThisRun += transfer.received
             return bodyComplete(job, transfer)
@@ -273,7 +272,7 @@ extension EngineLoop {
         }
         // An empty body, or one that fit the buffer: its bytes are on disk now,
         // so account for them and finish.
-        job.transfer = nil
+        job.attempt.transferEnded()
         job.claim.partHolds(transfer.resumeOffset + transfer.received)
         job.receivedThisRun += transfer.received
         transfer.file?.finish()

@@ -30,7 +30,7 @@ extension EngineLoop: TransferOwner {
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
-        if job.hops == 0 { job.attemptStartedAt = EngineLoop.now() }
+        job.attempt.hopStarts(at: EngineLoop.now())
         transfer.installCallbacks()
         transfer.recording = configuration.recorder?.begin(url: job.currentURL)
         easy.set(CURLOPT_URL, configuration.replay?.address ?? job.currentURL)
@@ -53,8 +53,7 @@ extension EngineLoop: TransferOwner {
         easy.set(CURLOPT_BUFFERSIZE, pacer?.chunkSize ?? 256 * 1024)
         transfer.pacer = pacer
         var lines: [String]
-        if let decided = job.hopHeaders {
-            job.hopHeaders = nil  // this hop's only: the next one asks again
+        if let decided = job.attempt.takeHopHeaders() {  // this hop's only: the next one asks again
             lines = decided.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
         } else {
             lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
@@ -96,7 +95,7 @@ extension EngineLoop: TransferOwner {
         job.method.apply(to: easy)
         transfer.lastActiveAt = EngineLoop.now()
         transfers[easy.handle] = transfer
-        job.transfer = transfer
+        job.attempt.run(transfer)
         multi.add(easy)
     }
 
@@ -210,7 +209,7 @@ extension EngineLoop: TransferOwner {
             status: head.status, headers: head.headers, type: body.type, length: body.length,
             filename: suggested, url: job.currentURL,
             resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
-        job.response = response
+        job.attempt.responded(response)
         if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         // A file the download meant to adopt is not the server's (a 200).
         dropAdoption(job)
@@ -370,7 +369,7 @@ extension EngineLoop: TransferOwner {
                 feed(job, .transferEndedDuringVerdict)
                 continue
             }
-            job.transfer = nil
+            job.attempt.transferEnded()
             if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
             job.claim.partHolds(transfer.resumeOffset + transfer.received)
             job.receivedThisRun += transfer.received
@@ -401,7 +400,7 @@ extension EngineLoop: TransferOwner {
         switch transfer.body {
         case .paused:
             // The hook decides after the transfer ended; keep it for completeTransfer.
-            job.transfer = transfer
+            job.attempt.run(transfer)
             feed(job, .transferEndedDuringVerdict)
         case .refused:
             attemptFailed(job, transfer.abortError!)
@@ -427,12 +426,10 @@ extension EngineLoop: TransferOwner {
         {
             return attemptFailed(job, DownloadError(.http, refusal))
         }
-        job.hops += 1
-        guard job.hops <= configuration.maxRedirects else {
+        guard job.hops < configuration.maxRedirects else {
             return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
-        job.currentURL = next
-        job.method = job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE))
+        job.attempt.follow(to: next, method: job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE)))
         if job.target == nil { job.claim.dropPart() }
         startTransfer(job)
     }
@@ -452,9 +449,7 @@ extension EngineLoop: TransferOwner {
         if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
         job.claim.dropPartUnlessResumable()
         saveState(job, .partial, error: error)
-        job.hops = 0
-        job.currentURL = job.request.url
-        job.method = RequestMethod(job.request)
+        job.attempt.restart(job.request)
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
         feed(job, .transferFailed(
             error, policyDelay: delay, askRetrying: interests.contains(.retrying), askFailed: interests.contains(.failed)))

@@ -26,29 +26,11 @@ final class Job {
     /// replace, what its part file's bytes are worth (`FileClaim`'s methods
     /// are the only writers).
     var claim = FileClaim()
-    /// The URL the current attempt asks (it moves along redirects).
-    var currentURL: String
-    /// Redirect hops taken in the current attempt.
-    var hops = 0
-    /// Monotonic seconds when the current attempt's first hop started
-    /// (`maxTime` counts from there).
-    var attemptStartedAt = 0.0
-    /// The headers a `request` hook gave for the hop about to start; taken
-    /// (and cleared) by that hop's transfer, so every hop asks the hook again.
-    var hopHeaders: [String: String]?
-    /// Counts `request` hook calls, so a reply that a pause, a cancel or a
-    /// newer call overtook is recognised and dropped.
-    var requestGeneration = 0
+    /// The attempt under way (or the last one): its transfer, hops and
+    /// response (`Attempt`'s methods are the only writers).
+    var attempt: Attempt
     /// The host's turn (HostPacing) is taken for the request about to start.
     var paced = false
-    /// The method and body of the current hop: the request's, until a
-    /// redirect changes them (`RequestMethod.following`).
-    lazy var method = RequestMethod(request)
-    var response: ResponseInfo?
-    var transfer: Transfer?
-    /// The part file's first bytes, being hashed (or hashed) for the next
-    /// transfer, which resumes after them (EngineLoop+ResumeHash).
-    var resumeHash: ResumeHash?
     /// The whole body, handed to the syncfs queue to be written and named
     /// (phase `placingHeldBody`).
     var held: HeldFile?
@@ -90,7 +72,7 @@ final class Job {
         self.id = id
         self.request = request
         self.host = host
-        self.currentURL = request.url
+        self.attempt = Attempt(request)
     }
 
     // What hooks, records and transfers read of the claim.
@@ -102,6 +84,16 @@ final class Job {
     var localChange: LocalChange? { claim.localChange }
     var partBytes: Int64 { claim.partBytes }
     var validator: String? { claim.validator }
+    // And of the attempt.
+    var transfer: Transfer? { attempt.transfer }
+    var currentURL: String { attempt.currentURL }
+    var hops: Int { attempt.hops }
+    var attemptStartedAt: Double { attempt.startedAt }
+    var method: RequestMethod { attempt.method }
+    var hopHeaders: [String: String]? { attempt.hopHeaders }
+    var requestGeneration: Int { attempt.requestGeneration }
+    var resumeHash: ResumeHash? { attempt.resumeHash }
+    var response: ResponseInfo? { attempt.response }
 
     /// Bytes of the file so far, across attempts.
     var bytes: Int64 {
