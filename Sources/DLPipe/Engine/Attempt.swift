@@ -83,12 +83,11 @@ struct Attempt {
 
     /// The attempt stops (a pause, cancel or fail): a hash still being made is
     /// for a start that no longer comes, and a `request` hook's reply to come
-    /// is stale.
+    /// is stale. The transfer stays until it is aborted (`transferEnded`).
     mutating func stop() {
         resumeHash = nil
         requestGeneration += 1
         hopHeaders = nil
-        transfer = nil
     }
 
     // MARK: The resume hash
