@@ -25,57 +25,20 @@ extension EngineLoop {
             case .completeTransfer:
                 completeTransfer(job)
             case .withdrawHeldBody:
-                // A held body already linked under its name is on disk: the
-                // download finishes when its batch is settled, and the stop
-                // comes too late. Otherwise it is taken back, and the stop applies.
-                if let held = job.held, held.withdraw() {
-                    job.held = nil
-                    heldBodiesWithdrawn.add(1, ordering: .relaxed)
-                    feed(job, .heldBodyWithdrawn)
-                } else {
-                    feed(job, .heldBodyLinked)
-                }
+                withdrawHeldBody(job)
             case .abortTransfer(let keepPart):
-                // A hash still being made, a request hook's reply or a host
-                // turn still to come is for a start that no longer comes.
-                job.attempt.stop()
-                job.paced = false
-                guard let transfer = job.transfer else { break }
-                if abort(transfer) { job.receivedThisRun += transfer.received }
-                job.attempt.transferEnded()
-                job.claim.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
-                job.claim.dropPartUnlessResumable()
+                abortTransfer(job, keepPart: keepPart)
             case .removePartFile:
                 if let target = job.target { targets.removePart(target) }
                 job.claim.dropPart()
             case .askResponseHook:
-                guard let ask = hooks?.response, let response = job.response else { break }
-                let id = job.id
-                let reply = hookReply("response", expiry: { .responseVerdict(id, .fail($0)) }) {
-                    .responseVerdict(id, $0)
-                }
-                ask(job.info(root: root), response, reply)
+                askResponseHook(job)
             case .askFinishedHook:
-                guard let ask = hooks?.finished, let result = job.result else { break }
-                let id = job.id
-                let reply = hookReply("finished", expiry: { .finishedVerdict(id, .fail($0)) }) {
-                    .finishedVerdict(id, $0)
-                }
-                ask(job.info(root: root), result, reply)
+                askFinishedHook(job)
             case .askRetryingHook(let delay):
-                guard let ask = hooks?.retrying, let error = job.state.pendingError else { break }
-                let id = job.id
-                let reply = hookReply("retrying", expiry: { .retryVerdict(id, .fail($0)) }) {
-                    .retryVerdict(id, $0)
-                }
-                ask(job.info(root: root), error, delay, reply)
+                askRetryingHook(job, delay: delay)
             case .askFailedHook:
-                guard let ask = hooks?.failed, let error = job.state.pendingError else { break }
-                let id = job.id
-                let reply = hookReply("failed", expiry: { .failureVerdictMissed(id, $0) }) {
-                    .failureVerdict(id, $0)
-                }
-                ask(job.info(root: root), error, reply)
+                askFailedHook(job)
             case .scheduleRetry(let delay):
                 if let handBack = configuration.claims?.handBack, let error = job.state.retryingAfter {
                     // A shared queue's download: the queue holds the retry.
@@ -125,6 +88,32 @@ extension EngineLoop {
                 emit(.paused(job.info(root: root)))
             }
         }
+    }
+
+    /// A held body already linked under its name is on disk: the download
+    /// finishes when its batch is settled, and the stop comes too late.
+    /// Otherwise it is taken back, and the stop applies.
+    private func withdrawHeldBody(_ job: Job) {
+        if let held = job.held, held.withdraw() {
+            job.held = nil
+            heldBodiesWithdrawn.add(1, ordering: .relaxed)
+            feed(job, .heldBodyWithdrawn)
+        } else {
+            feed(job, .heldBodyLinked)
+        }
+    }
+
+    /// Stops the attempt's transfer; its bytes stay for a resume when `keepPart`.
+    private func abortTransfer(_ job: Job, keepPart: Bool) {
+        // A hash still being made, a request hook's reply or a host
+        // turn still to come is for a start that no longer comes.
+        job.attempt.stop()
+        job.paced = false
+        guard let transfer = job.transfer else { return }
+        if abort(transfer) { job.receivedThisRun += transfer.received }
+        job.attempt.transferEnded()
+        job.claim.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
+        job.claim.dropPartUnlessResumable()
     }
 
     /// Records a terminal outcome: counts, the terminal event, waiters.

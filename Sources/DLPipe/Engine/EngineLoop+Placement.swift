@@ -88,29 +88,7 @@ extension EngineLoop {
     /// `.synced` arrives. `force` (shutdown) waits for the batches in flight and
     /// places every file still waiting, here.
     func placeDurableFiles(force: Bool = false) {
-        if force {
-            guard syncInFlight || !awaitingDurability.isEmpty else { return }
-            // The batches in flight have written and linked their files once the
-            // state thread has handed them on (their commit first) and the sync
-            // queues are done.
-            store?.wait()
-            syncQueue.sync {}
-            fileSyncQueue.sync(flags: .barrier) {}
-            let waiting = awaitingDurability
-            let held = waiting.compactMap(\.held)
-            do throws(StateFailure) {
-                try store?.commitAndWait()
-            } catch {
-                HeldFile.refuse(held, because: error.message)  // no name without a record
-            }
-            HeldFile.place(
-                held, in: output, syncAnyway: true,
-                refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: configuration.claims?.mayPlace)
-            let batch = syncingBatches.keys.sorted().flatMap { syncingBatches[$0] ?? [] } + waiting
-            syncingBatches = [:]  // the background syncs' `.synced` find nothing left
-            awaitingDurability = []
-            return settle(batch)
-        }
+        if force { return placeEveryFileNow() }
         guard !awaitingDurability.isEmpty else { return }
         // "Nothing else to do" means nothing running and nothing waiting for a
         // slot: between two loop turns of a busy run, every transfer may have
@@ -171,6 +149,32 @@ extension EngineLoop {
             }
             post(.synced(batch: number))
         }
+    }
+
+    /// Shutdown: waits for the batches in flight and places every file
+    /// still waiting, on this thread.
+    private func placeEveryFileNow() {
+        guard syncInFlight || !awaitingDurability.isEmpty else { return }
+        // The batches in flight have written and linked their files once the
+        // state thread has handed them on (their commit first) and the sync
+        // queues are done.
+        store?.wait()
+        syncQueue.sync {}
+        fileSyncQueue.sync(flags: .barrier) {}
+        let waiting = awaitingDurability
+        let held = waiting.compactMap(\.held)
+        do throws(StateFailure) {
+            try store?.commitAndWait()
+        } catch {
+            HeldFile.refuse(held, because: error.message)  // no name without a record
+        }
+        HeldFile.place(
+            held, in: output, syncAnyway: true,
+            refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: configuration.claims?.mayPlace)
+        let batch = syncingBatches.keys.sorted().flatMap { syncingBatches[$0] ?? [] } + waiting
+        syncingBatches = [:]  // the background syncs' `.synced` find nothing left
+        awaitingDurability = []
+        settle(batch)
     }
 
     /// Whether a part file whose transfer just ended keeps its descriptor for

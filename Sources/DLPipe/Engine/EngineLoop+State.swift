@@ -44,7 +44,13 @@ extension EngineLoop {
         // Held from here; let go below when the name turns out to be another's.
         job.knownSHA256 = record.sha256
         job.knownType = record.mediaType
-        let final = targets.finalPath(target)
+        return claimRecordedName(job, target, record)
+    }
+
+    /// The name the record gives is reserved: what the file and part file
+    /// under it now are decides what the download may do with them.
+    private func claimRecordedName(_ job: Job, _ target: TargetPath, _ record: DownloadRecord) -> Bool {
+        let relative = record.target ?? target.relative  // the record's (applyState resolved it)
         // The name itself (a symlink is not followed: one put there is not ours).
         let found = targets.output.facts(relative)
         let finalSize = found?.size
@@ -59,25 +65,7 @@ extension EngineLoop {
             return keepLocalChange(job, target, record, LocalChange(path: relative, what: change))
         }
         if ownership.validatorsFit || (partSize == nil && ownership.isPlacedFile) {
-            // A whole file of ours. Its validators describe it unless it is the
-            // file placed before a replacing run that was killed, whose record
-            // already holds the new response's.
-            job.claim.take(target, owning: true)
-            job.claim.recall(placed: ownership.foundFile)
-            // A stale part file beside a whole one (a power loss undid the
-            // rename's commit): opened as the job's own, never O_EXCL.
-            job.partFileMayExist = partSize != nil
-            switch configuration.refresh {
-            case .never:
-                return keepWithoutAsking(job, final, size: finalSize, record)
-            case .conditional:
-                if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {
-                    job.conditional = (record.etag, record.lastModified)
-                }
-            case .always:
-                break
-            }
-            return false
+            return claimWholeFile(job, target, record, ownership, finalSize: finalSize, partSize: partSize)
         }
         if let partSize {
             // A part file an earlier run left: resume it (If-Range guards it). An
@@ -103,6 +91,31 @@ extension EngineLoop {
             targets.release(target)
             // The state never placed the file there: it may be the server's.
             prepareAdoption(job)
+        }
+        return false
+    }
+
+    /// A whole file of ours. Its validators describe it unless it is the
+    /// file placed before a replacing run that was killed, whose record
+    /// already holds the new response's.
+    private func claimWholeFile(
+        _ job: Job, _ target: TargetPath, _ record: DownloadRecord, _ ownership: Ownership,
+        finalSize: Int64?, partSize: Int64?
+    ) -> Bool {
+        job.claim.take(target, owning: true)
+        job.claim.recall(placed: ownership.foundFile)
+        // A stale part file beside a whole one (a power loss undid the
+        // rename's commit): opened as the job's own, never O_EXCL.
+        job.partFileMayExist = partSize != nil
+        switch configuration.refresh {
+        case .never:
+            return keepWithoutAsking(job, targets.finalPath(target), size: finalSize, record)
+        case .conditional:
+            if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {
+                job.conditional = (record.etag, record.lastModified)
+            }
+        case .always:
+            break
         }
         return false
     }
