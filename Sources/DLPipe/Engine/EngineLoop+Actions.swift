@@ -25,58 +25,20 @@ extension EngineLoop {
             case .completeTransfer:
                 completeTransfer(job)
             case .withdrawHeldBody:
-                // A held body already linked under its name is on disk: the
-                // download finishes when its batch is settled, and the stop
-                // comes too late. Otherwise it is taken back, and the stop applies.
-                if let held = job.held, held.withdraw() {
-                    job.held = nil
-                    inbox.heldBodiesWithdrawn.add(1, ordering: .relaxed)
-                    feed(job, .heldBodyWithdrawn)
-                } else {
-                    feed(job, .heldBodyLinked)
-                }
+                withdrawHeldBody(job)
             case .abortTransfer(let keepPart):
-                job.resumeHash = nil  // a hash still being made is for a start that no longer comes
-                // A request hook's reply or a host turn still to come is for that start too.
-                job.requestGeneration += 1
-                job.hopHeaders = nil
-                job.paced = false
-                guard let transfer = job.transfer else { break }
-                if abort(transfer) { job.receivedThisRun += transfer.received }
-                job.transfer = nil
-                job.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
-                job.dropPartUnlessResumable()
+                abortTransfer(job, keepPart: keepPart)
             case .removePartFile:
                 if let target = job.target { targets.removePart(target) }
-                job.dropPart()
+                job.claim.dropPart()
             case .askResponseHook:
-                guard let ask = hooks?.response, let response = job.response else { break }
-                let id = job.id
-                let reply = hookReply("response", expiry: { .responseVerdict(id, .fail($0)) }) {
-                    .responseVerdict(id, $0)
-                }
-                ask(job.info(root: root), response, reply)
+                askResponseHook(job)
             case .askFinishedHook:
-                guard let ask = hooks?.finished, let result = job.result else { break }
-                let id = job.id
-                let reply = hookReply("finished", expiry: { .finishedVerdict(id, .fail($0)) }) {
-                    .finishedVerdict(id, $0)
-                }
-                ask(job.info(root: root), result, reply)
+                askFinishedHook(job)
             case .askRetryingHook(let delay):
-                guard let ask = hooks?.retrying, let error = job.state.pendingError else { break }
-                let id = job.id
-                let reply = hookReply("retrying", expiry: { .retryVerdict(id, .fail($0)) }) {
-                    .retryVerdict(id, $0)
-                }
-                ask(job.info(root: root), error, delay, reply)
+                askRetryingHook(job, delay: delay)
             case .askFailedHook:
-                guard let ask = hooks?.failed, let error = job.state.pendingError else { break }
-                let id = job.id
-                let reply = hookReply("failed", expiry: { .failureVerdictMissed(id, $0) }) {
-                    .failureVerdict(id, $0)
-                }
-                ask(job.info(root: root), error, reply)
+                askFailedHook(job)
             case .scheduleRetry(let delay):
                 if let handBack = configuration.claims?.handBack, let error = job.state.retryingAfter {
                     // A shared queue's download: the queue holds the retry.
@@ -128,6 +90,32 @@ extension EngineLoop {
         }
     }
 
+    /// A held body already linked under its name is on disk: the download
+    /// finishes when its batch is settled, and the stop comes too late.
+    /// Otherwise it is taken back, and the stop applies.
+    private func withdrawHeldBody(_ job: Job) {
+        if let held = job.held, held.withdraw() {
+            job.held = nil
+            inbox.heldBodiesWithdrawn.add(1, ordering: .relaxed)
+            feed(job, .heldBodyWithdrawn)
+        } else {
+            feed(job, .heldBodyLinked)
+        }
+    }
+
+    /// Stops the attempt's transfer; its bytes stay for a resume when `keepPart`.
+    private func abortTransfer(_ job: Job, keepPart: Bool) {
+        // A hash still being made, a request hook's reply or a host
+        // turn still to come is for a start that no longer comes.
+        job.attempt.stop()
+        job.paced = false
+        guard let transfer = job.transfer else { return }
+        if abort(transfer) { job.receivedThisRun += transfer.received }
+        job.attempt.transferEnded()
+        job.claim.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
+        job.claim.dropPartUnlessResumable()
+    }
+
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
         assertOnEngineThread()
@@ -145,8 +133,9 @@ extension EngineLoop {
             // Its inode and time as it is now (a `finished` handler may have
             // moved it: a rename keeps both), so that a later run can tell a
             // change the user made.
-            job.placed = targets.output.facts(target.relative)?.placed(at: target.relative)
-                ?? PlacedFile(path: target.relative, size: result.bytes)
+            job.claim.place(
+                targets.output.facts(target.relative)?.placed(at: target.relative)
+                    ?? PlacedFile(path: target.relative, size: result.bytes))
         }
         switch outcome {
         case .finished: saveState(job, .finished)
@@ -204,14 +193,14 @@ extension EngineLoop {
             // The same name again (`d.name = r.filename` on a retry): nothing moves.
             guard wanted != old else { return feed(job, .responseVerdict(.proceed())) }
             let renamed = targets.move(from: old, to: wanted)
-            job.wanted = wanted
+            job.claim.ask(for: wanted)
             if let old {
                 if let transfer = job.transfer, transfer.resumeOffset > 0 {
                     // Bytes resumed under the old name move with the rename; when
                     // they cannot, this attempt cannot resume: start over.
                     if targets.rename(targets.partName(old), to: targets.partName(renamed)) != nil {
-                        job.startOver()
-                        job.target = renamed
+                        job.claim.startOver()
+                        job.claim.move(to: renamed)
                         return attemptFailed(job, DownloadError(.io, "cannot move the part file of \(old.relative) to \(renamed.relative); starting over"))
                     }
                 } else {
@@ -219,9 +208,8 @@ extension EngineLoop {
                     job.partFileMayExist = false  // the new name's part file must be new
                 }
             }
-            job.target = renamed
             // A new name is never one this job wrote before.
-            job.ownsTarget = false
+            job.claim.rename(to: renamed)
             // The record names the part file before it exists (write ordering).
             // A fresh download has nothing on disk yet: its record is saved
             // with the new name when a part file is due, or when it is held.
@@ -261,7 +249,7 @@ extension EngineLoop {
         if job.request.into == .memory { return completeIntoMemory(job, transfer) }
         if transfer.body.isInMemory, canHold(job, transfer) {
             // The whole body came while the hook decided: no part file for it.
-            job.transfer = nil
+            job.attempt.transferEnded()
             transfer.keepWholeBody()
             job.receivedThisRun += transfer.received
             return bodyComplete(job, transfer)
@@ -273,8 +261,8 @@ extension EngineLoop {
         }
         // An empty body, or one that fit the buffer: its bytes are on disk now,
         // so account for them and finish.
-        job.transfer = nil
-        job.partHolds(transfer.resumeOffset + transfer.received)
+        job.attempt.transferEnded()
+        job.claim.partHolds(transfer.resumeOffset + transfer.received)
         job.receivedThisRun += transfer.received
         transfer.file?.finish()
         bodyComplete(job, transfer)
@@ -299,7 +287,7 @@ extension EngineLoop {
                     // duplicate under a content-hash name): no copy is made,
                     // the download's file is the one there.
                     targets.drop(old, for: wanted)
-                    job.target = wanted
+                    job.claim.move(to: wanted)
                     job.result?.path = targets.finalPath(wanted)
                 } else {
                     // The download's own file is no collision: when the name
@@ -312,7 +300,7 @@ extension EngineLoop {
                             throw FileErrors.io("cannot move \(old.relative) to", targets.finalPath(moved), errno: code)
                         }
                         targets.release(old)
-                        job.target = moved
+                        job.claim.move(to: moved)
                         job.result?.path = targets.finalPath(moved)
                     }
                 }

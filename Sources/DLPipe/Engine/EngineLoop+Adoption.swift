@@ -41,8 +41,7 @@ extension EngineLoop {
             targets.release(target)
             return
         }
-        job.target = target
-        job.adoption = Adoption(facts: facts)
+        job.claim.holdForAdoption(target, Adoption(facts: facts))
     }
 
     /// Whether a 304 to the adoption's request proves the file is the
@@ -71,9 +70,7 @@ extension EngineLoop {
     /// this download, with the 304's validators. No byte is written.
     func adopt(_ job: Job, _ adoption: Adoption, _ head: ResponseHead) {
         guard let target = job.target else { return }
-        job.adoption = nil
-        job.ownsTarget = true
-        job.placed = adoption.facts.placed(at: target.relative)
+        job.claim.adopt(placed: adoption.facts.placed(at: target.relative))
         job.conditional = (head.headers["etag"], head.headers["last-modified"])
     }
 
@@ -82,8 +79,7 @@ extension EngineLoop {
     /// (`chooseTarget`: beside the file, or over it under `--overwrite`).
     func dropAdoption(_ job: Job) {
         guard job.adoption != nil else { return }
-        job.adoption = nil
         if let target = job.target { targets.release(target) }
-        job.target = nil
+        job.claim.giveUpAdoption()
     }
 }

@@ -20,7 +20,7 @@ extension EngineLoop {
             }
             // Another program has the name: read the folder again, take the next free one.
             targets.diskDisagreed(about: target)
-            job.target = targets.move(from: target, to: job.wantedTarget ?? target)
+            job.claim.move(to: targets.move(from: target, to: job.wantedTarget ?? target))
             saveState(job, .partial)
             try commitStateBeforePart(of: job)
         }

@@ -24,7 +24,7 @@ extension EngineLoop {
 
     /// The transfer ended while the response hook decided: its bytes are the body.
     func completeIntoMemory(_ job: Job, _ transfer: Transfer) {
-        job.transfer = nil
+        job.attempt.transferEnded()
         transfer.collectInMemory()
         transfer.keepWholeBody()
         job.receivedThisRun += transfer.received
@@ -44,7 +44,7 @@ extension EngineLoop {
         case .success(let value): digest = value
         case .failure(let error): return attemptFailed(job, error)
         }
-        job.dropPart()
+        job.claim.dropPart()
         job.result = FinishedInfo(
             path: "", bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false, body: body)

@@ -33,7 +33,7 @@ extension EngineLoop {
         let digest = transfer.hasher?.finalHex()
         if let wanted = job.request.sha256?.lowercased(), let digest, wanted != digest {
             targets.removePart(target)
-            job.dropPart()
+            job.claim.dropPart()
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
         transfer.file?.finish()
@@ -48,7 +48,7 @@ extension EngineLoop {
     /// A whole body in memory: checked here, then written, synced and linked
     /// by the syncfs queue with the rest of its batch.
     private func hold(_ job: Job, _ target: TargetPath, _ body: [UInt8]) {
-        job.dropPart()  // nothing of it is on disk to resume from
+        job.claim.dropPart()  // nothing of it is on disk to resume from
         let digest: String?
         switch checkedDigest(of: body, job, naming: target.relative) {
         case .success(let value): digest = value
@@ -89,29 +89,7 @@ extension EngineLoop {
     /// `.synced` arrives. `force` (shutdown) waits for the batches in flight and
     /// places every file still waiting, here.
     func placeDurableFiles(force: Bool = false) {
-        if force {
-            guard syncInFlight || !awaitingDurability.isEmpty else { return }
-            // The batches in flight have written and linked their files once the
-            // state thread has handed them on (their commit first) and the sync
-            // queues are done.
-            store?.wait()
-            syncQueue.waitForQueued()
-            fileSyncQueue.waitForQueued()
-            let waiting = awaitingDurability
-            let held = waiting.compactMap(\.held)
-            do throws(StateFailure) {
-                try store?.commitAndWait()
-            } catch {
-                HeldFile.refuse(held, because: error.message)  // no name without a record
-            }
-            HeldFile.place(
-                held, in: output, syncAnyway: true,
-                refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: configuration.claims?.mayPlace)
-            let batch = syncingBatches.keys.sorted().flatMap { syncingBatches[$0] ?? [] } + waiting
-            syncingBatches = [:]  // the background syncs' `.synced` find nothing left
-            awaitingDurability = []
-            return settle(batch)
-        }
+        if force { return placeEveryFileNow() }
         guard !awaitingDurability.isEmpty else { return }
         // "Nothing else to do" means nothing running and nothing waiting for a
         // slot: between two loop turns of a busy run, every transfer may have
@@ -176,6 +154,32 @@ extension EngineLoop {
             }
             inbox.post(.synced(batch: number))
         }
+    }
+
+    /// Shutdown: waits for the batches in flight and places every file
+    /// still waiting, on this thread.
+    private func placeEveryFileNow() {
+        guard syncInFlight || !awaitingDurability.isEmpty else { return }
+        // The batches in flight have written and linked their files once the
+        // state thread has handed them on (their commit first) and the sync
+        // queues are done.
+        store?.wait()
+        syncQueue.waitForQueued()
+        fileSyncQueue.waitForQueued()
+        let waiting = awaitingDurability
+        let held = waiting.compactMap(\.held)
+        do throws(StateFailure) {
+            try store?.commitAndWait()
+        } catch {
+            HeldFile.refuse(held, because: error.message)  // no name without a record
+        }
+        HeldFile.place(
+            held, in: output, syncAnyway: true,
+            refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: configuration.claims?.mayPlace)
+        let batch = syncingBatches.keys.sorted().flatMap { syncingBatches[$0] ?? [] } + waiting
+        syncingBatches = [:]  // the background syncs' `.synced` find nothing left
+        awaitingDurability = []
+        settle(batch)
     }
 
     /// Whether a part file whose transfer just ended keeps its descriptor for
@@ -273,9 +277,9 @@ extension EngineLoop {
 
     /// The file is under its final name: the download succeeded.
     private func placed(_ job: Job, as final: TargetPath, size: Int64, digest: String?, timeSet: Bool = true) {
-        job.target = final
+        job.claim.move(to: final)
         if configuration.remoteTime && !timeSet { setRemoteTime(job, targets.finalPath(final)) }
-        job.dropPart()
+        job.claim.dropPart()
         job.result = FinishedInfo(
             path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false,
@@ -337,7 +341,7 @@ extension EngineLoop {
         } catch {
             return attemptFailed(job, error)
         }
-        job.partHolds(placement.size)
+        job.claim.partHolds(placement.size)
         waitForDurability(Placement(job: job, size: placement.size, digest: placement.digest, held: nil))
     }
 }

@@ -8,14 +8,13 @@ extension EngineLoop {
     /// reply within `hookDeadline` fails the download with kind `hook`
     /// (`hookReply`).
     func askRequestHook(_ job: Job) {
-        job.requestGeneration += 1
-        let generation = job.requestGeneration
+        let generation = job.attempt.askRequestHook()
         let id = job.id
         let request = RequestInfo(url: job.currentURL, attempt: max(1, job.state.attempt), headers: hopHeaders(for: job))
         guard let ask = hooks?.request else {
             // Not reached (`interests` says a closure is set); the hop goes
             // out with its own headers rather than waiting for nobody.
-            job.hopHeaders = request.headers
+            job.attempt.hookGave(headers: request.headers)
             return startTransfer(job)
         }
         let reply = hookReply("request", expiry: { .requestVerdict(id, generation: generation, .fail($0)) }) {
@@ -37,7 +36,7 @@ extension EngineLoop {
             if let problem = HeaderField.problem(in: headers) {
                 return feed(job, .fail(DownloadError(.hook, "request handler: \(problem)")))
             }
-            job.hopHeaders = headers
+            job.attempt.hookGave(headers: headers)
             startTransfer(job)
         }
     }

@@ -32,7 +32,7 @@ extension EngineLoop {
         }
         // Whatever happens below, the file placed before stays known until a
         // new one replaces it (or it turns out to be gone).
-        job.placed = record.placed
+        job.claim.recall(placed: record.placed)
         guard let relative = record.target else {
             // No file yet (an adoption's request that failed, say): as if unknown.
             prepareAdoption(job)
@@ -44,7 +44,13 @@ extension EngineLoop {
         // Held from here; let go below when the name turns out to be another's.
         job.knownSHA256 = record.sha256
         job.knownType = record.mediaType
-        let final = targets.finalPath(target)
+        return claimRecordedName(job, target, record)
+    }
+
+    /// The name the record gives is reserved: what the file and part file
+    /// under it now are decides what the download may do with them.
+    private func claimRecordedName(_ job: Job, _ target: TargetPath, _ record: DownloadRecord) -> Bool {
+        let relative = record.target ?? target.relative  // the record's (applyState resolved it)
         // The name itself (a symlink is not followed: one put there is not ours).
         let found = targets.output.facts(relative)
         let finalSize = found?.size
@@ -52,59 +58,64 @@ extension EngineLoop {
         let ownership = Ownership(
             record: record, target: relative, found: found.map { ($0.size, $0.inode) }, partExists: partSize != nil,
             modified: found?.modified)
-        if ownership.placedHere, found == nil { job.placed = nil }  // removed since: the name is free
+        if ownership.placedHere, found == nil { job.claim.recall(placed: nil) }  // removed since: the name is free
         // `--overwrite`: a regular file under the name may be replaced, whoever made it.
         let mayReplace = ownership.ownsFile || (configuration.overwrite && found?.isRegular == true)
         if let change = ownership.changedLocally, partSize == nil {
             return keepLocalChange(job, target, record, LocalChange(path: relative, what: change))
         }
         if ownership.validatorsFit || (partSize == nil && ownership.isPlacedFile) {
-            // A whole file of ours. Its validators describe it unless it is the
-            // file placed before a replacing run that was killed, whose record
-            // already holds the new response's.
-            job.target = target
-            job.ownsTarget = true
-            job.placed = ownership.foundFile
-            // A stale part file beside a whole one (a power loss undid the
-            // rename's commit): opened as the job's own, never O_EXCL.
-            job.partFileMayExist = partSize != nil
-            switch configuration.refresh {
-            case .never:
-                return keepWithoutAsking(job, final, size: finalSize, record)
-            case .conditional:
-                if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {
-                    job.conditional = (record.etag, record.lastModified)
-                }
-            case .always:
-                break
-            }
-            return false
+            return claimWholeFile(job, target, record, ownership, finalSize: finalSize, partSize: partSize)
         }
         if let partSize {
             // A part file an earlier run left: resume it (If-Range guards it). An
             // empty one too: a new part file is opened O_EXCL, and this one
             // would push the download to a numbered name.
-            job.target = target
+            job.claim.take(target, owning: mayReplace)
             job.partFileMayExist = true
-            job.ownsTarget = mayReplace
             // Only a file of ours is claimed: one `--overwrite` may replace stays the user's until it is.
-            if ownership.ownsFile { job.placed = ownership.foundFile }
+            if ownership.ownsFile { job.claim.recall(placed: ownership.foundFile) }
             // A part file already at full length (killed between the batch sync
             // and the rename) has nothing left to ask for: it starts over.
             let whole = record.total.map { partSize >= $0 } ?? false
-            job.partHolds(whole ? 0 : partSize)
-            job.validator = Validator.forIfRange(etag: record.etag, lastModified: record.lastModified)
+            job.claim.resume(
+                partBytes: whole ? 0 : partSize,
+                validator: Validator.forIfRange(etag: record.etag, lastModified: record.lastModified))
         } else if finalSize == nil || mayReplace {
             // The same name as before: free, or holding a file this job placed
             // (cut short by a power loss, say), which may be replaced. A file
             // there after a failed or skipped download is someone else's.
-            job.target = target
-            job.ownsTarget = finalSize != nil
-            if ownership.ownsFile { job.placed = ownership.foundFile }
+            job.claim.take(target, owning: finalSize != nil)
+            if ownership.ownsFile { job.claim.recall(placed: ownership.foundFile) }
         } else {
             targets.release(target)
             // The state never placed the file there: it may be the server's.
             prepareAdoption(job)
+        }
+        return false
+    }
+
+    /// A whole file of ours. Its validators describe it unless it is the
+    /// file placed before a replacing run that was killed, whose record
+    /// already holds the new response's.
+    private func claimWholeFile(
+        _ job: Job, _ target: TargetPath, _ record: DownloadRecord, _ ownership: Ownership,
+        finalSize: Int64?, partSize: Int64?
+    ) -> Bool {
+        job.claim.take(target, owning: true)
+        job.claim.recall(placed: ownership.foundFile)
+        // A stale part file beside a whole one (a power loss undid the
+        // rename's commit): opened as the job's own, never O_EXCL.
+        job.partFileMayExist = partSize != nil
+        switch configuration.refresh {
+        case .never:
+            return keepWithoutAsking(job, targets.finalPath(target), size: finalSize, record)
+        case .conditional:
+            if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {
+                job.conditional = (record.etag, record.lastModified)
+            }
+        case .always:
+            break
         }
         return false
     }
@@ -127,13 +138,11 @@ extension EngineLoop {
     /// changed file. The state keeps remembering the file as it was placed, so
     /// that the change stays known on later runs.
     private func keepLocalChange(_ job: Job, _ target: TargetPath, _ record: DownloadRecord, _ change: LocalChange) -> Bool {
-        job.target = target
         if configuration.overwrite {
-            job.ownsTarget = true
+            job.claim.take(target, owning: true)
             return false
         }
-        job.ownsTarget = false
-        job.localChange = change
+        job.claim.take(target, changedLocally: change)
         switch configuration.refresh {
         case .never:
             return keepWithoutAsking(job, targets.finalPath(target), size: targets.output.facts(target.relative)?.size, record)

@@ -6,114 +6,6 @@ import Glibc
 
 /// Starting transfers, reading their responses, and ending them.
 extension EngineLoop: TransferOwner {
-    /// Configures a handle for the job's next request and adds it to the multi handle.
-    func startTransfer(_ job: Job) {
-        if job.startedAt == nil { job.startedAt = EngineLoop.now() }
-        // The slot counts against the host this request goes to (after a
-        // redirect, another one): a full host keeps the download waiting, at
-        // the front of its line, and startQueued comes back here.
-        let host = URLParts(job.currentURL)?.hostPort ?? job.host
-        guard scheduler.hop(job.id, to: host, priority: job.request.priority) else { return }
-        // A resume with a checksum: the bytes on disk are hashed on a queue first.
-        if waitsForResumeHash(job) { return }
-        if let replay = configuration.replay, !replay.has(job.currentURL) {
-            return attemptFailed(job, DownloadError(.network, "--replay: the recording \(replay.directory) has no response for \(RedactedURL.text(job.currentURL))"))
-        }
-        // A `request` hook decides this hop's headers first (EngineLoop+RequestHook).
-        if interests.contains(.request), job.hopHeaders == nil { return askRequestHook(job) }
-        // Politeness: the host's turn (`--host-delay`, a Retry-After); the job
-        // keeps its slot meanwhile (EngineLoop+HostPacing).
-        if hostPacing.isActive, !job.paced, waitsForHostTurn(job) { return }
-        // A shared queue's worker whose lease is not sure sends nothing.
-        if waitsForLease(job) { return }
-        job.paced = false
-        let easy = idleHandles.popLast() ?? CurlEasy()
-        easy.reset()
-        let transfer = Transfer(id: job.id, easy: easy, owner: self)
-        if job.hops == 0 { job.attemptStartedAt = EngineLoop.now() }
-        transfer.installCallbacks()
-        transfer.recording = configuration.recorder?.begin(url: job.currentURL)
-        easy.set(CURLOPT_URL, configuration.replay?.address ?? job.currentURL)
-        easy.set(CURLOPT_NOSIGNAL, 1)
-        // Redirects are followed by the engine, hop by hop, so that schemes and
-        // credentials are checked at every hop (see followRedirect).
-        easy.set(CURLOPT_FOLLOWLOCATION, 0)
-        easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
-        easy.set(CURLOPT_USERAGENT, configuration.userAgent)
-        transfer.stallTimeout = job.request.timeout ?? configuration.timeout
-        transfer.bodyLimit = job.request.bodyLimit
-        transfer.bodyLimitName = configuration.sizeLimitName
-        easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(transfer.stallTimeout * 1000))
-        cookies?.apply(to: easy)
-        TransferOptions(options: configuration.transport, caFile: configuration.caFile)
-            .apply(to: easy, url: job.currentURL, firstHost: job.host)
-        // A larger receive buffer than curl's 16 KiB default: fewer callbacks and
-        // fewer write(2) calls per megabyte on fast links. Under a speed cap, a
-        // smaller one, so that the pacer's steps stay small.
-        easy.set(CURLOPT_BUFFERSIZE, pacer?.chunkSize ?? 256 * 1024)
-        transfer.pacer = pacer
-        var lines: [String]
-        if let decided = job.hopHeaders {
-            job.hopHeaders = nil  // this hop's only: the next one asks again
-            lines = decided.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
-        } else {
-            lines = job.request.headers.isEmpty ? [] : headerLines(for: job)
-        }
-        if let conditional = job.conditional, job.partBytes == 0 {
-            if let etag = conditional.etag { lines.append("If-None-Match: \(etag)") }
-            if let date = conditional.lastModified { lines.append("If-Modified-Since: \(date)") }
-        }
-        if let adoption = job.adoption, job.partBytes == 0 {
-            lines.append("If-Modified-Since: \(adoption.ifModifiedSince)")
-        }
-        if job.partBytes > 0, let validator = job.validator, job.target != nil {
-            transfer.resumeOffset = job.partBytes
-            lines.append("Range: bytes=\(job.partBytes)-")
-            lines.append("If-Range: \(validator)")
-            // The part file holds decoded bytes, which are the identity bytes.
-            if configuration.compressed { lines.append("Accept-Encoding: identity") }
-        } else {
-            job.dropPart()
-            if configuration.compressed {
-                if job.wantsIdentity || CompressedResource.named(job.request.url) || CompressedResource.named(job.currentURL) {
-                    lines.append("Accept-Encoding: identity")
-                } else {
-                    askForEncodedBody(easy)
-                }
-            }
-        }
-        if configuration.replay != nil {
-            // The replay server answers for the URL this request stands for,
-            // over plain http and with no proxy (ReplayServer); by the
-            // redacted URL, the one the recording keeps.
-            lines.append("\(ReplayServer.urlHeader): \(RedactedURL.text(job.currentURL))")
-            easy.set(CURLOPT_PROXY, "")
-            // Plain HTTP/1.1 to the replay server: nothing to wait for to share.
-            easy.set(CURLOPT_PIPEWAIT, 0)
-        }
-        cookies?.mergeCookieHeaders(&lines, into: easy)
-        easy.setHeaders(lines)
-        job.method.apply(to: easy)
-        transfer.lastActiveAt = EngineLoop.now()
-        transfers[easy.handle] = transfer
-        job.transfer = transfer
-        multi.add(easy)
-    }
-
-    /// The caller's headers, minus credentials once a redirect left the first host.
-    private func headerLines(for job: Job) -> [String] {
-        hopHeaders(for: job).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
-    }
-
-    /// The caller's headers for the current hop: without credentials once a
-    /// redirect left the first host.
-    func hopHeaders(for job: Job) -> [String: String] {
-        let sameHost = job.hops == 0 || URLParts(job.currentURL)?.hostPort == job.host
-        if sameHost { return job.request.headers }
-        let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization"]
-        return job.request.headers.filter { !credentials.contains($0.key.lowercased()) }
-    }
-
     /// The body of the final response begins (called from the write callback).
     func bodyStarts(_ transfer: Transfer) -> BodyDecision {
         assertOnEngineThread()
@@ -167,7 +59,7 @@ extension EngineLoop: TransferOwner {
                 holdBackHost(of: job, for: seconds)
             }
             if dropsResume {
-                job.startOver()
+                job.claim.startOver()
             }
             transfer.abortError = error
             return .abort
@@ -200,9 +92,9 @@ extension EngineLoop: TransferOwner {
                 transfer.abortError = error
                 return .abort
             }
-            job.dropPart()
+            job.claim.dropPart()
         }
-        job.validator = body.validator
+        job.claim.bytesFrom(validator: body.validator)
         let suggested = SuggestedName.make(
             contentDisposition: head.headers["content-disposition"], url: job.request.url, finalURL: job.currentURL,
             contentType: body.type)
@@ -210,18 +102,18 @@ extension EngineLoop: TransferOwner {
             status: head.status, headers: head.headers, type: body.type, length: body.length,
             filename: suggested, url: job.currentURL,
             resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
-        job.response = response
+        job.attempt.responded(response)
         if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         // A file the download meant to adopt is not the server's (a 200).
         dropAdoption(job)
         if let change = job.localChange, let target = job.target, target.relative == change.path {
             // A new version of a file the user changed since it was placed:
             // beside it, never over it (`placed` says why).
-            job.target = targets.move(from: target, to: target)
+            job.claim.move(to: targets.move(from: target, to: target))
         }
         if job.target == nil {
             do {
-                job.target = try chooseTarget(job, suggested: suggested)
+                job.claim.move(to: try chooseTarget(job, suggested: suggested))
             } catch {
                 transfer.abortError = error
                 return .abort
@@ -323,10 +215,10 @@ extension EngineLoop: TransferOwner {
             root: root, directory: job.request.directory, name: name, checkingLeaf: false)
         if configuration.overwrite, targets.reserveExistingFile(wanted) != nil {
             // `--overwrite`: the part file is renamed over the file there.
-            job.ownsTarget = true
+            job.claim.overwriteFileThere()
             return wanted
         }
-        job.wanted = wanted
+        job.claim.ask(for: wanted)
         return targets.reserveFree(wanted)
     }
 
@@ -370,9 +262,9 @@ extension EngineLoop: TransferOwner {
                 feed(job, .transferEndedDuringVerdict)
                 continue
             }
-            job.transfer = nil
+            job.attempt.transferEnded()
             if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
-            job.partHolds(transfer.resumeOffset + transfer.received)
+            job.claim.partHolds(transfer.resumeOffset + transfer.received)
             job.receivedThisRun += transfer.received
             transferEnded(job, transfer, code: completion.code)
         }
@@ -401,12 +293,12 @@ extension EngineLoop: TransferOwner {
         switch transfer.body {
         case .paused:
             // The hook decides after the transfer ended; keep it for completeTransfer.
-            job.transfer = transfer
+            job.attempt.run(transfer)
             feed(job, .transferEndedDuringVerdict)
         case .refused:
             attemptFailed(job, transfer.abortError!)
         case .dropping(.restart):
-            job.startOver()
+            job.claim.startOver()
             startTransfer(job)
         case .dropping(.redirect):
             followRedirect(job, transfer)
@@ -427,13 +319,11 @@ extension EngineLoop: TransferOwner {
         {
             return attemptFailed(job, DownloadError(.http, refusal))
         }
-        job.hops += 1
-        guard job.hops <= configuration.maxRedirects else {
+        guard job.hops < configuration.maxRedirects else {
             return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
-        job.currentURL = next
-        job.method = job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE))
-        if job.target == nil { job.dropPart() }
+        job.attempt.follow(to: next, method: job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE)))
+        if job.target == nil { job.claim.dropPart() }
         startTransfer(job)
     }
 
@@ -450,11 +340,9 @@ extension EngineLoop: TransferOwner {
     /// One attempt failed: the retry policy and the `failed` hook decide what next.
     func attemptFailed(_ job: Job, _ error: DownloadError) {
         if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
-        job.dropPartUnlessResumable()
+        job.claim.dropPartUnlessResumable()
         saveState(job, .partial, error: error)
-        job.hops = 0
-        job.currentURL = job.request.url
-        job.method = RequestMethod(job.request)
+        job.attempt.restart(job.request)
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
         feed(job, .transferFailed(
             error, policyDelay: delay, askRetrying: interests.contains(.retrying), askFailed: interests.contains(.failed)))

@@ -22,45 +22,15 @@ final class Job {
     /// The request's state key, built once: every state write names it.
     private(set) lazy var key = request.deduplicationKey
     var state = JobState()
-    /// Where the file goes, decided at the first response and kept across attempts.
-    var target: TargetPath?
-    /// The name the download asked for, when a collision numbered its
-    /// target (`name.1.ext`). A numbered name that is taken meanwhile (by
-    /// another worker of a shared queue, or another program) goes on to the
-    /// next free variant of this one (`name.2.ext`), never to a variant of
-    /// the numbered one (`name.1.1.ext`). Nil: the target is the wanted name.
-    var wanted: TargetPath?
-    /// The name to take the next free variant of when the target is taken.
-    var wantedTarget: TargetPath? { wanted ?? target }
-    /// Bytes kept in the part file from earlier attempts (the next Range start).
-    /// Changed only through `partHolds`, `dropPart`, `dropPartUnlessResumable`
-    /// and `startOver`, which hold the rules of what a part file is worth.
-    private(set) var partBytes: Int64 = 0
-    /// ETag or Last-Modified of the response the part file's bytes came from.
-    var validator: String?
-    /// The URL the current attempt asks (it moves along redirects).
-    var currentURL: String
-    /// Redirect hops taken in the current attempt.
-    var hops = 0
-    /// Monotonic seconds when the current attempt's first hop started
-    /// (`maxTime` counts from there).
-    var attemptStartedAt = 0.0
-    /// The headers a `request` hook gave for the hop about to start; taken
-    /// (and cleared) by that hop's transfer, so every hop asks the hook again.
-    var hopHeaders: [String: String]?
-    /// Counts `request` hook calls, so a reply that a pause, a cancel or a
-    /// newer call overtook is recognised and dropped.
-    var requestGeneration = 0
+    /// The file it claims in the output folder: its name, what it may
+    /// replace, what its part file's bytes are worth (`FileClaim`'s methods
+    /// are the only writers).
+    var claim = FileClaim()
+    /// The attempt under way (or the last one): its transfer, hops and
+    /// response (`Attempt`'s methods are the only writers).
+    var attempt: Attempt
     /// The host's turn (HostPacing) is taken for the request about to start.
     var paced = false
-    /// The method and body of the current hop: the request's, until a
-    /// redirect changes them (`RequestMethod.following`).
-    lazy var method = RequestMethod(request)
-    var response: ResponseInfo?
-    var transfer: Transfer?
-    /// The part file's first bytes, being hashed (or hashed) for the next
-    /// transfer, which resumes after them (EngineLoop+ResumeHash).
-    var resumeHash: ResumeHash?
     /// The whole body, handed to the syncfs queue to be written and named
     /// (phase `placingHeldBody`).
     var held: HeldFile?
@@ -69,22 +39,8 @@ final class Job {
     /// no stale part file stays beside the final one.
     var partFileMayExist = false
     var result: FinishedInfo?
-    /// The final file is one this engine (this run or an earlier one, per the
-    /// state) wrote: it may be replaced.
-    var ownsTarget = false
-    /// The file the state says this download placed (an earlier run's, until
-    /// this run places a new one): saved with every record, so that a run
-    /// killed while replacing it leaves a state that still claims it.
-    var placed: PlacedFile?
     /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
     var conditional: (etag: String?, lastModified: String?)?
-    /// A file the state does not know sits under the name this download
-    /// would take: its first request asks whether it is current
-    /// (`EngineLoop+Adoption`).
-    var adoption: Adoption?
-    /// The file the state placed for this download was changed by the user
-    /// since: a new version goes beside it (unless `overwrite`), and says why.
-    var localChange: LocalChange?
     /// `--compressed` only: the server encoded a compressed resource (an
     /// archive's media type), so the download asks again for its own bytes.
     var wantsIdentity = false
@@ -116,26 +72,28 @@ final class Job {
         self.id = id
         self.request = request
         self.host = host
-        self.currentURL = request.url
+        self.attempt = Attempt(request)
     }
 
-    /// The part file holds `bytes` (written by a transfer, or found on disk).
-    func partHolds(_ bytes: Int64) { partBytes = bytes }
-
-    /// Nothing on disk to resume from: none was written, or it is gone.
-    func dropPart() { partBytes = 0 }
-
-    /// Bytes without a validator cannot be resumed (no If-Range to guard
-    /// them): they count as none, and the next attempt starts at zero.
-    func dropPartUnlessResumable() { if validator == nil { partBytes = 0 } }
-
-    /// The bytes kept cannot be trusted (a range the server placed elsewhere,
-    /// a part file that could not follow a rename): start from zero, with no
-    /// validator to resume under.
-    func startOver() {
-        partBytes = 0
-        validator = nil
-    }
+    // What hooks, records and transfers read of the claim.
+    var target: TargetPath? { claim.target }
+    var wantedTarget: TargetPath? { claim.wantedTarget }
+    var ownsTarget: Bool { claim.ownsTarget }
+    var placed: PlacedFile? { claim.placed }
+    var adoption: Adoption? { claim.adoption }
+    var localChange: LocalChange? { claim.localChange }
+    var partBytes: Int64 { claim.partBytes }
+    var validator: String? { claim.validator }
+    // And of the attempt.
+    var transfer: Transfer? { attempt.transfer }
+    var currentURL: String { attempt.currentURL }
+    var hops: Int { attempt.hops }
+    var attemptStartedAt: Double { attempt.startedAt }
+    var method: RequestMethod { attempt.method }
+    var hopHeaders: [String: String]? { attempt.hopHeaders }
+    var requestGeneration: Int { attempt.requestGeneration }
+    var resumeHash: ResumeHash? { attempt.resumeHash }
+    var response: ResponseInfo? { attempt.response }
 
     /// Bytes of the file so far, across attempts.
     var bytes: Int64 {

@@ -11,103 +11,6 @@
 /// then waitingRetry. When no retry follows, the `failed` hook (if any) decides once
 /// (awaitingFailureVerdict): the failure stands, is handled, or is retried past the budget.
 struct JobState: Equatable {
-    enum Phase: Equatable {
-        /// Waiting for a transfer slot.
-        case queued
-        /// Backing off before the next attempt.
-        case waitingRetry
-        /// Transfer running; the final response has not arrived.
-        case requesting
-        /// The `response` hook is deciding; the transfer is paused.
-        case awaitingVerdict
-        /// The `response` hook is deciding and the transfer has already ended:
-        /// its body (if any) waits in memory for the verdict.
-        case holdingBody
-        /// Body bytes stream to the part file.
-        case receiving
-        /// The body is whole and checked, its part file closed: it waits for
-        /// its batch's syncfs before it gets its name. The slot is free.
-        case awaitingDurability
-        /// The body, whole in memory, is on the syncfs queue to be written and
-        /// linked under its name (`HeldFile`); a stop first takes it back.
-        case placingHeldBody
-        /// The held body is linked under its name: a stop comes too late, and
-        /// the download finishes when its batch is settled.
-        case linked
-        /// Body complete: the file is renamed into place and the `finished` hook runs.
-        case finalizing
-        /// The `retrying` hook is deciding about a retry the policy grants.
-        case awaitingRetryVerdict
-        /// The `failed` hook is deciding about a failure no retry follows.
-        case awaitingFailureVerdict
-        /// Stopped by the caller; the part file stays for a later resume.
-        case paused
-        /// Terminal; `handled` is a failure that a `failed` hook dealt with.
-        case finished, skipped, failed, handled, cancelled
-    }
-
-    enum Input: Equatable {
-        /// The scheduler gave this download a transfer slot.
-        case start
-        /// The final response arrived; `askHook` when a response hook wants it.
-        case responseArrived(askHook: Bool)
-        /// The transfer ended while the response hook decides.
-        case transferEndedDuringVerdict
-        case responseVerdict(ResponseVerdict)
-        /// The body is whole and checked; it waits for its batch's syncfs as a
-        /// part file, or (`held`) as a body in memory.
-        case bodyChecked(held: Bool)
-        /// The answer to `withdrawHeldBody`: taken back before its link (the
-        /// stop that asked for it now applies), or linked already.
-        case heldBodyWithdrawn, heldBodyLinked
-        /// The body arrived whole and the file is in place.
-        case transferSucceeded(askHook: Bool)
-        case finishedVerdict(FinishedVerdict)
-        /// The file is whole from an earlier run and is kept without a request
-        /// (refresh "never"); `askHook` when a finished hook wants it.
-        case alreadyFinished(askHook: Bool)
-        /// The attempt failed. `policyDelay` is the backoff the retry policy grants
-        /// (nil: no retry); `askRetrying` / `askFailed` when those hooks want to decide.
-        case transferFailed(DownloadError, policyDelay: Double?, askRetrying: Bool, askFailed: Bool)
-        case retryVerdict(RetryVerdict)
-        case failureVerdict(FailureVerdict)
-        case retryDue
-        case pause, resume, cancel
-        /// End as failed now, whatever the phase (a hook broke): no retry.
-        case fail(DownloadError)
-    }
-
-    enum Action: Equatable {
-        case startTransfer
-        /// Let a paused-for-verdict transfer go on (with the hook's name, if any).
-        case continueTransfer
-        /// The transfer ended while the hook decided: its body goes to disk and
-        /// the download completes.
-        case completeTransfer
-        /// Take a held body back from the syncfs queue before its link; the
-        /// engine answers `heldBodyWithdrawn` or `heldBodyLinked`.
-        case withdrawHeldBody
-        /// Stop the transfer; `keepPart` keeps the part file for a resume.
-        case abortTransfer(keepPart: Bool)
-        case removePartFile
-        case askResponseHook
-        case askFinishedHook
-        case askRetryingHook(delay: Double)
-        case askFailedHook
-        case scheduleRetry(after: Double)
-        case enqueue
-        case dequeue
-        /// The transfer slot is free again.
-        case releaseSlot
-        case emitRetrying(DownloadError, delay: Double)
-        case emitFinished
-        case emitFailed(DownloadError)
-        case emitHandled(DownloadError)
-        case emitSkipped(String)
-        case emitCancelled
-        case emitPaused
-    }
-
     private(set) var phase: Phase = .queued
     /// Attempts started so far.
     private(set) var attempt = 0
@@ -152,252 +55,327 @@ struct JobState: Equatable {
         phase = terminal
     }
 
-    /// Applies one input. Inputs that may come late or twice (a stale queue
-    /// entry or timer, a hook's reply after a pause, a stop after the end)
-    /// change nothing and are listed; any other that does not fit the phase is
-    /// a bug in the engine, and stops a debug build.
+    /// Applies one input and returns the actions to perform. An impossible
+    /// input stops a debug build, and is logged and counted in a release
+    /// build (`ImpossibleTransitions`): never dropped unseen.
     mutating func handle(_ input: Input) -> [Action] {
-        switch (phase, input) {
-        case (.queued, .start):
+        switch step(input) {
+        case .moved(let actions): return actions
+        case .late: return []
+        case .impossible:
+            ImpossibleTransitions.report(input: input, phase: phase)
+            return []
+        }
+    }
+
+    /// Applies one input: one function per phase (or group of phases that
+    /// answer alike), each listing the inputs it takes.
+    mutating func step(_ input: Input) -> Step {
+        switch phase {
+        case .queued: return whileQueued(input)
+        case .waitingRetry: return whileWaitingRetry(input)
+        case .requesting, .awaitingVerdict, .holdingBody, .receiving: return whileTransferring(input)
+        case .awaitingDurability: return whileAwaitingDurability(input)
+        case .placingHeldBody: return whilePlacingHeldBody(input)
+        case .linked, .finalizing: return whilePlaced(input)
+        case .awaitingRetryVerdict: return whileAwaitingRetryVerdict(input)
+        case .awaitingFailureVerdict: return whileAwaitingFailureVerdict(input)
+        case .paused: return whilePaused(input)
+        case .finished, .skipped, .failed, .handled, .cancelled: return lateOrImpossible(input)
+        }
+    }
+
+    private mutating func whileQueued(_ input: Input) -> Step {
+        switch input {
+        case .start:
             phase = .requesting
             attempt += 1
-            return [.startTransfer]
+            return .moved([.startTransfer])
+        case .alreadyFinished(let askHook):
+            return succeed(askHook: askHook, releasing: [])
+        case .pause, .cancel, .fail:
+            return stopOutOfTransfer(input)
+        default:
+            return lateOrImpossible(input)
+        }
+    }
 
+    private mutating func whileWaitingRetry(_ input: Input) -> Step {
+        switch input {
+        case .retryDue:
+            phase = .queued
+            return .moved([.enqueue])
+        case .pause, .cancel, .fail:
+            return stopOutOfTransfer(input)
+        default:
+            return lateOrImpossible(input)
+        }
+    }
+
+    /// requesting, awaitingVerdict, holdingBody, receiving: a transfer and its slot are held.
+    private mutating func whileTransferring(_ input: Input) -> Step {
+        switch (phase, input) {
         case (.requesting, .responseArrived(let askHook)):
-            if askHook {
-                phase = .awaitingVerdict
-                return [.askResponseHook]
-            }
-            phase = .receiving
-            return []
-
+            phase = askHook ? .awaitingVerdict : .receiving
+            return .moved(askHook ? [.askResponseHook] : [])
         case (.awaitingVerdict, .transferEndedDuringVerdict):
             phase = .holdingBody
-            return []
-
+            return .moved([])
         case (.awaitingVerdict, .responseVerdict(let verdict)), (.holdingBody, .responseVerdict(let verdict)):
-            switch verdict {
-            case .proceed:
-                // A rename was applied by the engine before this input.
-                let ended = phase == .holdingBody
-                phase = .receiving
-                return [ended ? .completeTransfer : .continueTransfer]
-            case .skip(let reason):
-                phase = .skipped
-                return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot,
-                        .emitSkipped(reason)]
-            case .fail(let error):
-                phase = .failed
-                return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot,
-                        .emitFailed(error)]
-            }
-
+            return responseDecided(verdict)
         case (.receiving, .bodyChecked(let held)):
             // Its transfer is over: the slot goes to the next download now.
             phase = held ? .placingHeldBody : .awaitingDurability
-            return [.releaseSlot]
-        case (.placingHeldBody, .bodyChecked(held: false)):
+            return .moved([.releaseSlot])
+        case (.requesting, .transferSucceeded(let askHook)), (.receiving, .transferSucceeded(let askHook)):
+            return succeed(askHook: askHook, releasing: [.releaseSlot])
+        case (_, .transferFailed(let error, let delay, let askRetrying, let askFailed)):
+            return attemptFailed(error, policyDelay: delay, askRetrying: askRetrying, askFailed: askFailed)
+        case (_, .pause):
+            phase = .paused
+            return .moved([.abortTransfer(keepPart: true), .releaseSlot, .emitPaused])
+        case (_, .cancel):
+            phase = .cancelled
+            return .moved([.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitCancelled])
+        case (_, .fail(let error)):
+            phase = .failed
+            return .moved([.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitFailed(error)])
+        default:
+            return lateOrImpossible(input)
+        }
+    }
+
+    /// The `response` hook's verdict, with the transfer paused or ended (holdingBody).
+    private mutating func responseDecided(_ verdict: ResponseVerdict) -> Step {
+        switch verdict {
+        case .proceed:
+            // A rename was applied by the engine before this input.
+            let ended = phase == .holdingBody
+            phase = .receiving
+            return .moved([ended ? .completeTransfer : .continueTransfer])
+        case .skip(let reason):
+            phase = .skipped
+            return .moved([.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitSkipped(reason)])
+        case .fail(let error):
+            phase = .failed
+            return .moved([.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitFailed(error)])
+        }
+    }
+
+    private mutating func whileAwaitingDurability(_ input: Input) -> Step {
+        switch input {
+        case .transferSucceeded(let askHook):
+            return succeed(askHook: askHook, releasing: [])
+        case .transferFailed(let error, let delay, let askRetrying, let askFailed):
+            return attemptFailed(error, policyDelay: delay, askRetrying: askRetrying, askFailed: askFailed)
+        case .pause:
+            // The whole part file stays; a resume asks for the rest (416: start over).
+            phase = .paused
+            return .moved([.emitPaused])
+        case .cancel:
+            phase = .cancelled
+            return .moved([.removePartFile, .emitCancelled])
+        case .fail(let error):
+            phase = .failed
+            return .moved([.removePartFile, .emitFailed(error)])
+        default:
+            return lateOrImpossible(input)
+        }
+    }
+
+    /// The held body is on the syncfs queue: a stop first takes it back.
+    private mutating func whilePlacingHeldBody(_ input: Input) -> Step {
+        switch input {
+        case .bodyChecked(held: false):
             // The file system cannot link unnamed files: the body was written
             // as a part file, which waits for the next batch.
             phase = .awaitingDurability
-            return []
-
-        case (.placingHeldBody, .pause), (.placingHeldBody, .cancel), (.placingHeldBody, .fail):
+            return .moved([])
+        case .pause, .cancel, .fail:
             stopAfterWithdrawal = input
-            return [.withdrawHeldBody]
-        case (.placingHeldBody, .heldBodyWithdrawn):
-            guard let stop = stopAfterWithdrawal else { return unexpected(input) }
+            return .moved([.withdrawHeldBody])
+        case .heldBodyWithdrawn:
+            guard let stop = stopAfterWithdrawal else { return .impossible }
             stopAfterWithdrawal = nil
             phase = .awaitingDurability
-            return handle(stop)
-        case (.placingHeldBody, .heldBodyLinked):
+            return whileAwaitingDurability(stop)
+        case .heldBodyLinked:
             stopAfterWithdrawal = nil
             phase = .linked
-            return []
-
-        case (.requesting, .transferSucceeded(let askHook)),
-            (.receiving, .transferSucceeded(let askHook)):
-            return succeed(askHook: askHook, releasing: [.releaseSlot])
-        case (.awaitingDurability, .transferSucceeded(let askHook)),
-            (.placingHeldBody, .transferSucceeded(let askHook)),
-            (.linked, .transferSucceeded(let askHook)):
+            return .moved([])
+        case .transferSucceeded(let askHook):
             return succeed(askHook: askHook, releasing: [])
+        case .transferFailed(let error, let delay, let askRetrying, let askFailed):
+            return attemptFailed(error, policyDelay: delay, askRetrying: askRetrying, askFailed: askFailed)
+        default:
+            return lateOrImpossible(input)
+        }
+    }
 
-        case (.finalizing, .finishedVerdict(let verdict)):
-            switch verdict {
-            case .keep:
-                // The engine has already moved the file if the hook asked for it.
-                phase = .finished
-                return [.emitFinished]
-            case .fail(let error):
-                phase = .failed
-                return [.emitFailed(error)]
-            }
-
-        case (.queued, .alreadyFinished(let askHook)):
+    /// linked, finalizing: the file is in place (or linked) and only the
+    /// `finished` hook or event remains: a stop comes too late.
+    private mutating func whilePlaced(_ input: Input) -> Step {
+        switch (phase, input) {
+        case (.linked, .transferSucceeded(let askHook)):
             return succeed(askHook: askHook, releasing: [])
+        case (.finalizing, .finishedVerdict(.keep)):
+            // The engine has already moved the file if the hook asked for it.
+            phase = .finished
+            return .moved([.emitFinished])
+        case (.finalizing, .finishedVerdict(.fail(let error))):
+            phase = .failed
+            return .moved([.emitFailed(error)])
+        case (_, .pause), (_, .cancel), (_, .fail):
+            return .late
+        default:
+            return lateOrImpossible(input)
+        }
+    }
 
-        case (.requesting, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
-            (.awaitingVerdict, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
-            (.holdingBody, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
-            (.receiving, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
-            (.awaitingDurability, .transferFailed(let error, let delay, let askRetrying, let askFailed)),
-            (.placingHeldBody, .transferFailed(let error, let delay, let askRetrying, let askFailed)):
-            let release: [Action] = holdsSlot ? [.releaseSlot] : []
-            guard let delay else { return release + conclude(error, askFailed: askFailed) }
-            if askRetrying {
-                phase = .awaitingRetryVerdict
-                pendingFailure = (error, delay, askFailed)
-                return release + [.askRetryingHook(delay: delay)]
-            }
-            return release + retry(error, after: delay)
+    private mutating func whileAwaitingRetryVerdict(_ input: Input) -> Step {
+        guard case .retryVerdict(let verdict) = input else { return stopOutOfTransfer(input) }
+        guard let (error, delay, askFailed) = pendingFailure else { return .impossible }
+        pendingFailure = nil
+        switch verdict {
+        case .proceed: return retry(error, after: delay ?? 0)
+        case .delay(let seconds): return retry(error, after: max(0, seconds))
+        case .giveUp: return conclude(error, askFailed: askFailed)
+        case .fail(let hookError):
+            // The hook broke: no retry, and no `failed` hook for a hook's own error.
+            phase = .failed
+            return .moved([.removePartFile, .emitFailed(hookError)])
+        }
+    }
 
-        case (.awaitingRetryVerdict, .retryVerdict(let verdict)):
-            guard let (error, delay, askFailed) = pendingFailure else { return unexpected(input) }
-            pendingFailure = nil
-            switch verdict {
-            case .proceed: return retry(error, after: delay ?? 0)
-            case .delay(let seconds): return retry(error, after: max(0, seconds))
-            case .giveUp: return conclude(error, askFailed: askFailed)
-            case .fail(let hookError):
-                // The hook broke: no retry, and no `failed` hook for a hook's own error.
-                phase = .failed
-                return [.removePartFile, .emitFailed(hookError)]
-            }
+    private mutating func whileAwaitingFailureVerdict(_ input: Input) -> Step {
+        guard case .failureVerdict(let verdict) = input else { return stopOutOfTransfer(input) }
+        guard let (error, _, _) = pendingFailure else { return .impossible }
+        pendingFailure = nil
+        switch verdict {
+        case .giveUp:
+            return fail(error)
+        case .retry(let seconds):
+            guard hookRetries < Self.hookRetryCap else { return fail(error) }
+            hookRetries += 1
+            return retry(error, after: max(0, seconds))
+        case .handled:
+            // A fallback replaces this download: its part file will never be
+            // resumed, and must not hold the name the fallback may take.
+            phase = .handled
+            return .moved([.removePartFile, .emitHandled(error)])
+        }
+    }
 
-        case (.awaitingFailureVerdict, .failureVerdict(let verdict)):
-            guard let (error, _, _) = pendingFailure else { return unexpected(input) }
-            pendingFailure = nil
-            switch verdict {
-            case .giveUp:
-                return fail(error)
-            case .retry(let seconds):
-                guard hookRetries < Self.hookRetryCap else { return fail(error) }
-                hookRetries += 1
-                return retry(error, after: max(0, seconds))
-            case .handled:
-                // A fallback replaces this download: its part file will never be
-                // resumed, and must not hold the name the fallback may take.
-                phase = .handled
-                return [.removePartFile, .emitHandled(error)]
-            }
-
-        case (.waitingRetry, .retryDue):
+    private mutating func whilePaused(_ input: Input) -> Step {
+        switch input {
+        case .resume:
             phase = .queued
-            return [.enqueue]
+            return .moved([.enqueue])
+        case .pause:
+            return .late
+        case .cancel, .fail:
+            return stopOutOfTransfer(input)
+        default:
+            return lateOrImpossible(input)
+        }
+    }
 
-        case (.queued, .pause), (.waitingRetry, .pause), (.awaitingRetryVerdict, .pause),
-            (.awaitingFailureVerdict, .pause):
+    /// A pause, cancel or fail with no transfer running (queued, waiting for a
+    /// retry or a hook's verdict, paused): the download leaves the queue.
+    /// Any other input goes on to `lateOrImpossible`.
+    private mutating func stopOutOfTransfer(_ input: Input) -> Step {
+        switch input {
+        case .pause:
             phase = .paused
-            return [.dequeue, .emitPaused]
-        case (.requesting, .pause), (.awaitingVerdict, .pause), (.holdingBody, .pause), (.receiving, .pause):
-            phase = .paused
-            return [.abortTransfer(keepPart: true), .releaseSlot, .emitPaused]
-        case (.awaitingDurability, .pause):
-            // The whole part file stays; a resume asks for the rest (416: start over).
-            phase = .paused
-            return [.emitPaused]
-
-        case (.paused, .resume):
-            phase = .queued
-            return [.enqueue]
-
-        case (.queued, .cancel), (.waitingRetry, .cancel), (.paused, .cancel),
-            (.awaitingRetryVerdict, .cancel), (.awaitingFailureVerdict, .cancel):
+            return .moved([.dequeue, .emitPaused])
+        case .cancel:
             phase = .cancelled
-            return [.dequeue, .removePartFile, .emitCancelled]
-        case (.requesting, .cancel), (.awaitingVerdict, .cancel), (.holdingBody, .cancel), (.receiving, .cancel):
-            phase = .cancelled
-            return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot,
-                    .emitCancelled]
-        case (.awaitingDurability, .cancel):
-            phase = .cancelled
-            return [.removePartFile, .emitCancelled]
+            return .moved([.dequeue, .removePartFile, .emitCancelled])
+        case .fail(let error):
+            phase = .failed
+            return .moved([.dequeue, .removePartFile, .emitFailed(error)])
+        default:
+            return lateOrImpossible(input)
+        }
+    }
 
-        case (.requesting, .fail(let error)), (.awaitingVerdict, .fail(let error)),
-            (.holdingBody, .fail(let error)), (.receiving, .fail(let error)):
-            phase = .failed
-            return [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitFailed(error)]
-        case (.queued, .fail(let error)), (.waitingRetry, .fail(let error)),
-            (.paused, .fail(let error)), (.awaitingRetryVerdict, .fail(let error)),
-            (.awaitingFailureVerdict, .fail(let error)):
-            phase = .failed
-            return [.dequeue, .removePartFile, .emitFailed(error)]
-        case (.awaitingDurability, .fail(let error)):
-            phase = .failed
-            return [.removePartFile, .emitFailed(error)]
-
-        // Ignored, as they may come late or twice:
-        case (_, .start):
+    /// An input the current phase does not take: one that may come late or
+    /// twice changes nothing; any other is impossible.
+    private func lateOrImpossible(_ input: Input) -> Step {
+        switch input {
+        case .start:
             // A queue entry of a download that left the queue (paused, cancelled,
             // ended by what the state knew).
-            return []
-        case (_, .retryDue):
+            return .late
+        case .retryDue:
             // A timer set before a pause, a resume or a cancel.
-            return []
-        case (_, .responseVerdict), (_, .finishedVerdict), (_, .retryVerdict), (_, .failureVerdict):
+            return .late
+        case .responseVerdict, .finishedVerdict, .retryVerdict, .failureVerdict:
             // A hook's reply about a download that was paused, cancelled or
             // failed while the hook ran.
-            return []
-        case (.paused, .pause), (.finalizing, .pause), (.linked, .pause),
-            (.finalizing, .cancel), (.linked, .cancel),
-            (.finalizing, .fail), (.linked, .fail):
-            // Paused already; or the file is in place (or linked) and only the
-            // `finished` hook or event remains: a stop comes too late.
-            return []
-        case (_, .resume):
+            return .late
+        case .resume:
             // Not paused (any more).
-            return []
-        case (.finished, .pause), (.skipped, .pause), (.failed, .pause), (.handled, .pause), (.cancelled, .pause),
-            (.finished, .cancel), (.skipped, .cancel), (.failed, .cancel), (.handled, .cancel), (.cancelled, .cancel),
-            (.finished, .fail), (.skipped, .fail), (.failed, .fail), (.handled, .fail), (.cancelled, .fail):
-            // Ended: a stop changes nothing.
-            return []
-
+            return .late
+        case .pause, .cancel, .fail:
+            // Every phase that still runs takes a stop: here it has ended.
+            return isTerminal ? .late : .impossible
         default:
-            return unexpected(input)
+            return .impossible
         }
     }
 
     /// The body is in place: the `finished` hook decides, or the download ends.
-    private mutating func succeed(askHook: Bool, releasing release: [Action]) -> [Action] {
+    private mutating func succeed(askHook: Bool, releasing release: [Action]) -> Step {
         if askHook {
             phase = .finalizing
-            return release + [.askFinishedHook]
+            return .moved(release + [.askFinishedHook])
         }
         phase = .finished
-        return release + [.emitFinished]
+        return .moved(release + [.emitFinished])
     }
 
-    /// An input the engine should never send in this phase: a bug. Debug
-    /// builds stop here; a release build changes nothing.
-    private func unexpected(_ input: Input) -> [Action] {
-        assertionFailure("JobState: \(input) in phase \(phase)")
-        return []
+    /// The attempt failed: a retry the policy grants (the `retrying` hook may
+    /// decide first), or the end (the `failed` hook may decide first).
+    private mutating func attemptFailed(
+        _ error: DownloadError, policyDelay delay: Double?, askRetrying: Bool, askFailed: Bool
+    ) -> Step {
+        let release: [Action] = holdsSlot ? [.releaseSlot] : []
+        let next: [Action]
+        if let delay, askRetrying {
+            phase = .awaitingRetryVerdict
+            pendingFailure = (error, delay, askFailed)
+            next = [.askRetryingHook(delay: delay)]
+        } else if let delay {
+            next = retry(error, after: delay).actions
+        } else {
+            next = conclude(error, askFailed: askFailed).actions
+        }
+        return .moved(release + next)
     }
 
     /// Another attempt after `seconds`.
-    private mutating func retry(_ error: DownloadError, after seconds: Double) -> [Action] {
+    private mutating func retry(_ error: DownloadError, after seconds: Double) -> Step {
         phase = .waitingRetry
         retryingAfter = error
-        return [.emitRetrying(error, delay: seconds), .scheduleRetry(after: seconds)]
+        return .moved([.emitRetrying(error, delay: seconds), .scheduleRetry(after: seconds)])
     }
 
     /// No retry follows: the `failed` hook decides when one wants to, else the
     /// download fails.
-    private mutating func conclude(_ error: DownloadError, askFailed: Bool) -> [Action] {
+    private mutating func conclude(_ error: DownloadError, askFailed: Bool) -> Step {
         guard askFailed else { return fail(error) }
         phase = .awaitingFailureVerdict
         pendingFailure = (error, nil, false)
-        return [.askFailedHook]
+        return .moved([.askFailedHook])
     }
 
     /// The end, failed.
-    private mutating func fail(_ error: DownloadError) -> [Action] {
+    private mutating func fail(_ error: DownloadError) -> Step {
         phase = .failed
         // A network error or timeout keeps its part file: the next run resumes
         // it (SPEC 3; the engine drops one it could not resume, without a
         // validator). Other failures leave nothing behind.
-        return error.isRetryable ? [.emitFailed(error)] : [.removePartFile, .emitFailed(error)]
+        return .moved(error.isRetryable ? [.emitFailed(error)] : [.removePartFile, .emitFailed(error)])
     }
 }

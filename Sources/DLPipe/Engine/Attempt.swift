@@ -1,0 +1,102 @@
+/// One attempt of a download, from its start to its end: the transfer, the
+/// URL and method of the hop under way (they move along redirects), what a
+/// `request` hook gave for the next hop, the resume hash made for it and the
+/// final response. Changed only through the methods below, each named for
+/// the event that changes it (docs/design/engine-states.md).
+struct Attempt {
+    /// The running transfer (nil between attempts, and between hops while a
+    /// `request` hook or a host's turn is awaited).
+    private(set) var transfer: Transfer?
+    /// The URL the current hop asks (it moves along redirects).
+    private(set) var currentURL: String
+    /// Redirect hops taken in the current attempt.
+    private(set) var hops = 0
+    /// Monotonic seconds when the current attempt's first hop started
+    /// (`maxTime` counts from there).
+    private(set) var startedAt = 0.0
+    /// The method and body of the current hop: the request's, until a
+    /// redirect changes them (`RequestMethod.following`).
+    private(set) var method: RequestMethod
+    /// The headers a `request` hook gave for the hop about to start; taken
+    /// (and cleared) by that hop's transfer, so every hop asks the hook again.
+    private(set) var hopHeaders: [String: String]?
+    /// Counts `request` hook calls, so a reply that a pause, a cancel or a
+    /// newer call overtook is recognised and dropped. Kept across attempts.
+    private(set) var requestGeneration = 0
+    /// The part file's first bytes, being hashed (or hashed) for the next
+    /// transfer, which resumes after them (EngineLoop+ResumeHash).
+    private(set) var resumeHash: ResumeHash?
+    /// The final response of the current (or last) transfer.
+    private(set) var response: ResponseInfo?
+
+    init(_ request: DownloadRequest) {
+        currentURL = request.url
+        method = RequestMethod(request)
+    }
+
+    // MARK: Hops
+
+    /// A hop starts: the first one of an attempt starts its clock.
+    mutating func hopStarts(at now: Double) {
+        if hops == 0 { startedAt = now }
+    }
+
+    /// A redirect: the next hop asks `url` with `next` method.
+    mutating func follow(to url: String, method next: RequestMethod) {
+        hops += 1
+        currentURL = url
+        method = next
+    }
+
+    /// The next attempt starts again from the request's URL and method.
+    mutating func restart(_ request: DownloadRequest) {
+        hops = 0
+        currentURL = request.url
+        method = RequestMethod(request)
+    }
+
+    // MARK: The request hook
+
+    /// A `request` hook call for the next hop: its generation, which its reply must bring back.
+    mutating func askRequestHook() -> Int {
+        requestGeneration += 1
+        return requestGeneration
+    }
+
+    /// The headers the `request` hook gave for the next hop.
+    mutating func hookGave(headers: [String: String]?) { hopHeaders = headers }
+
+    /// The hop's transfer takes the hook's headers: the next hop asks again.
+    mutating func takeHopHeaders() -> [String: String]? {
+        defer { hopHeaders = nil }
+        return hopHeaders
+    }
+
+    // MARK: The transfer
+
+    mutating func run(_ running: Transfer) { transfer = running }
+
+    /// The transfer is over (or handed on): the attempt holds none.
+    mutating func transferEnded() { transfer = nil }
+
+    mutating func responded(_ info: ResponseInfo) { response = info }
+
+    /// The attempt stops (a pause, cancel or fail): a hash still being made is
+    /// for a start that no longer comes, and a `request` hook's reply to come
+    /// is stale. The transfer stays until it is aborted (`transferEnded`).
+    mutating func stop() {
+        resumeHash = nil
+        requestGeneration += 1
+        hopHeaders = nil
+    }
+
+    // MARK: The resume hash
+
+    mutating func hashing(_ hash: ResumeHash?) { resumeHash = hash }
+
+    /// The next transfer takes the hash (it owns it from now on).
+    mutating func takeResumeHash() -> ResumeHash? {
+        defer { resumeHash = nil }
+        return resumeHash
+    }
+}
