@@ -78,7 +78,7 @@ extension ScriptHost {
             return [LuaValue(digest)]
         }
         runtime.register("__dl.safename", cost: 15) { args in
-            guard let text = args.first?.text, let name = SafeName.sanitize(text) else { return [.nil_] }
+            guard let text = args.first?.text, let name = SafeName.sanitizeTitle(text) else { return [.nil_] }
             return [LuaValue(name)]
         }
         runtime.register("__dl.resolve", name: "dl.url.resolve", cost: 7) { args throws(LuaCallError) in

@@ -210,7 +210,7 @@ return {
       ["dl.read"] = { doc = "The bytes of a file inside the output directory.", params = { { "path", "string" } }, returns = "string" },
       ["dl.url.resolve"] = { doc = "The absolute URL of `ref` against `base`, or nil.", params = { { "base", "string" }, { "ref", "string" } }, returns = "string?" },
       ["dl.url.parse"] = { doc = "The parts of a URL, or nil.", params = { { "url", "string" } }, returns = "dl.URL?" },
-      ["dl.safename"] = { doc = "Any text as one safe file name, or nil when nothing usable is left.", params = { { "s", "string" } }, returns = "string?" },
+      ["dl.safename"] = { doc = "Any text as one safe file name (each / and \\ becomes _), or nil when nothing usable is left.", params = { { "s", "string" } }, returns = "string?" },
       ["dl.log"] = { doc = "A line on stderr, hidden by -q.", params = { { "...", "any" } } },
       ["dl.warn"] = { doc = "A warning line, shown under -q too (a warning event with --json).", params = { { "...", "any" } } },
       ["dl.store.get"] = { doc = "The value stored under `key` by this job, or nil.", params = { { "key", "string" } }, returns = "any" },
