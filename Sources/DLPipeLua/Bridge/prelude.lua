@@ -173,7 +173,7 @@ local function at_script_line(f)
     return table_unpack(results, 2, results.n)
   end
 end
-for _, name in ipairs({ "safename", "log", "warn", "sha256_string", "sha256", "write", "append", "remove", "read", "checkpath" }) do
+for _, name in ipairs({ "safename", "log", "warn", "sha256_string", "sha256", "write", "append", "remove", "read", "list", "checkpath" }) do
   raw[name] = at_script_line(raw[name])
 end
 
@@ -430,6 +430,16 @@ function dl.read(path)
   return data
 end
 
+-- A folder inside the output directory (ConfinedDirectory.swift: dl.read's confinement).
+function dl.list(dir)
+  allowed("dl.list")
+  if dir == nil then dir = "" end
+  if type(dir) ~= "string" then fail("dl.list wants a folder's path (\"\" or nothing for the output directory)") end
+  local entries, err = raw.list(dir)
+  if entries == nil then fail("dl.list: " .. err) end
+  return entries
+end
+
 -- The script kit (kit.lua, and dl_kit.h's C functions under raw.native): pure
 -- functions anywhere, the files a script writes in handlers (ScriptFiles.swift).
 local kit = raw.kit(raw)
@@ -438,6 +448,7 @@ dl.url = { resolve = raw.resolve, parse = raw.parse, encode = kit.url.encode, de
 dl.json = { decode = raw.native.json_decode, encode = raw.native.json_encode, null = raw.native.json_null }
 dl.xml = { parse = raw.native.xml_parse }
 dl.html = { links = kit.html.links }
+dl.http = { links = kit.http.links }
 dl.gunzip = raw.native.gunzip
 dl.time = { parse = kit.time.parse }
 function dl.sha256(s)
