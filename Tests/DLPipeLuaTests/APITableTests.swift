@@ -199,6 +199,18 @@ import Testing
         #expect(process.terminationStatus == 0, "\(message)")
     }
 
+    /// The sample "unknown event" message in lua-api.md lists the events the
+    /// prelude's message lists: api.lua's event_order, in its order.
+    @Test func docsSampleUnknownEventMessageListsEveryEvent() throws {
+        let text = try String(contentsOf: Self.docs, encoding: .utf8).replacingOccurrences(of: "\n", with: " ")
+        let order = Self.list(try Self.api()[LuaValue("event_order")])
+        guard let sample = text.firstMatch(of: /unknown event 'finish' \(did you mean\s+'finished'\?\); known: ([a-z, ]+)`/) else {
+            Issue.record("no sample unknown-event message in lua-api.md")
+            return
+        }
+        #expect(sample.output.1.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } == order)
+    }
+
     /// The heading of dl.add in lua-api.md names its fields as api.lua does, in its order.
     @Test func docsHeadingOfDlAddListsItsFields() throws {
         let text = try String(contentsOf: Self.docs, encoding: .utf8)

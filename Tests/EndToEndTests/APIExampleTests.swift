@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-/// examples/api/job.lua: a paginated JSON API walked page by page, its items
+/// examples/api/job.lua: a paginated JSON API walked page by page by its
+/// `Link` headers (the fault server sends FILE.headers with FILE), its items
 /// downloaded, the cursor kept in dl.store so that a re-run starts where the
 /// last one stopped. Served from a copy of examples/site that the test changes
 /// between runs (a page missing, then back with a page after it).
@@ -16,9 +17,10 @@ import Testing
         // The first run finds no page 3: the walk stops there. And page 2
         // answers a 429 with Retry-After: 1 once, as rate-limited APIs do.
         try FileManager.default.removeItem(atPath: root + "/api/page3.json")
-        let page1 = try String(contentsOfFile: root + "/api/page1.json", encoding: .utf8)
-        try page1.replacingOccurrences(of: "\"page2.json\"", with: "\"page2.json?status=429&fail_times=1&retry_after=1\"")
-            .write(toFile: root + "/api/page1.json", atomically: true, encoding: .utf8)
+        let links1 = try String(contentsOfFile: root + "/api/page1.json.headers", encoding: .utf8)
+        #expect(links1.contains("<page2.json>; rel=\"next\""))
+        try links1.replacingOccurrences(of: "<page2.json>", with: "<page2.json?status=429&fail_times=1&retry_after=1>")
+            .write(toFile: root + "/api/page1.json.headers", atomically: true, encoding: .utf8)
         let server = try FaultServer(root: root)
         let out = try TempDir.make("api-out")
         let page = { (n: Int) in server.url("/files/api/page\(n).json") }
@@ -49,12 +51,16 @@ import Testing
         #expect(limited.count == 2, "the 429, then the page: \(limited)")
         if limited.count == 2 { #expect(limited[1] - limited[0] >= 1 - 0.05, "\(limited)") }
 
-        // Page 3 is back, and links a page 4 with one more item.
+        // Page 3 is back, and links a page 4 with one more item (its Link
+        // holds several links, one with several rels and a quoted comma).
         try Data("""
-            { "items": [ { "id": 105, "title": "Episode one", "url": "../audio/ep1.mp3" } ], "next": "page4.json" }
+            { "items": [ { "id": 105, "title": "Episode one", "url": "../audio/ep1.mp3" } ] }
             """.utf8).write(to: URL(fileURLWithPath: root + "/api/page3.json"))
         try Data("""
-            { "items": [ { "id": 106, "title": "Episode two", "url": "../audio/ep2.mp3" } ], "next": null }
+            Link: <page2.json>; rel="prev", <page4.json>; title="four, the last"; rel="NEXT last"
+            """.utf8).write(to: URL(fileURLWithPath: root + "/api/page3.json.headers"))
+        try Data("""
+            { "items": [ { "id": 106, "title": "Episode two", "url": "../audio/ep2.mp3" } ] }
             """.utf8).write(to: URL(fileURLWithPath: root + "/api/page4.json"))
         let second = try await run()
         #expect(second.status == 0, "\(second.stderr)")

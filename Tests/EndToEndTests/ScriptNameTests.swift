@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// Names set by scripts (issue 14, item 5): `d.name` is one file name, and
-/// `dl.safename` gives scripts the sanitiser that server names get.
+/// `dl.safename` gives scripts the sanitiser that server names get, keeping
+/// a title whole (a `/` or `\` in it becomes `_`).
 @Suite struct ScriptNameTests: ServerJobSuite {
     let fixture: ServerJobFixture
 
@@ -25,19 +26,22 @@ import Testing
         #expect(listing(out).isEmpty, "no folder made, nothing written")
     }
 
-    @Test func safenameIsTheServerNamesSanitiser() async throws {
+    @Test func safenameKeepsATitleWholeUnderTheServerNamesRules() async throws {
         try job.write("job.lua", """
-            dl.log("1", dl.safename("../../etc/passwd"))
+            dl.log("1", dl.safename("AC/DC: Live at Donington"))
             dl.log("2", dl.safename("..."))
             dl.log("3", dl.safename("a\\0b\\tc.txt"))
             dl.log("4", dl.safename(".hidden"))
+            dl.log("5", dl.safename("..\\\\..\\\\etc/passwd"))
             """)
         let run = try await job.run("job.lua", out: out)
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.logLines(containing: "1\tpasswd").count == 1, "\(run.stderr)")
+        // A title keeps every part (issue 40, item 5): each / and \ becomes _.
+        #expect(run.logLines(containing: "1\tAC_DC: Live at Donington").count == 1, "\(run.stderr)")
         #expect(run.logLines(containing: "2\tnil").count == 1)
         #expect(run.logLines(containing: "3\tabc.txt").count == 1)
         #expect(run.logLines(containing: "4\thidden").count == 1)
+        #expect(run.logLines(containing: "5\t_.._etc_passwd").count == 1)
     }
 }
 

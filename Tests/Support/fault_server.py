@@ -434,6 +434,12 @@ class Handler(BaseHTTPRequestHandler):
                      mimetypes.guess_type(rel)[0] or "application/octet-stream")]
             if validators:
                 head += [("ETag", etag), ("Last-Modified", http_date(lm))]
+            # A sidecar FILE.headers ("Name: value" lines) adds its headers to
+            # FILE's answers (a paginated API's Link, say).
+            if os.path.isfile(path + ".headers"):
+                with open(path + ".headers", encoding="latin-1") as extra:
+                    head += [tuple(part.strip() for part in line.split(":", 1))
+                             for line in extra.read().splitlines() if ":" in line]
 
             # Conditional GET: If-None-Match wins over If-Modified-Since.
             # ?bare_304=1: the 304 names no Content-Type (RFC 9110 does not

@@ -1,8 +1,9 @@
 -- A paginated JSON API, walked page by page. Each page lists items (an id, a
--- title, the URL of a file) and links the next page:
+-- title, the URL of a file), and its Link header (RFC 8288, as GitHub's API and
+-- many others send it) names the next page; the last page has no rel="next":
 --
---   { "items": [ { "id": 101, "title": "...", "url": "../img/sunset.png" } ],
---     "next": "page2.json" }          -- relative to the page; null on the last
+--   { "items": [ { "id": 101, "title": "...", "url": "../img/sunset.png" } ] }
+--   Link: <page2.json>; rel="next", <page1.json>; rel="first"
 --
 -- Pages are data, fetched into memory (no file); items are files, in items/.
 -- The cursor, the first page whose items have not all arrived, is kept in
@@ -12,8 +13,10 @@
 --
 --   dlpipe run examples/api/job.lua --var api=https://api.example.org/items/page1.json
 --
--- An API that gives a cursor token instead of a link ({ "cursor": "abc" })
--- makes the next URL itself: dl.url.resolve(d.url, "?" .. dl.url.query{ cursor = page.cursor }).
+-- An API that links the next page in its body instead ({ "next": "page2.json" })
+-- resolves that: dl.url.resolve(d.url, data.next). One that gives a cursor token
+-- ({ "cursor": "abc" }) makes the next URL itself:
+-- dl.url.resolve(d.url, "?" .. dl.url.query{ cursor = data.cursor }).
 --
 -- With --queue and several workers, the walk still fetches every page and item
 -- once, but the tables below are each worker's own: a worker counts only the
@@ -54,12 +57,12 @@ local function advance()
   if moved then dl.store.set(CURSOR, pages[first].url) end
 end
 
-local function read_page(d, body, page)
-  local data = dl.json.decode(body)
+local function read_page(d, f, page)
   -- The next page first: the walk keeps ahead of the items' downloads.
-  if data.next ~= nil and data.next ~= dl.json.null then
-    add_page(dl.url.resolve(d.url, data.next))
+  for _, link in ipairs(dl.http.links(f.headers.link, d.url)) do
+    if link.rels.next then add_page(link.url) end
   end
+  local data = dl.json.decode(f.body)
   for _, item in ipairs(data.items or {}) do
     if type(item.url) == "string" then
       local id = dl.add{ url = dl.url.resolve(d.url, item.url), dir = "items",
@@ -79,7 +82,7 @@ dl.on("finished", function(d, f)
   local page = pages[page_of[d.id]]
   if not page then return end
   if is_page[d.id] then
-    read_page(d, f.body, page)
+    read_page(d, f, page)
   else
     dl.log((f.unchanged and "kept " or "saved ") .. tostring(d.meta.title) .. " (" .. tostring(d.meta.id) .. ")")
   end

@@ -47,7 +47,8 @@ extension EngineLoop {
         job.claim.dropPart()
         job.result = FinishedInfo(
             path: "", bytes: size, sha256: digest, type: job.response?.type ?? "",
-            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false, body: body)
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false, body: body,
+            headers: job.response?.headers ?? [:])
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

@@ -303,7 +303,7 @@ extension EngineLoop: TransferOwner {
         case .dropping(.redirect):
             followRedirect(job, transfer)
         case .dropping(.unchanged):
-            keepUnchanged(job)
+            keepUnchanged(job, headers: transfer.headers)
         case .undecided, .streaming, .buffering, .bufferFull, .keptWhole, .collecting:
             bodyComplete(job, transfer)
         }
@@ -327,13 +327,14 @@ extension EngineLoop: TransferOwner {
         startTransfer(job)
     }
 
-    /// The server said the file on disk is current (304): keep it.
-    private func keepUnchanged(_ job: Job) {
+    /// The server said the file on disk is current (304): keep it. `headers`
+    /// are the 304's, the final response's (`f.headers`).
+    private func keepUnchanged(_ job: Job, headers: [String: String]) {
         guard let target = job.target else { return }
         let path = targets.finalPath(target)
         job.result = FinishedInfo(
             path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256, type: job.knownType ?? "",
-            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true)
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true, headers: headers)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

@@ -16,6 +16,20 @@ package enum SafeName {
         isPlainASCII(raw) ? raw : sanitizeFully(raw)
     }
 
+    /// A script's text (a title, a header) as one name, for `dl.safename`:
+    /// each `/` and `\` becomes `_`, so every part of "AC/DC: Live" stays in
+    /// the name, then `sanitize`'s rules apply. A server's name keeps
+    /// `sanitize`'s own rule (its last component only): there a slash is a
+    /// path, here it is part of a title.
+    public static func sanitizeTitle(_ raw: String) -> String? {
+        let bytes = raw.utf8
+        guard bytes.contains(where: { $0 == 0x2F || $0 == 0x5C }) else { return sanitize(raw) }
+        // Bounded first (the parts a name can keep), so a huge title is not
+        // copied whole; byte for byte, as both separators are ASCII.
+        let kept = bounded(Substring(raw)).utf8
+        return sanitize(String(decoding: kept.map { $0 == 0x2F || $0 == 0x5C ? 0x5F : $0 }, as: UTF8.self))
+    }
+
     /// `sanitize` without the shortcut for names that are fine as they are.
     ///
     /// Linear in the text and bounded: only the last path component is

@@ -129,6 +129,15 @@ public struct FinishedInfo: Sendable, Hashable {
     /// version beside a file the user changed since an earlier run placed it
     /// (the command line prints it as a warning). Nil otherwise.
     public var warning: String? = nil
+    /// The headers of the final response, as `ResponseInfo.headers` (a
+    /// `finished` handler reads its `Link` there): the one that gave the body,
+    /// or the 304 that kept the file; empty for a file kept without a request.
+    public var headers: [String: String] = [:]
+
+    /// Each `Set-Cookie` line of `headers`, in order (as `ResponseInfo.setCookies`).
+    public var setCookies: [String] {
+        headers["set-cookie"].map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) } ?? []
+    }
 }
 
 /// A lifecycle event. Every download gets exactly one terminal event:

@@ -33,7 +33,7 @@ enum EventArgument {
             t.set("rate", p.rate)
             t.set("eta", p.eta)
         case .finished(let f):
-            let t = LuaFieldWriter(L, fields: 7)
+            let t = LuaFieldWriter(L, fields: 8)
             // A memory download has no path; its body is the string `f.body`,
             // allocated by Lua's allocator like every string (the memory cap's).
             if f.body == nil { t.set("path", f.path) }
@@ -43,6 +43,7 @@ enum EventArgument {
             t.set("type", f.type)
             t.set("seconds", f.seconds)
             t.set("unchanged", f.unchanged)
+            t.set("headers", strings: f.headers, lists: f.headers["set-cookie"] == nil ? [:] : ["set-cookie": f.setCookies])
         case .failure(let e, let attempt, let retryAfter):
             let t = LuaFieldWriter(L, fields: 5)
             t.set("kind", e.kind.rawValue)

@@ -26,6 +26,12 @@ extension ScriptHost {
             case .failure(let error): return [.nil_, LuaValue(error.message)]
             }
         }
+        runtime.register("__dl.list") { [unowned self] args in
+            switch listInsideRoot(args.first?.text ?? "") {
+            case .success(let entries): return [entries]
+            case .failure(let error): return [.nil_, LuaValue(error.message)]
+            }
+        }
         registerStore()
         registerChecks()
         registerText()
@@ -78,7 +84,7 @@ extension ScriptHost {
             return [LuaValue(digest)]
         }
         runtime.register("__dl.safename", cost: 15) { args in
-            guard let text = args.first?.text, let name = SafeName.sanitize(text) else { return [.nil_] }
+            guard let text = args.first?.text, let name = SafeName.sanitizeTitle(text) else { return [.nil_] }
             return [LuaValue(name)]
         }
         runtime.register("__dl.resolve", name: "dl.url.resolve", cost: 7) { args throws(LuaCallError) in
@@ -153,6 +159,30 @@ extension ScriptHost {
     /// in what is left of the script memory cap: checked against the file's size before a
     /// byte is read (the Swift side's copy is outside the cap; a 400 MB download read whole
     /// reached 850 MB before the cap refused the string).
+    /// `dl.list`: the entries of a folder inside the output directory, as
+    /// `{ name, type, size, mtime }` tables; bounded by what the memory cap
+    /// leaves (Swift pushes the table with the cap off).
+    private func listInsideRoot(_ path: String) -> Result<LuaValue, ScriptError> {
+        guard let root else { return .failure(ScriptError("no output directory yet")) }
+        do throws(ScriptError) {
+            let entries = try ConfinedDirectory(path, root: root).entries()
+            // About 300 bytes of Lua memory an entry (its table, four fields, the name).
+            let left = max(0, runtime.memoryLimit - runtime.memoryInUse)
+            let need = entries.reduce(0) { $0 + 300 + $1.name.count }
+            guard need <= left else {
+                return .failure(ScriptError("\(path) has \(entries.count) entries, more than the script memory cap leaves room for"))
+            }
+            return .success(.array(entries.map { entry in
+                .table([
+                    LuaValue("name"): .string(entry.name), LuaValue("type"): LuaValue(entry.kind),
+                    LuaValue("size"): .integer(entry.size), LuaValue("mtime"): .number(entry.mtime),
+                ])
+            }))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     private func readInsideRoot(_ path: String) -> Result<[UInt8], ScriptError> {
         guard let root else { return .failure(ScriptError("no output directory yet")) }
         do throws(ScriptError) {

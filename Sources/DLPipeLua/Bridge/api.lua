@@ -128,6 +128,7 @@ return {
     { name = "dl.resume", args = "id", where = handlers() },
     { name = "dl.cancel", args = "id", where = handlers() },
     { name = "dl.read", args = "path", where = handlers() },
+    { name = "dl.list", args = "dir", where = handlers() },
     { name = "dl.url.resolve", args = "base, ref", where = { "anywhere" } },
     { name = "dl.url.parse", args = "url", where = { "anywhere" } },
     { name = "dl.safename", args = "s", where = { "anywhere" } },
@@ -140,6 +141,7 @@ return {
     { name = "dl.json.encode", args = "value", where = { "anywhere" } },
     { name = "dl.xml.parse", args = "text", where = { "anywhere" } },
     { name = "dl.html.links", args = "body, base", where = { "anywhere" } },
+    { name = "dl.http.links", args = "value, base", where = { "anywhere" } },
     { name = "dl.gunzip", args = "data", where = { "anywhere" } },
     { name = "dl.sha256", args = "s", where = { "anywhere" } },
     { name = "dl.url.encode", args = "s", where = { "anywhere" } },
@@ -159,7 +161,7 @@ return {
   events = {
     response = { "status", "headers", "type", "length", "filename", "url", "resumed_from" },
     progress = { "bytes", "total", "fraction", "rate", "eta" },
-    finished = { "path", "bytes", "sha256", "type", "seconds", "unchanged", "body" },
+    finished = { "path", "bytes", "sha256", "type", "seconds", "unchanged", "body", "headers" },
     retrying = { "kind", "message", "status", "attempt", "retry_after" },
     failed = { "kind", "message", "status", "attempt", "retry_after" },
     done = { "finished", "failed", "handled", "skipped", "unchanged", "cancelled", "bytes", "seconds" },
@@ -208,9 +210,10 @@ return {
       ["dl.resume"] = { doc = "Queues a paused download again.", params = { { "id", "integer" } } },
       ["dl.cancel"] = { doc = "Ends a download as cancelled.", params = { { "id", "integer" } } },
       ["dl.read"] = { doc = "The bytes of a file inside the output directory.", params = { { "path", "string" } }, returns = "string" },
+      ["dl.list"] = { doc = "The entries of a folder inside the output directory (\"\" or nil: the directory itself; never .dlpipe/), sorted by name.", params = { { "dir", "string?" } }, returns = "dl.Entry[]" },
       ["dl.url.resolve"] = { doc = "The absolute URL of `ref` against `base`, or nil.", params = { { "base", "string" }, { "ref", "string" } }, returns = "string?" },
       ["dl.url.parse"] = { doc = "The parts of a URL, or nil.", params = { { "url", "string" } }, returns = "dl.URL?" },
-      ["dl.safename"] = { doc = "Any text as one safe file name, or nil when nothing usable is left.", params = { { "s", "string" } }, returns = "string?" },
+      ["dl.safename"] = { doc = "Any text as one safe file name (each / and \\ becomes _), or nil when nothing usable is left.", params = { { "s", "string" } }, returns = "string?" },
       ["dl.log"] = { doc = "A line on stderr, hidden by -q.", params = { { "...", "any" } } },
       ["dl.warn"] = { doc = "A warning line, shown under -q too (a warning event with --json).", params = { { "...", "any" } } },
       ["dl.store.get"] = { doc = "The value stored under `key` by this job, or nil.", params = { { "key", "string" } }, returns = "any" },
@@ -219,6 +222,7 @@ return {
       ["dl.json.encode"] = { doc = "Compact JSON of a value, object keys sorted.", params = { { "value", "any" } }, returns = "string" },
       ["dl.xml.parse"] = { doc = "The root element of an XML document (name, localname, ns, attrs, children, text).", params = { { "text", "string" } }, returns = "table" },
       ["dl.html.links"] = { doc = "The absolute http(s) links of a page: { url, tag, attr } in document order.", params = { { "body", "string" }, { "base", "string" } }, returns = "table[]" },
+      ["dl.http.links"] = { doc = "The links of a Link header (RFC 8288), URLs absolute against `base`: { url, rel, rels, ...parameters } in order; {} for nil.", params = { { "value", "string?" }, { "base", "string" } }, returns = "dl.Link[]" },
       ["dl.gunzip"] = { doc = "The inflated data of a gzip file; bounded by what is left of the memory cap.", params = { { "data", "string" } }, returns = "string" },
       ["dl.sha256"] = { doc = "The SHA-256 of a string, in lower-case hex.", params = { { "s", "string" } }, returns = "string" },
       ["dl.url.encode"] = { doc = "Percent-encodes every byte but the unreserved characters.", params = { { "s", "string" } }, returns = "string" },
@@ -251,6 +255,8 @@ return {
       { name = "dl.Config", of = "config", doc = "dl.config's settings." },
       { name = "dl.AddSpec", of = "add", doc = "dl.add's table." },
       { name = "dl.URL", of = "url", doc = "dl.url.parse's result." },
+      { name = "dl.Entry", of = "entry", doc = "One entry of dl.list." },
+      { name = "dl.Link", of = "link", doc = "One link of dl.http.links; its other parameters (title, type, ...) are fields too, names in lower case." },
     },
     fields = {
       download = {
@@ -277,6 +283,7 @@ return {
         body = { "string?", "the body of a memory download (into = \"memory\")" },
         sha256 = { "string?", "its SHA-256 in hex, computed when first read" }, type = { "string", "the media type" },
         seconds = { "number", "how long the download took" }, unchanged = { "boolean", "kept from an earlier run" },
+        headers = { "table<string, string|string[]>", "the final response's headers (the body's, or the 304's), as r.headers; {} for a file kept without a request" },
       },
       failed = {
         kind = { "string", "http, network, timeout, checksum, io, hook, cancelled, url, tls, proxy or size" },
@@ -293,6 +300,15 @@ return {
         url = { "string", "the URL this hop asks" }, attempt = { "integer", "the attempt, from 1" },
         headers = { "table<string, string>", "this hop's headers; change in place (nil removes one)" },
       },
+      entry = {
+        name = { "string", "the entry's name" }, type = { "\"file\"|\"dir\"|\"link\"|\"other\"", "what it is (a symlink is a link, never followed)" },
+        size = { "integer", "a file's size in bytes; 0 for the others" }, mtime = { "number", "the modification time, seconds since 1970" },
+      },
+      link = {
+        url = { "string", "the target, absolute" }, rel = { "string?", "the relation types, lower case, one space apart (\"next last\")" },
+        rels = { "table<string, true>", "each relation type as a key: l.rels.next" },
+        anchor = { "string?", "the context, absolute" },
+      },
       config = CONFIG_FIELDS,
       add = ADD_FIELDS,
       url = {
@@ -307,6 +323,8 @@ return {
       config = CONFIG_ORDER,
       add = ADD_ORDER,
       url = { "scheme", "host", "port", "path", "query", "fragment", "user" },
+      entry = { "name", "type", "size", "mtime" },
+      link = { "url", "rel", "rels", "anchor" },
     },
   },
 }

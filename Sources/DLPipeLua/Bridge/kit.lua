@@ -183,5 +183,132 @@ return function(raw)
   end
 
   kit.html = { links = links }
+
+  -- ---- dl.http.links ----
+
+  -- RFC 8288's Link header: `<uri>; rel="next last"; title="a, b", <uri2>; rel=prev`.
+  -- One pass, every step a find anchored at the position: linear in the value, and
+  -- under the handler's budget like all script code. A link-value that does not parse
+  -- is left out, from where it goes wrong to the next comma outside a quoted string;
+  -- the links around it are kept.
+  local find, gmatch, sub = string.find, string.gmatch, string.sub
+  local TOKEN = "^[!#$%%&'*+%-.^_`|~%w]+"
+
+  -- The position after the spaces and tabs at `pos`.
+  local function skip(s, pos)
+    local _, last = find(s, "^[ \t]*", pos)
+    return last + 1
+  end
+
+  -- The quoted string whose `"` is at `pos`: its text without escapes and the position
+  -- after it; nil when it does not end.
+  local function quoted(s, pos)
+    local parts, at = {}, pos + 1
+    while true do
+      local stop = find(s, '["\\]', at)
+      if stop == nil or stop == #s and byte(s, stop) == 92 then return nil end
+      parts[#parts + 1] = sub(s, at, stop - 1)
+      if byte(s, stop) == 34 then return concat(parts), stop + 1 end
+      parts[#parts + 1] = sub(s, stop + 1, stop + 1)
+      at = stop + 2
+    end
+  end
+
+  -- The position of the next comma outside a quoted string; #s + 1 when none.
+  local function next_comma(s, pos)
+    while true do
+      local stop = find(s, '[,"]', pos)
+      if stop == nil then return #s + 1 end
+      if byte(s, stop) == 44 then return stop end
+      local _, after = quoted(s, stop)
+      if after == nil then return #s + 1 end
+      pos = after
+    end
+  end
+
+  -- A parameter's value at `pos` (after its "="): the text and the position after it.
+  -- An unquoted value is RFC 8288's token, widened to anything up to a space, ";" or ","
+  -- (servers send `type=text/html`, whose "/" no token has).
+  local function param_value(s, pos)
+    if byte(s, pos) == 34 then return quoted(s, pos) end
+    local _, last = find(s, '^[^ \t;,"]+', pos)
+    if last == nil then return nil end
+    return sub(s, pos, last), last + 1
+  end
+
+  -- The link-value whose `<` is at `pos`: its target and parameters (names in lower
+  -- case, the first of each kept, RFC 8288 3.3), and the position of the comma or the
+  -- end after it; nil and the position where it went wrong when it does not parse.
+  local function link_value(s, pos)
+    local close = find(s, ">", pos + 1, true)
+    if close == nil then return nil, pos end
+    local target, params = sub(s, pos + 1, close - 1), {}
+    pos = skip(s, close + 1)
+    while byte(s, pos) == 59 do -- ";"
+      pos = skip(s, pos + 1)
+      local _, last = find(s, TOKEN, pos)
+      if last then
+        local name, value = lower(sub(s, pos, last)), ""
+        pos = skip(s, last + 1)
+        if byte(s, pos) == 61 then -- "="
+          value, pos = param_value(s, skip(s, pos + 1))
+          if value == nil then return nil, close end
+          pos = skip(s, pos)
+        end
+        if params[name] == nil then params[name] = value end
+      end
+    end
+    local c = byte(s, pos)
+    if c ~= nil and c ~= 44 then return nil, pos end
+    return target, params, pos
+  end
+
+  local function http_links(value, base)
+    if type(base) ~= "string" or raw.resolve(base, "x") == nil then
+      error("dl.http.links wants the absolute URL the header came with as its second argument", 2)
+    end
+    if value == nil then return {} end
+    if type(value) ~= "string" then
+      error("dl.http.links wants a Link header's value (a string, or nil), not a " .. type(value), 2)
+    end
+    local out, pos, resolved = {}, 1, {}
+    while true do
+      pos = find(value, "[^ \t,]", pos)
+      if pos == nil then break end
+      local target, params, after
+      if byte(value, pos) == 60 then target, params, after = link_value(value, pos) end
+      if target == nil then
+        -- Not a link-value: on to the next comma outside a quoted string.
+        pos = next_comma(value, (params or pos) + 1)
+      else
+        pos = after
+        -- Headers repeat their targets (first, prev): each is resolved once per call.
+        local url = resolved[target]
+        if url == nil then
+          url = raw.resolve(base, target) or false
+          resolved[target] = url
+        end
+        if url then
+          local link = { url = url }
+          for name, v in pairs(params) do
+            if name ~= "url" and name ~= "rels" then link[name] = v end
+          end
+          -- Relation types are case-insensitive and a value may hold several
+          -- ("next last"): `rel` is the value, `rels` a set of each (l.rels.next).
+          local rels, list = {}, {}
+          for r in gmatch(lower(link.rel or ""), "%S+") do
+            if not rels[r] then rels[r], list[#list + 1] = true, r end
+          end
+          if link.rel then link.rel = concat(list, " ") end
+          link.rels = rels
+          if link.anchor then link.anchor = raw.resolve(base, link.anchor) or link.anchor end
+          out[#out + 1] = link
+        end
+      end
+    end
+    return out
+  end
+
+  kit.http = { links = http_links }
   return kit
 end

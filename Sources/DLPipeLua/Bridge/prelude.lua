@@ -173,7 +173,7 @@ local function at_script_line(f)
     return table_unpack(results, 2, results.n)
   end
 end
-for _, name in ipairs({ "safename", "log", "warn", "sha256_string", "sha256", "write", "append", "remove", "read", "checkpath" }) do
+for _, name in ipairs({ "safename", "log", "warn", "sha256_string", "sha256", "write", "append", "remove", "read", "list", "checkpath" }) do
   raw[name] = at_script_line(raw[name])
 end
 
@@ -430,6 +430,16 @@ function dl.read(path)
   return data
 end
 
+-- A folder inside the output directory (ConfinedDirectory.swift: dl.read's confinement).
+function dl.list(dir)
+  allowed("dl.list")
+  if dir == nil then dir = "" end
+  if type(dir) ~= "string" then fail("dl.list wants a folder's path (\"\" or nothing for the output directory)") end
+  local entries, err = raw.list(dir)
+  if entries == nil then fail("dl.list: " .. err) end
+  return entries
+end
+
 -- The script kit (kit.lua, and dl_kit.h's C functions under raw.native): pure
 -- functions anywhere, the files a script writes in handlers (ScriptFiles.swift).
 local kit = raw.kit(raw)
@@ -438,6 +448,7 @@ dl.url = { resolve = raw.resolve, parse = raw.parse, encode = kit.url.encode, de
 dl.json = { decode = raw.native.json_decode, encode = raw.native.json_encode, null = raw.native.json_null }
 dl.xml = { parse = raw.native.xml_parse }
 dl.html = { links = kit.html.links }
+dl.http = { links = kit.http.links }
 dl.gunzip = raw.native.gunzip
 dl.time = { parse = kit.time.parse }
 function dl.sha256(s)
@@ -500,6 +511,11 @@ _G.dl = setmetatable(dl, { __newindex = function() fail("dl is read-only") end }
 -- The download as a handler sees it: name, dir and meta may be assigned;
 -- the rest is read-only.
 local WRITABLE = API.writable
+local DOWNLOAD_FIELDS, WRITABLE_NAMES = {}, {}
+for _, name in ipairs(API.download) do DOWNLOAD_FIELDS[name] = true end
+for name in pairs(WRITABLE) do WRITABLE_NAMES[#WRITABLE_NAMES + 1] = name end
+table.sort(WRITABLE_NAMES)
+WRITABLE_NAMES = table_concat(WRITABLE_NAMES, ", ")
 -- One metatable for every proxy; each proxy finds its state in a weak table.
 -- (A metatable with three fresh closures per event was most of an event's
 -- cost in the Lua interpreter.)
@@ -520,13 +536,20 @@ local PROXY = {
     end
     -- Added elsewhere (another worker of a shared queue): the depth its add gave.
     if k == "depth" then return depths[fields.id] or fields.depth or 0 end
-    return fields[k]
+    local value = fields[k]
+    if value == nil and not DOWNLOAD_FIELDS[k] then
+      error("d." .. tostring(k) .. ": " .. unknown("download field", k, API.download), 2)
+    end
+    return value
   end,
   __newindex = function(proxy, k, v)
     local state = states[proxy]
     local fields = state.fields
     local want = WRITABLE[k]
-    if want == nil then error("d." .. tostring(k) .. " is read-only", 2) end
+    if want == nil then
+      if not DOWNLOAD_FIELDS[k] then error("d." .. tostring(k) .. ": " .. unknown("download field", k, API.download), 2) end
+      error("d." .. tostring(k) .. " is read-only (writable: " .. WRITABLE_NAMES .. ")", 2)
+    end
     if type(v) ~= want then error("d." .. k .. " wants a " .. want, 2) end
     -- A name is one file name: a folder goes in d.dir, so that a "/" from a
     -- title or a header never makes folders by accident (dl.safename cleans one).
@@ -556,18 +579,49 @@ end
 
 -- Called by Swift around each event: begin, one call per handler, finish.
 local host = {}
--- Hashing costs nothing until a handler reads f.sha256 (one shared metatable).
-local LAZY_SHA256 = { __index = function(t, k)
-  if k ~= "sha256" then return nil end
+-- Strict event tables: a handler that reads a name no event's table has
+-- (`r.lenght`, `f.sah256`) gets an error naming it and the nearest field of
+-- its event; a field an event may leave out (r.length, f.sha256 before it is
+-- read) still reads as nil, and a name of another event's table too, so one
+-- handler can serve several events. Writing a new name is an error that lists
+-- the event's fields. Only names absent from the table reach these metamethods:
+-- the fields a handler reads cost what they did.
+local EVENT_FIELDS = {}
+for _, names in pairs(API.events) do
+  for _, name in ipairs(names) do EVENT_FIELDS[name] = true end
+end
+local function strict(event, index)
+  local names, letter = API.events[event], API.defs.event_args[event]
+  local function refuse(k, level)
+    error(letter .. "." .. tostring(k) .. ": " .. unknown(event .. " field", k, names), level + 1)
+  end
+  return {
+    __index = function(t, k)
+      if index and k == "sha256" then return index(t) end
+      if EVENT_FIELDS[k] then return nil end
+      refuse(k, 2)
+    end,
+    __newindex = function(t, k, v)
+      if EVENT_FIELDS[k] then return rawset(t, k, v) end
+      refuse(k, 2)
+    end,
+    __metatable = false,
+  }
+end
+-- Hashing costs nothing until a handler reads f.sha256 (in finished's metatable).
+local function lazy_sha256(t)
   -- A memory download's digest is its body's (it has no path).
   local digest
-  if t.body ~= nil then digest = raw.sha256_string(t.body) else digest = raw.sha256(t.path) end
+  if rawget(t, "body") ~= nil then digest = raw.sha256_string(t.body) else digest = raw.sha256(t.path) end
   rawset(t, "sha256", digest)
   return digest
-end, __metatable = false }
+end
+-- One metatable per event, made once.
+local STRICT = {}
+for event in pairs(API.events) do STRICT[event] = strict(event, event == "finished" and lazy_sha256 or nil) end
 function host.begin(event, fields, arg)
   context = event
-  if event == "finished" and arg.sha256 == nil then setmetatable(arg, LAZY_SHA256) end
+  if arg then setmetatable(arg, STRICT[event]) end
   current = fields and make_download(fields) or nil
   current_arg = arg
   return #handlers[event]
