@@ -105,7 +105,7 @@ extension EngineLoop {
             }
             HeldFile.place(
                 held, in: output, syncAnyway: true,
-                refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: configuration.claims?.mayPlace)
+                refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: { [queue] in queue.mayPlace() })
             let batch = syncingBatches.keys.sorted().flatMap { syncingBatches[$0] ?? [] } + waiting
             syncingBatches = [:]  // the background syncs' `.synced` find nothing left
             awaitingDurability = []
@@ -136,10 +136,10 @@ extension EngineLoop {
         }
         let held = batch.compactMap(\.held)
         let refusingLinks = configuration.heldBodies == .linksRefused
-        let mayPlace = configuration.claims?.mayPlace
+        let queue = queue
         guard let store, !held.isEmpty else {
             syncQueue.async { [self] in
-                HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
+                HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: { queue.mayPlace() })
                 post(.synced(batch: number))
             }
             return
@@ -152,7 +152,7 @@ extension EngineLoop {
             store.commit { [self] failure in
                 if let failure { HeldFile.refuse(held, because: failure.message) }
                 syncQueue.async { [self] in
-                    HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
+                    HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: { queue.mayPlace() })
                     post(.synced(batch: number))
                 }
             }
@@ -166,7 +166,7 @@ extension EngineLoop {
         let committed = CommitOutcome()
         store.commit { failure in committed.set(failure) }
         syncQueue.async { [self] in
-            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace) {
+            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: { queue.mayPlace() }) {
                 if let failure = committed.wait() { HeldFile.refuse(held, because: failure.message) }
             }
             post(.synced(batch: number))
@@ -201,7 +201,7 @@ extension EngineLoop {
     /// Renames a whole, checked part file to its final name and raises `finished`.
     private func placeFile(_ job: Job, size: Int64, digest: String?) {
         guard let target = job.target else { return }
-        if let claims = configuration.claims, !claims.mayPlace() {
+        if !queue.mayPlace() {
             // The lease may have run out: another worker may hold this
             // download now. Nothing is placed; the whole part file waits for
             // the next acknowledged heartbeat (or for the worker to give up:
@@ -231,7 +231,7 @@ extension EngineLoop {
             guard code == EEXIST, !job.ownsTarget else {
                 return attemptFailed(job, FileErrors.io("cannot rename into place", targets.finalPath(final), errno: code))
             }
-            if let claims = configuration.claims, !claims.mayPlace() {
+            if !queue.mayPlace() {
                 // A shared queue's worker whose lease is no longer sure met the
                 // name taken: most likely the worker that took the download
                 // over placed it. Its own copy goes; nothing is numbered.

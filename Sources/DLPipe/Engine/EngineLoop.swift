@@ -210,7 +210,7 @@ final class EngineLoop: @unchecked Sendable {
         self.cookies = cookies
         self.hostPacing = HostPacing(delay: configuration.hostDelay)
         self.output = OutputDirectory(root: root)
-        self.targets = TargetRegistry(output: output, claims: configuration.claims)
+        self.targets = TargetRegistry(output: output, claims: configuration.queue?.files)
         // A shared queue's worker holds bodies too: its lease is checked right
         // before each link (`HeldFile.place`), as before each rename (`placeFile`).
         self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
@@ -361,7 +361,7 @@ final class EngineLoop: @unchecked Sendable {
             // A shared queue's worker answers without a code when it handed
             // this engine more claimed downloads: it is asked again at the
             // next drain, and ends the run with the run's code.
-            if configuration.claims != nil && code == nil { askedDrainHook = false }
+            if isShared && code == nil { askedDrainHook = false }
         case .synced(let number):
             settle(syncingBatches.removeValue(forKey: number) ?? [])
         case .resumeHashed(let id, let hash): resumeHashed(id, hash)

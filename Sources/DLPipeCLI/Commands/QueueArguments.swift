@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 import DLPipeLua
 import Foundation
 
@@ -275,7 +276,7 @@ enum QueueMode {
             return .failure(queueFailure(error, setup.address))
         }
         var configuration = configuration
-        configuration.claims = worker.claimedFiles
+        configuration.queue = worker
         // The job's limits as its row holds them: set by this worker, or by
         // an earlier one when this one was not given them.
         configuration.perHost = worker.jobLimits.perHost
@@ -291,7 +292,7 @@ enum QueueMode {
         worker.readAhead = state
         do throws(DownloadError) {
             let engine = try DownloadEngine(
-                configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state, shared: worker)
+                configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state, )
             return .success(Started(engine: engine, worker: worker, directoryClaim: directoryClaim))
         } catch {
             worker.leave()

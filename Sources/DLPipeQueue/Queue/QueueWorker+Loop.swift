@@ -1,0 +1,664 @@
+import DLPipe
+import Foundation
+
+/// The claim loop: report what ended, claim while there is room, and when the
+/// local engine drained with nothing to claim, see whether the job's run is over.
+extension QueueWorker {
+    /// Seconds between two looks at the queue when nothing wakes the loop: the
+    /// fallback of LISTEN, and the clock of retries and host delays.
+    /// `DLPIPE_QUEUE_POLL_SECONDS` sets it for tests that must tell a wake-up
+    /// by NOTIFY from one by the poll (0.05 to 600 s; anything else is ignored).
+    static let pollInterval: Double = {
+        guard let text = ProcessInfo.processInfo.environment["DLPIPE_QUEUE_POLL_SECONDS"], let seconds = Double(text),
+            (0.05...600).contains(seconds)
+        else { return 1.0 }
+        return seconds
+    }()
+
+    /// A download's terminal event (on the engine thread: quick, no database).
+    func noteEnd(_ event: DownloadEvent) {
+        guard event.isTerminal, let info = event.download else { return }
+        let id = Int64(info.id.rawValue)
+        var outcome: ClaimOutcome
+        var error: String?
+        var unchanged = false
+        var bytes: Int64 = 0
+        // A server's Retry-After holds its host back for every worker, also
+        // when its download fails for good (no retry left): the others sent
+        // 30 requests in the 3 s the server asked for.
+        var holdHost: Double = 0
+        switch event {
+        case .finished(_, let result):
+            outcome = .finished
+            unchanged = result.unchanged
+            bytes = result.unchanged ? 0 : result.bytes
+        case .failed(_, let failure):
+            outcome = .failed
+            error = failure.description
+            holdHost = failure.retryAfter ?? 0
+        case .handled(_, let failure):
+            outcome = .handled
+            error = failure.description
+            holdHost = failure.retryAfter ?? 0
+        case .skipped(_, let reason): outcome = .skipped; error = reason
+        case .cancelled: outcome = .cancelled
+        default:
+            // Stopped: the claim stays this worker's until `leave` puts it back.
+            return
+        }
+        let known = state.withLock { state -> Bool in
+            guard let token = state.held.removeValue(forKey: id) else { return false }
+            state.letGo(id)
+            state.ends.append(ClaimEnd(
+                id: id, token: token, outcome: outcome, error: error, unchanged: unchanged, bytes: bytes, holdHost: holdHost))
+            return true
+        }
+        if known { signal() }
+    }
+
+    /// A claimed download's transfer ended (on the engine thread: quick, no
+    /// database): its host slot goes back in the next cycle, while its file
+    /// waits for its batch, and the worker may claim another in its place.
+    func noteTransferEnded(_ number: Int) {
+        let id = Int64(number)
+        // From ahead into the engine in one step for a cancel (`admission`).
+        let known = admission.withLock { _ -> Bool in
+            let (known, next) = state.withLock { state -> (Bool, ClaimedRequest?) in
+                guard let token = state.held[id], state.slotFree.insert(id).inserted else { return (false, nil) }
+                return (true, state.handOver(from: id, token: token, at: QueueClock.now()))
+            }
+            if let next, let engine = engineBox.withLock({ $0 }) {
+                // Its host's slot, handed over: the engine starts it now. Its
+                // host stays as the engine paces it (a Retry-After this engine
+                // holds is not lifted: no claim of the queue's brought it).
+                engine.addClaimed([next], liftingHolds: false)
+            }
+            return known
+        }
+        if known { signal() }
+    }
+
+    /// A Retry-After this worker's engine got (on the engine thread, at the
+    /// answer): its host is held here at once, as the engine holds it,
+    /// until the report of download `number` carries the hold to the queue.
+    /// No claim held ahead takes its slots over meanwhile (`handOver`), and
+    /// no claim lifts the engine's hold (`unreportedHolds`).
+    func noteOwnHold(_ number: Int, host: String, seconds: Double) {
+        let now = QueueClock.now()
+        state.withLock { state in
+            state.heldUntil[host] = max(state.heldUntil[host] ?? 0, now + seconds)
+            state.unreportedHolds[Int64(number)] = (host, now + seconds)
+        }
+    }
+
+    /// A failed attempt whose retry the queue schedules (on the engine thread:
+    /// quick, no database): reported as ready again after `delay`.
+    func noteRetry(_ number: Int, after delay: Double, _ error: DownloadError?, request: DownloadRequest, attempts: Int) {
+        let id = Int64(number)
+        let known = state.withLock { state -> Bool in
+            guard let token = state.held.removeValue(forKey: id) else { return false }
+            state.letGo(id)
+            state.ends.append(ClaimEnd(
+                id: id, token: token, outcome: .retry(after: delay), error: error?.description, unchanged: false, bytes: 0,
+                // The server asked to be left alone: not by this worker only.
+                holdHost: error?.retryAfter.map { min($0, delay) } ?? 0, handedBack: (request, attempts)))
+            return true
+        }
+        if known { signal() }
+    }
+
+    /// Claims a worker holds at most that are not transferring: those whose
+    /// transfer ended and whose files wait for their batch to be placed and
+    /// reported, and those held ahead. They hold no host slot, and those
+    /// that wait to be placed are no one else's work any more: the bound
+    /// only keeps memory small. With small files a file waits 20 to 30 ms
+    /// (its batch's age and sync, its state's commit, the next report),
+    /// 100 files and more at 4,000 a second: at 4 x -j, then 8 x, the bound
+    /// stopped the claims, not the slots (docs/performance.md, stop 17).
+    /// At 16 x a per-cycle trace still showed it reached at every batch:
+    /// the claims ahead ran out, every transfer ended, and the idle engine
+    /// started a batch at once for its last few files (about 205 batches of
+    /// 49 files for 10,000, each a state write and a syncfs, against the
+    /// SQLite run's 27). At 64 x, with 12 x ahead (either alone changed
+    /// nothing), 53 to 90 batches and half the state writes; two A/B runs of
+    /// the bench's set 8 gave one worker 8 and 10 % less wall and 6 and 13 %
+    /// less CPU (docs/performance.md, stop 21). Memory stays bounded: a
+    /// waiting claim is its request, and bodies held in memory have their
+    /// own bound (`EngineLoop.maxHeldBytes`; peak RSS 65 MB against 50 MB).
+    var waitingLimit: Int { 64 * settings.concurrency }
+
+    /// Claims to ask for now: while fewer than the concurrency transfer (a
+    /// claim holds its host slot until its transfer ends, so the job-wide
+    /// per_host counts transfers), and the held ones stay within the bound.
+    func room(held: Int, transferring: Int) -> Int {
+        max(0, min(settings.concurrency - transferring, settings.concurrency + waitingLimit - held))
+    }
+
+    /// Claims held ahead at most: enough for the transfers that end while
+    /// one cycle of the claim loop runs (about 7 ms). Small files turn a
+    /// slot over several times in a cycle: at 2 x -j the slots sat idle a
+    /// third of the time waiting for the next claims (10 of 16 transferring
+    /// on average); at 6 x -j, 12 to 13, and 15 once the claims ahead also
+    /// take over slots on their way back (`startOnFreeSlots`). 12 x, with
+    /// the larger `waitingLimit`: the stock outlasts a cycle that waits for
+    /// a batch's report, so the transfers do not all end at once (stop 21).
+    /// A claim ahead is only taken from a host with twice as many rows
+    /// ready, so a small job stays shared.
+    var aheadLimit: Int { 12 * settings.concurrency }
+
+    /// Claims to ask for ahead now: up to `aheadLimit` held ahead, within
+    /// the bound on held claims; none for fewer than half of that (a
+    /// statement for a few is not worth its cost: the slots handed over
+    /// wait for no claim while some are held).
+    func aheadRoom(held: Int, ahead: Int) -> Int {
+        let room = min(aheadLimit - ahead, settings.concurrency + waitingLimit - held)
+        return room >= max(1, settings.concurrency / 2) ? room : 0
+    }
+
+    func claimLoop() {
+        // Whether something came while the last cycle ran (see the gather below).
+        var busy = false
+        while true {
+            // The ends, the slots to give back and those taken over, together
+            // (`takeSlots`): a slot handed over is given back and taken in one
+            // report, so the host's count never falls below its transfers.
+            var (stopping, ends, (gives, taking), held, transferring) = state.withLock { state in
+                state.wake = false
+                return (state.stopping, state.ends.take(), state.takeSlots(now: QueueClock.now()), state.held.count, state.transferring)
+            }
+            // Before the ends: a handler that resumed a parked download ran
+            // in a download that is still running, whose end comes later.
+            let unparks = state.withLock { $0.unparking.take() }.map { (id: $0.key, token: $0.value) }
+            let drainWaiting = drain.isAsked
+            if stopping { return }
+            if !(ends.isEmpty && gives.isEmpty) && held > 0 && !busy {
+                // Ends come in bursts: a moment's wait lets one report (one
+                // commit) carry the ends of the transfers finishing together.
+                // Not after a busy cycle: ends gathered while it ran.
+                usleep(1000)
+                state.withLock { state in
+                    ends += state.ends.take()
+                    let (moreGives, moreTaking) = state.takeSlots(now: QueueClock.now())
+                    gives.merge(moreGives) { first, _ in first }
+                    taking.merge(moreTaking) { first, _ in first }
+                    held = state.held.count
+                    transferring = state.transferring
+                }
+            }
+            let (stranded, yielded, aheadCount, slotHosts, aheadHosts) = state.withLock { state in
+                // The hosts of the claims held ahead, the stranded ones too:
+                // no host waits for a slot that this worker's claims get.
+                let aheadHosts = Set(state.ahead.keys)
+                // While a host waits with nothing in flight, every claim held
+                // ahead goes back (none promoted): the claim below gives the
+                // slots to the hosts served least recently.
+                let stranded = state.strandedAhead()
+                let yielded = state.hostsStarve ? stranded + state.yieldAhead() : []
+                return (state.hostsStarve ? [] : stranded, yielded, state.aheadCount, state.slotHosts, aheadHosts)
+            }
+            // An end reported now gives its slot back itself.
+            for end in ends {
+                gives[end.id] = nil
+                taking[end.id] = nil
+            }
+            // When the next claimable download comes due, if sooner than the poll.
+            var nextDue: Double?
+            do {
+                let room = room(held: held, transferring: transferring)
+                let (promoted, claims, aheadClaims, starve) = try loopLink.run(patience: settings.outage) {
+                    connection throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload], Bool?) in
+                    loopSession.store(connection.serverPID, ordering: .relaxed)
+                    let reconnected = loopLink.reconnected
+                    loopLink.reconnected = false
+                    let writes = !(ends.isEmpty && gives.isEmpty && taking.isEmpty && stranded.isEmpty && yielded.isEmpty && unparks.isEmpty)
+                        || reconnected
+                    if !writes && aheadRoom(held: held, ahead: aheadCount) == 0 {
+                        // Nothing to record and nothing to claim ahead: at most
+                        // a claim, one statement without a transaction around it.
+                        return ([], room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : [], [], nil)
+                    }
+                    // The slots given back and taken, the report and the next
+                    // claims commit together: one flush of the database's log.
+                    return try connection.transaction { () throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload], Bool?) in
+                        _ = try queue.unpark(unparks, on: connection)
+                        try report(ends, freeing: gives.map { ($0.key, $0.value) }, taking: taking.map { ($0.key, $0.value) }, on: connection)
+                        // Claims held ahead that no transfer will hand a slot:
+                        // a slot from the queue where there is room (they come
+                        // first, as they were claimed first), else back to ready.
+                        let promoted = try queue.promoteAhead(
+                            stranded.prefix(room).map { (Int64($0.claim.number), $0.token) }, on: connection)
+                        try queue.releaseAhead(
+                            (stranded.filter { !promoted.contains(Int64($0.claim.number)) } + yielded).map { (Int64($0.claim.number), $0.token) },
+                            on: connection)
+                        if reconnected {
+                            // A claim whose answer the break swallowed is held by
+                            // nobody that knows it: back to ready. Known are the
+                            // claims still running here and those whose end was
+                            // just reported (or is still waiting to be).
+                            let known = state.withLock { $0.held.values + $0.ends.map(\.token) } + ends.map(\.token)
+                            try queue.releaseUnknownClaims(worker: worker, known: known, on: connection)
+                        }
+                        let left = room - promoted.count
+                        let claims = left > 0 ? try queue.claim(worker: worker, limit: left, on: connection) : []
+                        let ahead = aheadRoom(held: held + claims.count, ahead: aheadCount)
+                        // Held ahead or to claim ahead: not while a host waits.
+                        let starve = ahead > 0 || aheadCount > 0
+                            ? try queue.hostsStarve(holding: aheadHosts.subtracting(yielded.map(\.host)).sorted(), on: connection) : nil
+                        guard ahead > 0, starve != true else { return (promoted, claims, [], starve) }
+                        // From the hosts where a transfer of this worker will hand a slot over.
+                        let promotedHosts = stranded.filter { promoted.contains(Int64($0.claim.number)) }.map(\.host)
+                        let hosts = slotHosts.union(claims.map(\.host)).union(promotedHosts)
+                        return (promoted, claims, try queue.claimAhead(worker: worker, hosts: hosts.sorted(), limit: ahead, on: connection), starve)
+                    }
+                }
+                // The queue knows of the holds these ends carried: its claims
+                // of their hosts from now on may lift the engine's own.
+                if !ends.isEmpty { state.withLock { state in for end in ends { state.unreportedHolds[end.id] = nil } } }
+                let (promotedStarted, cancelledReleased) = startPromoted((stranded + yielded).map(\.claim), promoted)
+                if let starve {
+                    // A host waits: what this worker holds ahead goes back with the next cycle, now.
+                    let yieldNow = state.withLock { state -> Bool in
+                        state.hostsStarve = starve
+                        return starve && state.aheadCount > 0
+                    }
+                    if yieldNow { signal() }
+                }
+                cancelReleased(cancelledReleased)
+                holdAhead(aheadClaims)
+                let strandedNow = state.withLock { state -> Bool in
+                    held = state.held.count
+                    let live = state.slotHosts
+                    return state.ahead.keys.contains { !live.contains($0) }
+                }
+                // Claims held ahead whose host's transfers all ended while
+                // the claim ran: the next cycle gives them a slot, now rather
+                // than at the next poll.
+                if strandedNow { signal() }
+                if claims.count < room {
+                    // Room left and nothing more to claim now: a host delay or a
+                    // retry's time may free one before the next poll.
+                    nextDue = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                        try queue.nextDue(on: connection)
+                    }
+                }
+                if settings.follow && !claims.isEmpty && followsEndedRun.withLock({ $0 }) {
+                    // Work came for a run this worker has not joined yet.
+                    _ = try followNextRun()
+                }
+                let claimed = start(claims) + promotedStarted
+                if claimed > 0 {
+                    // The engine was told of them before its drained call is answered.
+                    answerDrain(nil)
+                } else if drainWaiting, try parkIfAllPaused(), lookIsDue(reported: !ends.isEmpty) {
+                    if try lookAtRun() { return }
+                }
+            } catch {
+                fatal(error.isConnectionLoss
+                    ? outageMessage(away: error.triedFor ?? settings.outage, error)
+                    : "the shared queue refused a statement: \(error.description)", givingBack: !error.isConnectionLoss)
+                return
+            }
+            let woke = state.withLock { $0.wake }
+            busy = woke
+            // At least 20 ms: a download due now that this claim missed (its
+            // host's row was locked by another worker's claim) is tried again
+            // soon, without spinning.
+            let wait = nextDue.map { min(Self.pollInterval, max(0.02, $0)) } ?? Self.pollInterval
+            if woke {
+                // The next cycle runs now, and sees what woke it. The
+                // signal it left counted must not wake a later wait too:
+                // each one left was a cycle run for nothing.
+                while wakeSignal.wait(timeout: .now()) == .success {}
+            } else {
+                _ = wakeSignal.wait(timeout: .now() + wait)
+            }
+        }
+    }
+
+    /// Reports ends under their tokens and adds the accepted ones to the run's
+    /// counts, in one statement. A late end (the claim was taken back
+    /// meanwhile) changes nothing.
+    /// The host slots of `freeing` (transfers that ended, their files still
+    /// to place) go back in the same statement.
+    func report(
+        _ ends: [ClaimEnd], freeing: [(id: Int64, token: Int64)] = [], taking: [(id: Int64, token: Int64)] = [],
+        on connection: PostgresConnection
+    ) throws(PostgresError) {
+        guard !ends.isEmpty || !freeing.isEmpty || !taking.isEmpty else { return }
+        _ = try queue.report(
+            ends.map {
+                ClaimReport(
+                    id: $0.id, token: $0.token, outcome: $0.outcome, error: $0.error, unchanged: $0.unchanged, bytes: $0.bytes,
+                    holdHost: $0.holdHost)
+            }, freeing: freeing, taking: taking, run: run, worker: worker, on: connection)
+    }
+
+    /// Starts claimed downloads in the engine; how many.
+    private func start(_ claims: [ClaimedDownload]) -> Int {
+        guard let engine = engineBox.withLock({ $0 }) else { return 0 }
+        followPerHost(of: claims, engine: engine)
+        let decoded = decode(claims, for: engine)
+        let (started, cancelled) = admission.withLock { onTheirWay in
+            let (kept, cancelled) = holdClaims(decoded, claims, ahead: false, onTheirWay: &onTheirWay)
+            if !kept.isEmpty { engine.addClaimed(kept, keepingHoldsOf: state.withLock { $0.unreportedHeldHosts(at: QueueClock.now()) }) }
+            return (kept.count, cancelled)
+        }
+        reportCancelled(cancelled, to: engine)
+        return started
+    }
+
+    /// Starts the stranded claims the queue gave a slot; the others went
+    /// back to ready and are no longer this worker's. Also returns those of
+    /// the others that a cancel reached on their way back (`cancelReleased`).
+    private func startPromoted(_ stranded: [ClaimedRequest], _ promoted: Set<Int64>) -> (started: Int, cancelledReleased: [Int64]) {
+        guard !stranded.isEmpty else { return (0, []) }
+        let engine = engineBox.withLock { $0 }
+        let (started, cancelled, cancelledReleased) = admission.withLock { onTheirWay in
+            let (started, cancelled, cancelledReleased) = state.withLock { state in
+                var (started, cancelled, cancelledReleased) = ([ClaimedRequest](), [ClaimedRequest](), [Int64]())
+                for claim in stranded {
+                    let id = Int64(claim.number)
+                    let cancel = onTheirWay.remove(id) != nil
+                    if promoted.contains(id) {
+                        state.promoted(id)
+                        if cancel {
+                            state.endCancelled(id)
+                            cancelled.append(claim)
+                        } else {
+                            started.append(claim)
+                        }
+                    } else {
+                        state.released(id)
+                        if cancel { cancelledReleased.append(id) }
+                    }
+                }
+                return (started, cancelled, cancelledReleased)
+            }
+            if !started.isEmpty {
+                engine?.addClaimed(started, keepingHoldsOf: state.withLock { $0.unreportedHeldHosts(at: QueueClock.now()) })
+            }
+            return (started, cancelled, cancelledReleased)
+        }
+        guard let engine else { return (0, cancelledReleased) }
+        reportCancelled(cancelled, to: engine)
+        return (started.count, cancelledReleased)
+    }
+
+    /// Keeps claims made ahead until a transfer of their host hands them its slot.
+    private func holdAhead(_ claims: [ClaimedDownload]) {
+        guard let engine = engineBox.withLock({ $0 }) else { return }
+        let decoded = decode(claims, for: engine)
+        let cancelled = admission.withLock { onTheirWay in
+            let (_, cancelled) = holdClaims(decoded, claims, ahead: true, onTheirWay: &onTheirWay)
+            // Transfers that ended while the claim ran, with nobody held ahead
+            // to take their slots over: the new claims take them now, as at a
+            // hand-over, instead of waiting a cycle for the queue to give them one.
+            let started = state.withLock { $0.startOnFreeSlots() }
+            if !started.isEmpty { engine.addClaimed(started, liftingHolds: false) }
+            return cancelled
+        }
+        reportCancelled(cancelled, to: engine)
+    }
+
+    /// Claims decoded into the engine's requests (one that cannot be read
+    /// fails at once, with the next report), their records read ahead: no
+    /// lock is held, as the read-ahead may wait for the database.
+    private func decode(_ claims: [ClaimedDownload], for engine: DownloadEngine) -> [ClaimedRequest] {
+        guard !claims.isEmpty else { return [] }
+        var decoded: [ClaimedRequest] = []
+        var unreadable: [ClaimEnd] = []
+        for claim in claims {
+            guard var request = QueuedRequestCodec.decode(claim, engine: 0) else {
+                unreadable.append(ClaimEnd(
+                    id: claim.id, token: claim.token, outcome: .failed,
+                    error: "io: the queued request cannot be read", unchanged: false, bytes: 0))
+                continue
+            }
+            // The parent's id is the queue's, as every id a worker's engine uses.
+            request.parent = request.parent.flatMap { engine.downloadID(number: $0.rawValue) }
+            // The queue counts this claim as an attempt already.
+            decoded.append(ClaimedRequest(number: Int(claim.id), request: request, priorAttempts: claim.attempts - 1))
+        }
+        // Their records in one statement, not one lookup each when they start.
+        readAhead?.prime(keys: decoded.map(\.request.deduplicationKey))
+        if !unreadable.isEmpty { state.withLock { $0.ends.append(contentsOf: unreadable) } }
+        return decoded
+    }
+
+    /// Makes decoded claims this worker's, under their tokens (`claims`, the
+    /// rows they came from): `ahead` ones wait in `State.ahead` without a
+    /// slot. Under `admission`: those a cancel reached on their way in
+    /// (`onTheirWay`) end cancelled instead. Returns the others and those.
+    private func holdClaims(
+        _ decoded: [ClaimedRequest], _ claims: [ClaimedDownload], ahead: Bool, onTheirWay: inout Set<Int64>
+    ) -> (kept: [ClaimedRequest], cancelled: [ClaimedRequest]) {
+        guard !decoded.isEmpty else { return ([], []) }
+        let rows = Dictionary(claims.map { ($0.id, $0) }) { first, _ in first }
+        var kept: [ClaimedRequest] = []
+        var cancelled: [ClaimedRequest] = []
+        state.withLock { state in
+            for item in decoded {
+                let id = Int64(item.number)
+                guard let row = rows[id] else { continue }
+                state.held[id] = row.token
+                state.hostOf[id] = row.host
+                if onTheirWay.remove(id) != nil {
+                    // Never in the engine: no request is made. A slot its
+                    // row took goes back with its end (`letGo`).
+                    if ahead { state.slotFree.insert(id) }
+                    state.endCancelled(id)
+                    cancelled.append(item)
+                    continue
+                }
+                if ahead {
+                    state.slotFree.insert(id)
+                    state.ahead[row.host, default: FirstInLine()].append(item)
+                    state.aheadCount += 1
+                    state.aheadRows[id] = row
+                }
+                kept.append(item)
+            }
+        }
+        return (kept, cancelled)
+    }
+
+    /// Whether a drained worker looks at the run in this turn of its loop.
+    /// Not at every wake: each report of every worker sends a NOTIFY, and a
+    /// look at each of them (with 4 workers, 719 looks in a run of 10,000
+    /// files) only finds the run busy again. It looks when something it
+    /// waits on changed: its engine just drained, it just reported ends (the
+    /// last ones of the run may be its own), the run ended (a NOTIFY says so),
+    /// or a poll interval passed since its last look (a settle time running
+    /// out, another worker that died).
+    private func lookIsDue(reported: Bool) -> Bool {
+        // 0.9: the loop sleeps a poll interval at most, so the look a poll
+        // ago is a little less than one interval old when the poll wakes it.
+        state.withLock { state in
+            reported || state.lookWanted || QueueClock.now() - state.lastLook >= Self.pollInterval * 0.9
+        }
+    }
+
+    /// The local engine drained and nothing was claimed: is the run over?
+    /// True when this worker answered the engine with the run's exit code.
+    private func lookAtRun() throws(PostgresError) -> Bool {
+        state.withLock { state in
+            state.lookWanted = false
+            state.lastLook = QueueClock.now()
+        }
+        let look = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try queue.look(run: run, settle: settings.settle, on: connection)
+        }
+        if look.ended {
+            if settings.follow {
+                noteFollowedEnd(FollowedRunEnd(run: run, exitCode: look.exitCode ?? 0, job: nil))
+                return try followNextRun()
+            }
+            answerDrain(look.exitCode ?? 0)
+            return true
+        }
+        guard !look.busy, look.settled else { return false }
+        guard let summary = try loopLink.run(patience: settings.outage, { connection throws(PostgresError) in
+            try queue.takeDone(run: run, worker: worker, settle: settings.settle, on: connection)
+        }) else { return false }
+        // This worker runs the job's `done`, with the counts of every worker.
+        var code: Int?
+        state.withLock { $0.resumesPassedOn = 0 }
+        if let doneHook {
+            let answered = DispatchSemaphore(value: 0)
+            let box = CodeBox()
+            doneHook(summary) { reply in
+                box.set(reply)
+                answered.signal()
+            }
+            answered.wait()
+            code = box.get()
+        }
+        if doneHook != nil { try reportWhatDoneResumed() }
+        let after = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try queue.look(run: run, settle: 0, on: connection)
+        }
+        // A resume `done` passed on to another worker: its holder reports
+        // it a moment later; the run goes on until then (at worst `done`
+        // runs again first, if the next look still finds the run idle).
+        let passedOn = state.withLock { $0.resumesPassedOn } > 0
+        if after.busy || passedOn {
+            // `done` added or resumed downloads: the run goes on, and `done`
+            // comes again at its next idle.
+            try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                try queue.releaseDone(run: run, on: connection)
+            }
+            return false
+        }
+        var exitCode = code ?? (summary.failed > 0 ? 1 : 0)
+        if code == nil && exitCode == 0 {
+            let paused = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                try queue.hasPaused(on: connection)
+            }
+            if paused { exitCode = 1 }
+        }
+        try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try queue.endRun(run, exitCode: exitCode, on: connection)
+        }
+        removeDeadWorkersParts()
+        if settings.follow {
+            noteFollowedEnd(FollowedRunEnd(run: run, exitCode: exitCode, job: summary))
+            return try followNextRun()
+        }
+        ranDone.withLock { $0 = (run, summary) }
+        answerDrain(exitCode)
+        return true
+    }
+
+    /// Reports what the resumes of `done`'s handlers did, before the look
+    /// after `done`: a paused download resumed there goes back to the queue
+    /// as ready (or shows running again, if it never transferred) only once
+    /// the engine took the resume and the worker reported it. The look had
+    /// come first, found the run idle and ended it, and the row stayed ready
+    /// past its run (the next run fetched it). The engine takes commands in
+    /// order, so its answer to one sent now comes after theirs.
+    private func reportWhatDoneResumed() throws(PostgresError) {
+        guard let engine = engineBox.withLock({ $0 }) else { return }
+        let taken = DispatchSemaphore(value: 0)
+        engine.countsNow { _ in taken.signal() }
+        taken.wait()
+        // An end gives its own slot back (`letGo` took it off the slots to give).
+        let (ends, unparks) = state.withLock { state in
+            (state.ends.take(), state.unparking.take().map { (id: $0.key, token: $0.value) })
+        }
+        guard !(ends.isEmpty && unparks.isEmpty) else { return }
+        try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+            try connection.transaction { () throws(PostgresError) in
+                _ = try queue.unpark(unparks, on: connection)
+                try report(ends, on: connection)
+            }
+        }
+    }
+
+    /// A `--follow` worker whose run ended: it joins the job's next run once
+    /// one is open (another worker started one, or work was queued), and
+    /// goes on claiming meanwhile. False: the claim loop goes on.
+    private func followNextRun() throws(PostgresError) -> Bool {
+        let next = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) -> Int64? in
+            try connection.execute(
+                "SELECT id FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NULL", [.int(queue.job)]
+            ).rows.first?.int("id")
+        }
+        if next == nil, let missed = try missedRun() {
+            // A run opened and ended while this worker claimed nothing of it
+            // and did not look (a cron worker's run of a second or two, on a
+            // loaded machine): it was there for it all the same, and says
+            // that it ended, as for the runs it joined.
+            runBox.withLock { $0 = missed.run }
+            noteFollowedEnd(missed)
+        }
+        followsEndedRun.withLock { $0 = next == nil || next == run }
+        if let next, next != run {
+            runBox.withLock { $0 = next }
+            _ = try? loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
+                try connection.execute("UPDATE dlpipe.workers SET run_id = $1 WHERE id = $2", [.int(next), .int(worker)])
+            }
+        }
+        return false
+    }
+
+    /// The job's last run after this worker's, when it has ended.
+    private func missedRun() throws(PostgresError) -> FollowedRunEnd? {
+        let current = run
+        return try loopLink.run(patience: settings.outage) { connection throws(PostgresError) -> FollowedRunEnd? in
+            guard let row = try connection.execute(
+                """
+                SELECT id, exit_code FROM dlpipe.runs WHERE job_id = $1 AND id > $2 AND ended_at IS NOT NULL
+                ORDER BY id DESC LIMIT 1
+                """, [.int(queue.job), .int(current)]
+            ).rows.first else { return nil }
+            return FollowedRunEnd(run: try row.int("id"), exitCode: Int(try row.optionalInt("exit_code") ?? 0), job: nil)
+        }
+    }
+
+    /// Tells a `--follow` worker's caller that its run ended, once a run.
+    private func noteFollowedEnd(_ end: FollowedRunEnd) {
+        let fresh = endedRunTold.withLock { told -> Bool in
+            defer { told = max(told, end.run) }
+            return end.run > told
+        }
+        if fresh { onRunEnded?(end) }
+    }
+
+    private func answerDrain(_ code: Int?) {
+        drain.answer(code)
+    }
+}
+
+/// A `done` reply handed from the Lua thread to the claim loop.
+private final class CodeBox: @unchecked Sendable {
+    // @unchecked: written before the semaphore's signal, read after its wait.
+    private var code: Int?
+    func set(_ value: Int?) { code = value }
+    func get() -> Int? { code }
+}
+
+extension QueueWorker {
+    /// The job's `per_host` as these claims read it becomes the engine's
+    /// cap, before they start. A worker's engine had kept the value it
+    /// started with: after a later worker raised the job's, it claimed
+    /// slots at the new value and ran its transfers at the old one (one
+    /// at a time while the queue showed three of its slots taken, and the
+    /// other workers got none of them).
+    func followPerHost(of claims: [ClaimedDownload], engine: DownloadEngine) {
+        guard let limit = claims.lazy.compactMap(\.perHost).first else { return }
+        let changed = state.withLock { state -> Bool in
+            defer { state.enginePerHost = limit }
+            return state.enginePerHost != limit
+        }
+        if changed { engine.setPerHost(limit) }
+    }
+}
+
+/// A run that a `--follow` worker was in ended.
+package struct FollowedRunEnd: Sendable {
+    package let run: Int64
+    /// The run's exit code, the same for every worker.
+    package let exitCode: Int
+    /// The job-wide counts `done` got, when this worker ran it.
+    package let job: RunSummary?
+}
