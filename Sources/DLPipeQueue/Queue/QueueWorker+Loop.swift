@@ -64,162 +64,27 @@ extension QueueWorker {
     }
 
     func claimLoop() {
-        // Whether something came while the last cycle ran (see the gather below).
+        // Whether something came while the last cycle ran (see `gatherCycle`).
         var busy = false
         while true {
-            // The ends, the slots to give back and those taken over, together
-            // (`takeSlots`): a slot handed over is given back and taken in one
-            // report, so the host's count never falls below its transfers.
-            var (stopping, ends, (gives, taking), held, transferring) = state.withLock { state in
-                state.wake = false
-                return (state.stopping, state.ends.take(), state.takeSlots(now: QueueClock.now()), state.held.count, state.transferring)
-            }
-            // Before the ends: a handler that resumed a parked download ran
-            // in a download that is still running, whose end comes later.
-            let unparks = state.withLock { $0.unparking.take() }.map { (id: $0.key, token: $0.value) }
-            let drainWaiting = drain.isAsked
-            if stopping { return }
-            if !(ends.isEmpty && gives.isEmpty) && held > 0 && !busy {
-                // Ends come in bursts: a moment's wait lets one report (one
-                // commit) carry the ends of the transfers finishing together.
-                // Not after a busy cycle: ends gathered while it ran.
-                usleep(1000)
-                state.withLock { state in
-                    ends += state.ends.take()
-                    let (moreGives, moreTaking) = state.takeSlots(now: QueueClock.now())
-                    gives.merge(moreGives) { first, _ in first }
-                    taking.merge(moreTaking) { first, _ in first }
-                    held = state.held.count
-                    transferring = state.transferring
-                }
-            }
-            let (stranded, yielded, aheadCount, slotHosts, aheadHosts) = state.withLock { state in
-                // The hosts of the claims held ahead, the stranded ones too:
-                // no host waits for a slot that this worker's claims get.
-                let aheadHosts = Set(state.ahead.keys)
-                // While a host waits with nothing in flight, every claim held
-                // ahead goes back (none promoted): the claim below gives the
-                // slots to the hosts served least recently.
-                let stranded = state.strandedAhead()
-                let yielded = state.hostsStarve ? stranded + state.yieldAhead() : []
-                return (state.hostsStarve ? [] : stranded, yielded, state.aheadCount, state.slotHosts, aheadHosts)
-            }
-            // An end reported now gives its slot back itself.
-            for end in ends {
-                gives[end.id] = nil
-                taking[end.id] = nil
-            }
+            guard let cycle = gatherCycle(afterBusyCycle: busy) else { return }
             // When the next claimable download comes due, if sooner than the poll.
             var nextDue: Double?
             do {
-                let room = room(held: held, transferring: transferring)
-                let (promoted, claims, aheadClaims, starve) = try loopLink.run(patience: settings.outage) {
-                    connection throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload], Bool?) in
-                    loopSession.store(connection.serverPID, ordering: .relaxed)
-                    let reconnected = loopLink.reconnected
-                    loopLink.reconnected = false
-                    let writes = !(ends.isEmpty && gives.isEmpty && taking.isEmpty && stranded.isEmpty && yielded.isEmpty && unparks.isEmpty)
-                        || reconnected
-                    if !writes && aheadRoom(held: held, ahead: aheadCount) == 0 {
-                        // Nothing to record and nothing to claim ahead: at most
-                        // a claim, one statement without a transaction around it.
-                        return ([], room > 0 ? try queue.claim(worker: worker, limit: room, on: connection) : [], [], nil)
-                    }
-                    // The slots given back and taken, the report and the next
-                    // claims commit together: one flush of the database's log.
-                    return try connection.transaction { () throws(PostgresError) -> (Set<Int64>, [ClaimedDownload], [ClaimedDownload], Bool?) in
-                        _ = try queue.unpark(unparks, on: connection)
-                        try report(ends, freeing: gives.map { ($0.key, $0.value) }, taking: taking.map { ($0.key, $0.value) }, on: connection)
-                        // Claims held ahead that no transfer will hand a slot:
-                        // a slot from the queue where there is room (they come
-                        // first, as they were claimed first), else back to ready.
-                        let promoted = try queue.promoteAhead(
-                            stranded.prefix(room).map { (Int64($0.claim.number), $0.token) }, on: connection)
-                        try queue.releaseAhead(
-                            (stranded.filter { !promoted.contains(Int64($0.claim.number)) } + yielded).map { (Int64($0.claim.number), $0.token) },
-                            on: connection)
-                        if reconnected {
-                            // A claim whose answer the break swallowed is held by
-                            // nobody that knows it: back to ready. Known are the
-                            // claims still running here and those whose end was
-                            // just reported (or is still waiting to be).
-                            let known = state.withLock { $0.held.values + $0.ends.map(\.token) } + ends.map(\.token)
-                            try queue.releaseUnknownClaims(worker: worker, known: known, on: connection)
-                        }
-                        let left = room - promoted.count
-                        let claims = left > 0 ? try queue.claim(worker: worker, limit: left, on: connection) : []
-                        let ahead = aheadRoom(held: held + claims.count, ahead: aheadCount)
-                        // Held ahead or to claim ahead: not while a host waits.
-                        let starve = ahead > 0 || aheadCount > 0
-                            ? try queue.hostsStarve(holding: aheadHosts.subtracting(yielded.map(\.host)).sorted(), on: connection) : nil
-                        guard ahead > 0, starve != true else { return (promoted, claims, [], starve) }
-                        // From the hosts where a transfer of this worker will hand a slot over.
-                        let promotedHosts = stranded.filter { promoted.contains(Int64($0.claim.number)) }.map(\.host)
-                        let hosts = slotHosts.union(claims.map(\.host)).union(promotedHosts)
-                        return (promoted, claims, try queue.claimAhead(worker: worker, hosts: hosts.sorted(), limit: ahead, on: connection), starve)
-                    }
+                let room = room(held: cycle.held, transferring: cycle.transferring)
+                let answer = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) -> CycleAnswer in
+                    try runCycle(cycle, room: room, on: connection)
                 }
-                // The queue knows of the holds these ends carried: its claims
-                // of their hosts from now on may lift the engine's own.
-                if !ends.isEmpty { state.withLock { state in for end in ends { state.unreportedHolds[end.id] = nil } } }
-                let (promotedStarted, cancelledReleased) = startPromoted((stranded + yielded).map(\.claim), promoted)
-                if let starve {
-                    // A host waits: what this worker holds ahead goes back with the next cycle, now.
-                    let yieldNow = state.withLock { state -> Bool in
-                        state.hostsStarve = starve
-                        return starve && state.aheadCount > 0
-                    }
-                    if yieldNow { signal() }
-                }
-                cancelReleased(cancelledReleased)
-                holdAhead(aheadClaims)
-                let strandedNow = state.withLock { state -> Bool in
-                    held = state.held.count
-                    let live = state.slotHosts
-                    return state.ahead.keys.contains { !live.contains($0) }
-                }
-                // Claims held ahead whose host's transfers all ended while
-                // the claim ran: the next cycle gives them a slot, now rather
-                // than at the next poll.
-                if strandedNow { signal() }
-                if claims.count < room {
-                    // Room left and nothing more to claim now: a host delay or a
-                    // retry's time may free one before the next poll.
-                    nextDue = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
-                        try queue.nextDue(on: connection)
-                    }
-                }
-                if settings.follow && !claims.isEmpty && followsEndedRun.withLock({ $0 }) {
-                    // Work came for a run this worker has not joined yet.
-                    _ = try followNextRun()
-                }
-                let claimed = start(claims) + promotedStarted
-                if claimed > 0 {
-                    // The engine was told of them before its drained call is answered.
-                    answerDrain(nil)
-                } else if drainWaiting, try parkIfAllPaused(), lookIsDue(reported: !ends.isEmpty) {
-                    if try lookAtRun() { return }
-                }
+                let ended: Bool
+                (ended, nextDue) = try settle(cycle, answer, room: room)
+                if ended { return }
             } catch {
                 fatal(error.isConnectionLoss
                     ? outageMessage(away: error.triedFor ?? settings.outage, error)
                     : "the shared queue refused a statement: \(error.description)", givingBack: !error.isConnectionLoss)
                 return
             }
-            let woke = state.withLock { $0.wake }
-            busy = woke
-            // At least 20 ms: a download due now that this claim missed (its
-            // host's row was locked by another worker's claim) is tried again
-            // soon, without spinning.
-            let wait = nextDue.map { min(Self.pollInterval, max(0.02, $0)) } ?? Self.pollInterval
-            if woke {
-                // The next cycle runs now, and sees what woke it. The
-                // signal it left counted must not wake a later wait too:
-                // each one left was a cycle run for nothing.
-                while wakeSignal.wait(timeout: .now()) == .success {}
-            } else {
-                _ = wakeSignal.wait(timeout: .now() + wait)
-            }
+            busy = waitForNextCycle(nextDue: nextDue)
         }
     }
 
@@ -242,7 +107,7 @@ extension QueueWorker {
     }
 
     /// Starts claimed downloads in the engine; how many.
-    private func start(_ claims: [ClaimedDownload]) -> Int {
+    func start(_ claims: [ClaimedDownload]) -> Int {
         guard let engine = engineBox.withLock({ $0 }) else { return 0 }
         followPerHost(of: claims, engine: engine)
         let decoded = decode(claims, for: engine)
@@ -258,7 +123,7 @@ extension QueueWorker {
     /// Starts the stranded claims the queue gave a slot; the others went
     /// back to ready and are no longer this worker's. Also returns those of
     /// the others that a cancel reached on their way back (`cancelReleased`).
-    private func startPromoted(_ stranded: [ClaimedRequest], _ promoted: Set<Int64>) -> (started: Int, cancelledReleased: [Int64]) {
+    func startPromoted(_ stranded: [ClaimedRequest], _ promoted: Set<Int64>) -> (started: Int, cancelledReleased: [Int64]) {
         guard !stranded.isEmpty else { return (0, []) }
         let engine = engineBox.withLock { $0 }
         let (started, cancelled, cancelledReleased) = admission.withLock { onTheirWay in
@@ -293,7 +158,7 @@ extension QueueWorker {
     }
 
     /// Keeps claims made ahead until a transfer of their host hands them its slot.
-    private func holdAhead(_ claims: [ClaimedDownload]) {
+    func holdAhead(_ claims: [ClaimedDownload]) {
         guard let engine = engineBox.withLock({ $0 }) else { return }
         let decoded = decode(claims, for: engine)
         let cancelled = admission.withLock { onTheirWay in
