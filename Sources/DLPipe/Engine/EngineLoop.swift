@@ -109,7 +109,7 @@ final class EngineLoop: @unchecked Sendable {
     var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     var idleHandles: [CurlEasy] = []
     /// Whole files a shared queue's worker may not place yet (its lease is
-    /// not surely held: `ClaimedFiles`), tried again every half second; they
+    /// not surely held: `QueueParticipant.mayPlace`), tried again every half second; they
     /// keep their part files meanwhile.
     var fencedPlacements: [Placement] = []
     var fenceCheckDue = 0.0
