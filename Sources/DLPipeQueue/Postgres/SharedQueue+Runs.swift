@@ -130,82 +130,7 @@ extension SharedQueue {
 
     private func enqueueOnce(_ requests: [QueuedRequest], run: Int64, on connection: PostgresConnection) throws(PostgresError) -> [Int64] {
         let rows = try connection.execute(
-            """
-            WITH input AS (
-              SELECT * FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
-                WITH ORDINALITY AS t(key, url, host, priority, request, secret, position)
-            ),
-            -- The job's max_downloads is the run's: the room left, read under
-            -- the run's row lock, so that adds of several workers at once
-            -- never queue more than it. No limit, no lock and no count.
-            room AS (
-              SELECT j.max_downloads - r.queued AS left FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id
-              WHERE r.id = $8 AND j.max_downloads IS NOT NULL
-              FOR NO KEY UPDATE OF r
-            ),
-            -- What this add would queue, first added first; past the room, refused.
-            fresh AS (
-              SELECT f.key, row_number() OVER (ORDER BY f.position) AS turn FROM (
-                SELECT DISTINCT ON (i.key) i.key, i.position FROM input i
-                -- LATERAL with a LIMIT: one index lookup per key, never a scan
-                -- of the job's rows (see PostgresDownloadState.prime).
-                LEFT JOIN LATERAL (
-                  SELECT d.id, d.run_id, d.status FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = i.key LIMIT 1
-                ) d ON true
-                WHERE d.id IS NULL OR (d.run_id IS DISTINCT FROM $8 AND d.status NOT IN ('ready', 'running', 'paused'))
-                ORDER BY i.key, i.position
-              ) f
-            ),
-            refused AS (
-              SELECT key FROM fresh WHERE turn > (SELECT greatest(0, "left") FROM room)
-            ),
-            new_hosts AS (
-              INSERT INTO dlpipe.hosts (job_id, host)
-              SELECT DISTINCT $1::bigint, host FROM input WHERE key NOT IN (SELECT key FROM refused) ORDER BY 2
-              ON CONFLICT DO NOTHING
-            ),
-            -- Rows are inserted in key order (adds of several workers at once
-            -- lock them in one order, and never deadlock), so ids follow the
-            -- keys, not the adds. The claim orders by run_at before id: run_at
-            -- a microsecond apart in add order (the last one now, the others
-            -- just before) keeps equal priorities in the order added.
-            queued AS (
-              INSERT INTO dlpipe.downloads AS d (job_id, key, url, host, priority, request, secret, run_id, run_at)
-              SELECT DISTINCT ON (key) $1, key, url, host, priority, request::jsonb, secret::jsonb, $8,
-                now() - make_interval(secs => ((SELECT count(*) FROM input) - position) / 1e6)
-              FROM input WHERE key NOT IN (SELECT key FROM refused) ORDER BY key, position
-              ON CONFLICT (job_id, key) DO UPDATE SET
-                status = 'ready', run_id = excluded.run_id, run_at = excluded.run_at, attempts = 0, last_error = NULL,
-                ended_at = NULL, url = excluded.url, host = excluded.host, priority = excluded.priority,
-                request = excluded.request, secret = excluded.secret
-              -- A row held (running, or paused in a --follow worker that
-              -- keeps it across runs) is left to its holder: made ready
-              -- under its claim token, it broke the table's check.
-              WHERE d.run_id IS DISTINCT FROM excluded.run_id AND d.status NOT IN ('ready', 'running', 'paused')
-              RETURNING d.id, d.key
-            ),
-            -- The run is busy again (written only when it was idle), and its
-            -- count of queued downloads grows while the job has a limit.
-            busy AS (
-              UPDATE dlpipe.runs SET idle_since = NULL,
-                queued = queued + CASE WHEN EXISTS (SELECT 1 FROM room) THEN (SELECT count(*) FROM queued) ELSE 0 END
-              WHERE id = $8 AND EXISTS (SELECT 1 FROM queued) AND (idle_since IS NOT NULL OR EXISTS (SELECT 1 FROM room))
-            ),
-            notified AS (
-              SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM queued LIMIT 1) anything
-            ),
-            ids AS (
-              SELECT id, key FROM queued
-              UNION ALL
-              SELECT DISTINCT d.id, d.key FROM input i CROSS JOIN LATERAL (
-                SELECT d.id, d.key FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = i.key LIMIT 1
-              ) d
-              WHERE i.key NOT IN (SELECT key FROM queued) AND i.key NOT IN (SELECT key FROM refused)
-            )
-            SELECT ids.id, i.position, i.key IN (SELECT key FROM refused) AS refused,
-              (SELECT count(*) FROM notified) AS notified
-            FROM input i LEFT JOIN ids ON ids.key = i.key ORDER BY i.position
-            """,
+            Self.enqueueStatement,
             [.int(job), .bytesArray(requests.map(\.key)), .textArray(requests.map(\.url)),
              .textArray(requests.map(\.host)), .intArray(requests.map { Int64($0.priority) }),
              .textArray(requests.map(\.request)), .textArray(requests.map(\.secret)), .int(run)]
@@ -224,6 +149,85 @@ extension SharedQueue {
         }
         return ids
     }
+
+    /// `enqueueOnce`'s statement: the rows, the run's count against
+    /// `max_downloads`, and a NOTIFY for the new work, in one round trip.
+    private static let enqueueStatement = """
+        WITH input AS (
+          SELECT * FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+            WITH ORDINALITY AS t(key, url, host, priority, request, secret, position)
+        ),
+        -- The job's max_downloads is the run's: the room left, read under
+        -- the run's row lock, so that adds of several workers at once
+        -- never queue more than it. No limit, no lock and no count.
+        room AS (
+          SELECT j.max_downloads - r.queued AS left FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id
+          WHERE r.id = $8 AND j.max_downloads IS NOT NULL
+          FOR NO KEY UPDATE OF r
+        ),
+        -- What this add would queue, first added first; past the room, refused.
+        fresh AS (
+          SELECT f.key, row_number() OVER (ORDER BY f.position) AS turn FROM (
+            SELECT DISTINCT ON (i.key) i.key, i.position FROM input i
+            -- LATERAL with a LIMIT: one index lookup per key, never a scan
+            -- of the job's rows (see PostgresDownloadState.prime).
+            LEFT JOIN LATERAL (
+              SELECT d.id, d.run_id, d.status FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = i.key LIMIT 1
+            ) d ON true
+            WHERE d.id IS NULL OR (d.run_id IS DISTINCT FROM $8 AND d.status NOT IN ('ready', 'running', 'paused'))
+            ORDER BY i.key, i.position
+          ) f
+        ),
+        refused AS (
+          SELECT key FROM fresh WHERE turn > (SELECT greatest(0, "left") FROM room)
+        ),
+        new_hosts AS (
+          INSERT INTO dlpipe.hosts (job_id, host)
+          SELECT DISTINCT $1::bigint, host FROM input WHERE key NOT IN (SELECT key FROM refused) ORDER BY 2
+          ON CONFLICT DO NOTHING
+        ),
+        -- Rows are inserted in key order (adds of several workers at once
+        -- lock them in one order, and never deadlock), so ids follow the
+        -- keys, not the adds. The claim orders by run_at before id: run_at
+        -- a microsecond apart in add order (the last one now, the others
+        -- just before) keeps equal priorities in the order added.
+        queued AS (
+          INSERT INTO dlpipe.downloads AS d (job_id, key, url, host, priority, request, secret, run_id, run_at)
+          SELECT DISTINCT ON (key) $1, key, url, host, priority, request::jsonb, secret::jsonb, $8,
+            now() - make_interval(secs => ((SELECT count(*) FROM input) - position) / 1e6)
+          FROM input WHERE key NOT IN (SELECT key FROM refused) ORDER BY key, position
+          ON CONFLICT (job_id, key) DO UPDATE SET
+            status = 'ready', run_id = excluded.run_id, run_at = excluded.run_at, attempts = 0, last_error = NULL,
+            ended_at = NULL, url = excluded.url, host = excluded.host, priority = excluded.priority,
+            request = excluded.request, secret = excluded.secret
+          -- A row held (running, or paused in a --follow worker that
+          -- keeps it across runs) is left to its holder: made ready
+          -- under its claim token, it broke the table's check.
+          WHERE d.run_id IS DISTINCT FROM excluded.run_id AND d.status NOT IN ('ready', 'running', 'paused')
+          RETURNING d.id, d.key
+        ),
+        -- The run is busy again (written only when it was idle), and its
+        -- count of queued downloads grows while the job has a limit.
+        busy AS (
+          UPDATE dlpipe.runs SET idle_since = NULL,
+            queued = queued + CASE WHEN EXISTS (SELECT 1 FROM room) THEN (SELECT count(*) FROM queued) ELSE 0 END
+          WHERE id = $8 AND EXISTS (SELECT 1 FROM queued) AND (idle_since IS NOT NULL OR EXISTS (SELECT 1 FROM room))
+        ),
+        notified AS (
+          SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM (SELECT 1 FROM queued LIMIT 1) anything
+        ),
+        ids AS (
+          SELECT id, key FROM queued
+          UNION ALL
+          SELECT DISTINCT d.id, d.key FROM input i CROSS JOIN LATERAL (
+            SELECT d.id, d.key FROM dlpipe.downloads d WHERE d.job_id = $1 AND d.key = i.key LIMIT 1
+          ) d
+          WHERE i.key NOT IN (SELECT key FROM queued) AND i.key NOT IN (SELECT key FROM refused)
+        )
+        SELECT ids.id, i.position, i.key IN (SELECT key FROM refused) AS refused,
+          (SELECT count(*) FROM notified) AS notified
+        FROM input i LEFT JOIN ids ON ids.key = i.key ORDER BY i.position
+        """
 
     /// Whether the job has work (ready, scheduled or running anywhere), how
     /// the run stands, and whether it has been idle for `settle` seconds
