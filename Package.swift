@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "DLPipe", targets: ["DLPipe"]),
         .library(name: "DLPipeLua", targets: ["DLPipeLua"]),
+        .library(name: "DLPipeQueue", targets: ["DLPipeQueue"]),
         .executable(name: "dlpipe", targets: ["DLPipeCLI"]),
         .executable(name: "dlpipe-example", targets: ["DLPipeExample"]),
     ],
@@ -32,24 +33,28 @@ let package = Package(
             name: "CIDN", pkgConfig: "libidn2",
             providers: [.apt(["libidn2-dev"])]),
         // The engine: queue, state machine, transport, naming. C stays internal.
-        .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite", "CPostgres", "CIDN"]),
+        .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite", "CIDN"]),
+        // The shared queue in PostgreSQL and its worker: a participant of the
+        // engine's (`QueueParticipant`). Only what links it links libpq.
+        .target(name: "DLPipeQueue", dependencies: ["DLPipe", "CPostgres"]),
         // Lua 5.4: the runtime (sandbox, budgets, values) and the bridge that
         // answers the engine's hooks with a job's handlers.
         .target(
-            name: "DLPipeLua", dependencies: ["DLPipe", "CLua"],
+            // DLPipeQueue: `dl.config{queue=...}` is checked as libpq reads it.
+            name: "DLPipeLua", dependencies: ["DLPipe", "DLPipeQueue", "CLua"],
             resources: [
                 .embedInCode("Bridge/prelude.lua"), .embedInCode("Bridge/api.lua"), .embedInCode("Bridge/kit.lua"),
                 .embedInCode("Bridge/luadefs.lua"),
             ]),
         // The command-line tool.
-        .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "CPosix"]),
+        .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "DLPipeQueue", "CPosix"]),
         // A small program that uses the library the way an app would.
         .executableTarget(name: "DLPipeExample", dependencies: ["DLPipe"]),
         // What the test targets share (a seedable generator, waits that cannot
         // hang, Lua calls).
         .target(name: "TestSupport", dependencies: ["DLPipeLua"], path: "Tests/TestSupport"),
-        .testTarget(name: "DLPipeTests", dependencies: ["DLPipe", "TestSupport"]),
+        .testTarget(name: "DLPipeTests", dependencies: ["DLPipe", "DLPipeQueue", "TestSupport"]),
         .testTarget(name: "DLPipeLuaTests", dependencies: ["DLPipeLua", "TestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["DLPipe", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DLPipe", "DLPipeQueue", "TestSupport"]),
     ]
 )

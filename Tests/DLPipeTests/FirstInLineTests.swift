@@ -1,6 +1,7 @@
 import Testing
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// The line of claims held ahead for a host: first in, first out, whatever
 /// the order of appends and departures.

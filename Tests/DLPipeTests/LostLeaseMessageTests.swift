@@ -1,6 +1,7 @@
 import Testing
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// A worker that lost its lease says why (a trial's line named the lease and
 /// nothing else) and what it did with its files.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// How a worker names another job it found writing into its directory:
 /// by the name this database gives its id, unless the job's folder records

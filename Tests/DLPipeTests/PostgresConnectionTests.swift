@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// The typed libpq wrapper against a real server (the test process's
 /// throwaway cluster, a fresh database per test).

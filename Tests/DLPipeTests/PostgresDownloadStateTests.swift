@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// The per-URL state and `dl.store` of a shared job, in PostgreSQL, against
 /// the tests' real server: what `StateStoreTests` asks of the SQLite state,

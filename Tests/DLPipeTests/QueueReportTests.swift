@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// What `dlpipe status --queue` reads, against a real server: a job filled
 /// through `SharedQueue` (adds, claims by two workers, failures, a worker

@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// The shared queue's schema: created from nothing, migrated step by step,
 /// refused when a newer dlpipe migrated it.

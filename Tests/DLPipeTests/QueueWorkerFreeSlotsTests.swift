@@ -1,6 +1,7 @@
 import Testing
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// A claim held ahead that comes while a slot of its host is on its way back
 /// to the queue (its transfer ended with nobody held ahead, and the report

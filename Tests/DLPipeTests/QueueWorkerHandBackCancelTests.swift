@@ -1,6 +1,7 @@
 import Testing
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// A cancel of a download whose retry this worker handed back to the queue
 /// and has not reported yet: its row is still this worker's (running under

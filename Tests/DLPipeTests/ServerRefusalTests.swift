@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// A connection the server refused says why, by its SQLSTATE (a trial read
 /// "cannot reach the queue" for a database that did not exist).

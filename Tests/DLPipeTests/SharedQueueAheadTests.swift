@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// Claims held ahead (docs/design/queue-schema.md, "Claims ahead"): running rows
 /// without a slot, taken only where a host has plenty ready; a slot handed

@@ -4,6 +4,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// A host slot counts transfers (schema version 5): a claim gives its slot
 /// back when its transfer ends and stays running until its report; the

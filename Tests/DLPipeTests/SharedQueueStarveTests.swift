@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// `SharedQueue.hostsStarve`: a host with downloads due and nothing in
 /// flight waits for the queue's claim, unless a host delay or Retry-After

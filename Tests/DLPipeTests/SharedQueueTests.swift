@@ -4,6 +4,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// The shared queue's statements against a real server, several connections
 /// at once where it matters: adds are idempotent and notify once a batch,

@@ -4,6 +4,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// What several workers of one job share in the run, against a real server:
 /// no row that every report or look writes (the run's counts are kept per

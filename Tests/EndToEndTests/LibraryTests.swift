@@ -114,4 +114,17 @@ import Testing
         #expect(sameBytes(out + "/three.bin", three))
         #expect(!listing(out).contains("two.bin"))
     }
+
+    /// A program that uses only DLPipe links no libpq: the shared queue is
+    /// DLPipeQueue's, and only what imports it pulls PostgreSQL's client in.
+    @Test func theExampleProgramLinksNoPostgresClient() throws {
+        let example = (Paths.binary as NSString).deletingLastPathComponent + "/dlpipe-example"
+        let (status, stdout, stderr) = try Subprocess("/usr/bin/ldd", [example]).finish()
+        #expect(status == 0, "\(stderr)")
+        #expect(stdout.contains("libcurl"), "ldd lists the libraries: \(stdout)")
+        #expect(!stdout.contains("libpq"), "\(stdout)")
+        // The command line, which runs queue workers, does link it.
+        let (_, cli, _) = try Subprocess("/usr/bin/ldd", [Paths.binary]).finish()
+        #expect(cli.contains("libpq"))
+    }
 }

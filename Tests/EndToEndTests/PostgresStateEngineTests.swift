@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// The engine on the shared job's state in PostgreSQL (what `run --queue`
 /// gives each worker): a file downloaded by one engine is asked for

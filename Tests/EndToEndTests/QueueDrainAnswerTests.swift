@@ -1,4 +1,5 @@
 import DLPipe
+@testable import DLPipeQueue
 import Foundation
 import Synchronization
 import Testing
@@ -14,9 +15,9 @@ import TestSupport
         let server = try FaultServer()
         try server.put("claimed.bin", randomBytes: 3000)
         let out = try TempDir.make("queuedrain")
-        let claims = ClaimedFiles(folder: ".dlpipe/queue/1", worker: 1, mayPlace: { true })
+        let claims = TestQueue(folder: ".dlpipe/queue/1", worker: 1)
         try FileManager.default.createDirectory(
-            atPath: out + "/" + claims.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            atPath: out + "/" + claims.files.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let answers = DrainAnswers()
         let calls = Atomic<Int>(0)
         let asked = DispatchSemaphore(value: 0)
@@ -29,7 +30,7 @@ import TestSupport
         var configuration = EngineConfiguration()
         configuration.directory = out
         configuration.hookDeadline = nil  // as the command line runs a worker
-        configuration.claims = claims
+        configuration.queue = claims
         let engine = try DownloadEngine(
             configuration: configuration, root: DownloadEngine.outputRoot(out), hooks: hooks, state: nil)
         let drained = Task { await engine.waitUntilDrained() }

@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// A worker frozen past its lease and woken requests nothing (issue #36):
 /// the other workers took its claims back, held ahead ones too, and fetch

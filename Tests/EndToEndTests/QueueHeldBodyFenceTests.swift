@@ -25,8 +25,11 @@ import TestSupport
         configuration.directory = out
         configuration.statePath = out + "/.dlpipe/state.db"
         configuration.retries = 0
-        configuration.claims = ClaimedFiles(folder: folder, worker: 7, mayPlace: { lease.sure.withLock { $0 } })
-        return try DownloadEngine(configuration: configuration)
+        let queue = TestQueue(folder: folder, worker: 7, mayPlace: { lease.sure.withLock { $0 } })
+        configuration.queue = queue
+        let engine = try DownloadEngine(configuration: configuration)
+        queue.serve(engine)
+        return engine
     }
 
     @Test func aHeldBodyIsNamedOnlyOnceTheLeaseIsSure() async throws {

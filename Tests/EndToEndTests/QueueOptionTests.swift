@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// `run --queue URL --name NAME`: bad values are usage errors and a database
 /// that does not answer is exit 4, never with a request made; one that

@@ -1,4 +1,5 @@
 @testable import DLPipe
+@testable import DLPipeQueue
 import Foundation
 import Testing
 import TestSupport
@@ -184,6 +185,13 @@ import TestSupport
     /// the run waits for the holder's next heartbeat, which a dead worker
     /// never sends: its lease runs out, the download goes back to ready,
     /// and the other worker fetches it in the same run.
+    ///
+    /// The test holds the lease's clock: the holder's lease is long, so the
+    /// other worker joins the run while it holds however slowly it starts,
+    /// and the test then ends the lease in the database, as its running out
+    /// would. (With a 10 s lease the other worker had to start within it:
+    /// under load or ThreadSanitizer it did not, started a fresh run and
+    /// exited 1.)
     @Test func aDownloadPausedInAKilledWorkerIsFetchedOnceItsLeaseRunsOut() async throws {
         let slow = try fixture.slowFile("orphan.bin", size: 300_000, seed: 8, hostIndex: 0)
         let jobFile = try job.write("job.lua", """
@@ -193,10 +201,7 @@ import TestSupport
             end)
             """)
         // Its settle time is long: it must not end the run itself first.
-        // Its lease is long enough for the other to start within it on a
-        // loaded machine (else that one starts a fresh run, which shows
-        // nothing of this).
-        let holder = try worker(jobFile, name: "orphan", ["--lease", "10", "--settle", "30", "--var", "pause=1"])
+        let holder = try worker(jobFile, name: "orphan", ["--lease", "600", "--settle", "30", "--var", "pause=1"])
         let pausedIt = await offThePool { () -> Bool in
             while let line = holder.readStderrLine() {
                 if line.contains("paused it") { return true }
@@ -209,9 +214,32 @@ import TestSupport
         _ = try pollUntil(seconds: 60) { () throws -> Bool? in try statuses("orphan")["paused"] == 1 ? true : nil }
         holder.signal(SIGKILL)
         _ = await offThePool { holder.finish() }
-        let other = await offThePool { [self] in try? worker(jobFile, name: "orphan", ["--lease", "10"]).finish() }
-        #expect(other?.status == 0, "\(other?.stderr ?? "")")
+        let second = try worker(jobFile, name: "orphan", ["--lease", "10"])
+        // Both in the run: the dead holder (its lease holds) and the other.
+        _ = try pollUntil(seconds: 180) { () throws -> Bool? in try workersInRun("orphan") == 2 ? true : nil }
+        try endLease(ofWorkerWithPID: holder.pid)
+        let other = await offThePool { second.finish() }
+        #expect(other.status == 0, "\(other.stderr)")
         #expect(sameBytes(out + "/orphan.bin", slow.bytes))
         #expect(try statuses("orphan") == ["finished": 1])
+    }
+
+    /// Workers of job `name` not stopped that joined its open run.
+    private func workersInRun(_ name: String) throws -> Int64 {
+        try PostgresConnection(PostgresAddress(queue)).execute(
+            """
+            SELECT count(*) AS n FROM dlpipe.workers w JOIN dlpipe.jobs j ON j.id = w.job_id
+            JOIN dlpipe.runs r ON r.id = w.run_id
+            WHERE j.name = $1 AND w.stopped_at IS NULL AND r.ended_at IS NULL
+            """, [.text(name)]
+        ).rows[0].int("n")
+    }
+
+    /// Ends the lease of the worker whose process was `pid`, as its running
+    /// out without a heartbeat would.
+    private func endLease(ofWorkerWithPID pid: pid_t) throws {
+        try PostgresConnection(PostgresAddress(queue)).execute(
+            "UPDATE dlpipe.workers SET lease_until = now() - interval '1 second' WHERE pid = $1 AND stopped_at IS NULL",
+            [.int(Int64(pid))])
     }
 }

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 /// A shared queue's download gives its host slot back when its transfer
-/// ends (`ClaimedFiles.transferEnded`); one paused in its transfer and
+/// ends (`QueueParticipant.transferEnded`); one paused in its transfer and
 /// resumed would transfer again without a slot, so the engine hands it back
 /// to the queue instead. A real engine and a loopback server; the test
 /// plays the worker's part, so no database is needed.
@@ -17,18 +17,18 @@ import TestSupport
         let ended = Mutex<[Int]>([])
         let handedBack = Mutex<[(number: Int, delay: Double, error: DownloadError?)]>([])
         let back = DispatchSemaphore(value: 0)
-        let claims = ClaimedFiles(
-            folder: ".dlpipe/queue/1", worker: 1, mayPlace: { true },
-            handBack: { number, delay, error, _, _ in
+        let claims = TestQueue(
+            folder: ".dlpipe/queue/1", worker: 1,
+            handBack: { number, delay, error in
                 handedBack.withLock { $0.append((number, delay, error)) }
                 back.signal()
             },
             transferEnded: { number in ended.withLock { $0.append(number) } })
         try FileManager.default.createDirectory(
-            atPath: out + "/" + claims.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            atPath: out + "/" + claims.files.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         var configuration = EngineConfiguration()
         configuration.directory = out
-        configuration.claims = claims
+        configuration.queue = claims
         let engine = try DownloadEngine(
             configuration: configuration, root: DownloadEngine.outputRoot(out), hooks: nil, state: nil)
         let receiving = DispatchSemaphore(value: 0)

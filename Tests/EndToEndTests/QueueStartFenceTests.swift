@@ -6,7 +6,7 @@ import TestSupport
 @testable import DLPipe
 
 /// A shared queue's worker starts no request while its lease is not sure
-/// (issue #36): the engine asks `ClaimedFiles.mayStart` before each request,
+/// (issue #36): the engine asks `QueueParticipant.mayStart` before each request,
 /// and a request refused waits in its slot and asks again.
 @Suite struct QueueStartFenceTests {
     /// The test's lease: whether it is sure, and how often the engine asked.
@@ -22,13 +22,16 @@ import TestSupport
         configuration.directory = out
         configuration.statePath = out + "/.dlpipe/state.db"
         configuration.retries = 0
-        configuration.claims = ClaimedFiles(
+        let queue = TestQueue(
             folder: folder, worker: 7, mayPlace: { lease.sure.withLock { $0 } },
             mayStart: {
                 lease.asked.add(1, ordering: .relaxed)
                 return lease.sure.withLock { $0 }
             })
-        return try DownloadEngine(configuration: configuration)
+        configuration.queue = queue
+        let engine = try DownloadEngine(configuration: configuration)
+        queue.serve(engine)
+        return engine
     }
 
     @Test func noRequestStartsUntilTheLeaseIsSure() async throws {

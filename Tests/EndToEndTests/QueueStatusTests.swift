@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 
 @testable import DLPipe
+@testable import DLPipeQueue
 
 /// `dlpipe status --queue URL [--name NAME] [--json]`, the built binary
 /// against the throwaway cluster: a job filled through `SharedQueue` is shown

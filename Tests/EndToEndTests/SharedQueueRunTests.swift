@@ -1,4 +1,5 @@
 @testable import DLPipe
+@testable import DLPipeQueue
 import Foundation
 import Testing
 import TestSupport

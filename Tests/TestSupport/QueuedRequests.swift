@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 
 /// `count` requests for the shared queue's tests, numbered from 0: request
 /// N is `http://HOST/PREFIXN`, HOST taken from `hosts` in turn. Each key is

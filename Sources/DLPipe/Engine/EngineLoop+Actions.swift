@@ -40,35 +40,35 @@ extension EngineLoop {
             case .askFailedHook:
                 askFailedHook(job)
             case .scheduleRetry(let delay):
-                if let handBack = configuration.claims?.handBack, let error = job.state.retryingAfter {
+                if isShared, let error = job.state.retryingAfter {
                     // A shared queue's download: the queue holds the retry.
                     handOver(job)
-                    handBack(job.id.rawValue, delay, error, job.request, job.state.attempt)
+                    queue.handBack(job.id.rawValue, after: delay, error, request: job.request, attempts: job.state.attempt)
                     break
                 }
                 job.retryGeneration += 1
                 timers.push((EngineLoop.now() + delay, job.id, job.retryGeneration))
             case .enqueue:
-                if job.slotGivenBack, let handBack = configuration.claims?.handBack {
+                if job.slotGivenBack {
                     // A shared queue's download resumed after its transfer
                     // ended: its host slot went back, so another transfer
                     // would run outside the job-wide per_host. The queue
                     // takes it again (ready now), and a claim brings a slot.
                     handOver(job)
-                    handBack(job.id.rawValue, 0, nil, job.request, job.state.attempt)
+                    queue.handBack(job.id.rawValue, after: 0, nil, request: job.request, attempts: job.state.attempt)
                     break
                 }
-                if pausedJobs.remove(job.id) != nil { configuration.claims?.pauseChanged?(job.id.rawValue, false) }
+                if pausedJobs.remove(job.id) != nil { queue.pauseChanged(job.id.rawValue, paused: false) }
                 scheduler.enqueue(job.id, host: job.host, priority: job.request.priority)
             case .dequeue:
                 scheduler.withdraw(job.id)
             case .releaseSlot:
                 scheduler.finished(job.id)
-                if let transferEnded = configuration.claims?.transferEnded, !job.slotGivenBack {
+                if isShared, !job.slotGivenBack {
                     // A shared queue's host slot counts transfers: it goes
                     // back now, while the file waits for its batch.
                     job.slotGivenBack = true
-                    transferEnded(job.id.rawValue)
+                    queue.transferEnded(job.id.rawValue)
                 }
             case .emitRetrying(let error, let delay):
                 emit(.retrying(job.info(root: root), error, delay: delay))
@@ -84,7 +84,7 @@ extension EngineLoop {
                 finish(job, .cancelled)
             case .emitPaused:
                 pausedJobs.insert(job.id)
-                configuration.claims?.pauseChanged?(job.id.rawValue, true)
+                queue.pauseChanged(job.id.rawValue, paused: true)
                 emit(.paused(job.info(root: root)))
             }
         }

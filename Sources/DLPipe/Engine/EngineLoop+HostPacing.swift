@@ -27,11 +27,11 @@ extension EngineLoop {
     }
 
     /// A 429 or 503 with Retry-After: the whole host waits, not only this URL.
-    /// A shared queue's worker is told at once (`ClaimedFiles.hostHeld`).
+    /// A shared queue's worker is told at once (`QueueParticipant.hostHeld`).
     func holdBackHost(of job: Job, for seconds: Double) {
         guard let host = URLParts(job.currentURL)?.hostPort else { return }
         hostPacing.holdBack(host, for: seconds, now: EngineLoop.now())
-        if seconds > 0 { configuration.claims?.hostHeld?(job.id.rawValue, host, seconds) }
+        if seconds > 0 { queue.hostHeld(job.id.rawValue, host: host, seconds: seconds) }
     }
 
     /// Claims of a shared queue came for these URLs' hosts: the queue holds

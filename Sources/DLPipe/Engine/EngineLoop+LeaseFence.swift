@@ -12,9 +12,19 @@ extension EngineLoop {
     /// or a failure meanwhile (a new `requestGeneration`) drops the wait,
     /// and its host turn, already taken, is not taken twice.
     func waitsForLease(_ job: Job) -> Bool {
-        guard let mayStart = configuration.claims?.mayStart, !mayStart() else { return false }
+        guard !queue.mayStart() else { return false }
         job.paced = true
         hostTurns.push((EngineLoop.now() + Self.leaseCheckInterval, job.id, job.requestGeneration))
         return true
     }
+}
+
+extension EngineLoop {
+    /// The shared queue this engine runs for, or `NoQueue` on its own: where
+    /// its downloads' turns are told, and whether a file may be placed.
+    var queue: any QueueParticipant { configuration.queue ?? NoQueue() }
+
+    /// Whether this engine is a shared queue's worker: the queue then holds
+    /// its retries and host slots, and every key is asked of the state.
+    var isShared: Bool { configuration.queue != nil }
 }

@@ -118,10 +118,10 @@ extension EngineLoop {
         }
         let held = batch.compactMap(\.held)
         let refusingLinks = configuration.heldBodies == .linksRefused
-        let mayPlace = configuration.claims?.mayPlace
+        let queue = queue
         guard let store, !held.isEmpty else {
             syncQueue.async {
-                HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
+                HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: { queue.mayPlace() })
                 inbox.post(.synced(batch: number))
             }
             return
@@ -135,7 +135,7 @@ extension EngineLoop {
             store.commit { failure in
                 if let failure { HeldFile.refuse(held, because: failure.message) }
                 syncQueue.async {
-                    HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace)
+                    HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: { queue.mayPlace() })
                     inbox.post(.synced(batch: number))
                 }
             }
@@ -149,7 +149,7 @@ extension EngineLoop {
         let committed = CommitOutcome()
         store.commit { failure in committed.set(failure) }
         syncQueue.async {
-            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: mayPlace) {
+            HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: { queue.mayPlace() }) {
                 if let failure = committed.wait() { HeldFile.refuse(held, because: failure.message) }
             }
             inbox.post(.synced(batch: number))
@@ -175,7 +175,7 @@ extension EngineLoop {
         }
         HeldFile.place(
             held, in: output, syncAnyway: true,
-            refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: configuration.claims?.mayPlace)
+            refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: { [queue] in queue.mayPlace() })
         let batch = syncingBatches.keys.sorted().flatMap { syncingBatches[$0] ?? [] } + waiting
         syncingBatches = [:]  // the background syncs' `.synced` find nothing left
         awaitingDurability = []
@@ -210,7 +210,7 @@ extension EngineLoop {
     /// Renames a whole, checked part file to its final name and raises `finished`.
     private func placeFile(_ job: Job, size: Int64, digest: String?) {
         guard let target = job.target else { return }
-        if let claims = configuration.claims, !claims.mayPlace() {
+        if !queue.mayPlace() {
             // The lease may have run out: another worker may hold this
             // download now. Nothing is placed; the whole part file waits for
             // the next acknowledged heartbeat (or for the worker to give up:
@@ -240,7 +240,7 @@ extension EngineLoop {
             guard code == EEXIST, !job.ownsTarget else {
                 return attemptFailed(job, FileErrors.io("cannot rename into place", targets.finalPath(final), errno: code))
             }
-            if let claims = configuration.claims, !claims.mayPlace() {
+            if !queue.mayPlace() {
                 // A shared queue's worker whose lease is no longer sure met the
                 // name taken: most likely the worker that took the download
                 // over placed it. Its own copy goes; nothing is numbered.

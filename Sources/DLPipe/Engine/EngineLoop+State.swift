@@ -17,7 +17,7 @@ extension EngineLoop {
             // recorded the key meanwhile (a download taken over from a worker
             // that died after placing its file), and a retry comes back.
             lookup = try store.record(
-                key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun || configuration.claims != nil)
+                key: job.key, repeatsKeys: !configuration.deduplicatesWholeRun || isShared)
         } catch {
             // Without its record the download cannot know which file is its
             // own: it fails rather than guess (and maybe replace one).

@@ -105,7 +105,7 @@ final class EngineLoop {
     var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     var idleHandles: [CurlEasy] = []
     /// Whole files a shared queue's worker may not place yet (its lease is
-    /// not surely held: `ClaimedFiles`), tried again every half second; they
+    /// not surely held: `QueueParticipant.mayPlace`), tried again every half second; they
     /// keep their part files meanwhile.
     var fencedPlacements: [Placement] = []
     var fenceCheckDue = 0.0
@@ -199,7 +199,7 @@ final class EngineLoop {
         self.cookies = cookies
         self.hostPacing = HostPacing(delay: configuration.hostDelay)
         self.output = OutputDirectory(root: root)
-        self.targets = TargetRegistry(output: output, claims: configuration.claims)
+        self.targets = TargetRegistry(output: output, claims: configuration.queue?.files)
         // A shared queue's worker holds bodies too: its lease is checked right
         // before each link (`HeldFile.place`), as before each rename (`placeFile`).
         self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
@@ -332,7 +332,7 @@ final class EngineLoop {
             // A shared queue's worker answers without a code when it handed
             // this engine more claimed downloads: it is asked again at the
             // next drain, and ends the run with the run's code.
-            if configuration.claims != nil && code == nil { askedDrainHook = false }
+            if isShared && code == nil { askedDrainHook = false }
         case .synced(let number):
             settle(syncingBatches.removeValue(forKey: number) ?? [])
         case .resumeHashed(let id, let hash): resumeHashed(id, hash)

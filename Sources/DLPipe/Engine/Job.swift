@@ -47,7 +47,7 @@ final class Job {
     /// Counts retry timers set, so a stale timer is recognised.
     var retryGeneration = 0
     /// A shared queue's download whose transfer ended and whose host slot
-    /// went back to the queue (`ClaimedFiles.transferEnded`): another
+    /// went back to the queue (`QueueParticipant.transferEnded`): another
     /// transfer of it needs a new claim.
     var slotGivenBack = false
     /// Body bytes received in this run, across attempts.

@@ -41,7 +41,7 @@ package enum PendingRule {
 
     /// Whether the URL's authority has a `user[:password]@` part
     /// (`RedactedURL.userPart`): this runs for every add past the memory share.
-    static func hasUserPart(_ url: String) -> Bool {
+    package static func hasUserPart(_ url: String) -> Bool {
         var url = url
         return url.withUTF8 { RedactedURL.userPart($0) != nil }
     }

@@ -1,11 +1,11 @@
 /// The few URL facts the engine needs, read without Foundation's strict parser
 /// (which rejects some URLs curl accepts).
-struct URLParts: Equatable {
+package struct URLParts: Equatable {
     var scheme: String
     /// Host and port as written, lower-cased (the "authority" minus userinfo).
-    var hostPort: String
+    package var hostPort: String
 
-    init?(_ url: String) {
+    package init?(_ url: String) {
         guard let colon = url.firstIndex(of: ":") else { return nil }
         scheme = url[..<colon].lowercased()
         let rest = url[url.index(after: colon)...]

@@ -3,9 +3,9 @@ import Glibc
 #endif
 
 /// File-system helpers with errors worded for people.
-enum FileErrors {
+package enum FileErrors {
     /// An `io` error naming the file and the system's reason (errno).
-    static func io(_ what: String, _ path: String, errno code: Int32 = errno) -> DownloadError {
+    package static func io(_ what: String, _ path: String, errno code: Int32 = errno) -> DownloadError {
         DownloadError(.io, "\(what) \(path): \(String(cString: strerror(code)))")
     }
 }

@@ -4,14 +4,14 @@ import Glibc
 #endif
 
 /// Small file-system operations the engine needs.
-enum FileSystem {
+package enum FileSystem {
     static func exists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0
     }
 
     /// Whether `descriptor` is a regular file (not a FIFO, a device, a directory).
-    static func isRegular(_ descriptor: Int32) -> Bool {
+    package static func isRegular(_ descriptor: Int32) -> Bool {
         var info = stat()
         return fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
@@ -61,7 +61,7 @@ enum FileSystem {
     }
 
     /// The canonical absolute path (symlinks resolved) of an existing path.
-    static func realPath(_ path: String) -> String? {
+    package static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)

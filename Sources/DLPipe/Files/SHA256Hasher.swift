@@ -5,10 +5,10 @@ import Glibc
 
 /// An incremental SHA-256 through OpenSSL's EVP interface (which uses the CPU's
 /// SHA extensions when present). Owned by one transfer on one thread.
-final class SHA256Hasher {
+package final class SHA256Hasher {
     private let context: OpaquePointer
 
-    init() {
+    package init() {
         _ = OpenSSLProcess.prepared
         guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed") }
         self.context = context
@@ -17,13 +17,13 @@ final class SHA256Hasher {
 
     deinit { EVP_MD_CTX_free(context) }
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         EVP_DigestUpdate(context, base, bytes.count)
     }
 
     /// The digest as lower-case hex; the hasher is spent afterwards.
-    func finalHex() -> String {
+    package func finalHex() -> String {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &digest, &length)

@@ -8,10 +8,10 @@ import Glibc
 /// name is read as a hint only, never followed (no symlinks), never waited
 /// on (a FIFO would block an open or a read forever: a worker's start, a
 /// `dlpipe status DIR`), never read past a small bound.
-enum SharedFolderFile {
+package enum SharedFolderFile {
     /// The bytes of the regular file at `path` when it holds at most `limit`;
     /// nil for anything else (missing, a symlink, a FIFO, a device, too large).
-    static func contents(_ path: String, limit: Int) -> [UInt8]? {
+    package static func contents(_ path: String, limit: Int) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -33,7 +33,7 @@ enum SharedFolderFile {
     /// new file of this process's (whatever stood under that name, a FIFO or
     /// a link, is removed, never written through) and renamed onto it. The
     /// errno of the step that failed, nil on success.
-    static func replace(_ path: String, with bytes: [UInt8]) -> Int32? {
+    package static func replace(_ path: String, with bytes: [UInt8]) -> Int32? {
         let temporary = path + ".\(getpid()).tmp"
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)

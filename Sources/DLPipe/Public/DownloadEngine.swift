@@ -20,9 +20,10 @@ public final class DownloadEngine: Sendable {
     let hub = EventHub()
     /// Which downloads are open; makes this engine's ids.
     let registry: DownloadRegistry
-    /// A shared queue's worker: adds go into the queue, and the worker hands
-    /// this engine the downloads it claims (`addClaimed`). Nil on its own.
-    let shared: (any SharedAdds)?
+    /// A shared queue's worker (`EngineConfiguration.queue`): adds go into
+    /// the queue, and the worker hands this engine the downloads it claims
+    /// (`addClaimed`). Nil on its own.
+    let shared: (any QueueParticipant)?
 
     /// Creates the output directory when missing and starts the engine's thread.
     public convenience init(configuration: EngineConfiguration = EngineConfiguration(), hooks: DownloadHooks? = nil)
@@ -62,14 +63,14 @@ public final class DownloadEngine: Sendable {
     /// SQLite file beside `configuration.statePath` when there is a state,
     /// else memory. A shared queue passes its own.
     ///
-    /// `shared` makes this engine a worker of a shared queue: `add` queues
-    /// there, and only what the worker claims runs here (`addClaimed`).
+    /// `configuration.queue` makes this engine a worker of a shared queue:
+    /// `add` queues there, and only what the worker claims runs here
+    /// (`addClaimed`).
     package init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, state: (any DownloadState)?,
-                 pending: (@Sendable () throws(StateFailure) -> any PendingRequests)? = nil,
-                 shared: (any SharedAdds)? = nil)
+                 pending: (@Sendable () throws(StateFailure) -> any PendingRequests)? = nil)
         throws(DownloadError)
     {
-        self.shared = shared
+        self.shared = configuration.queue
         // Past its first few thousand, a long queue waits in a scratch file
         // beside the state (SQLitePendingRequests), not in memory.
         var store = pending
@@ -228,7 +229,7 @@ public final class DownloadEngine: Sendable {
     /// engine held it, as it reports a download it cancels while it waits in
     /// its own queue: its `cancelled` event and count.
     package func reportCancelledInQueue(_ cancelled: CancelledInQueue, number: Int) {
-        inbox.post(.cancelledInQueue(QueuedRequestCodec.info(of: cancelled, id: DownloadID(number, engine: registry.engine))))
+        inbox.post(.cancelledInQueue(cancelled.info(id: DownloadID(number, engine: registry.engine))))
     }
 
     /// This engine's id of download number `number` (`DownloadID.rawValue`),

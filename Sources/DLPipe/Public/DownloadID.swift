@@ -17,7 +17,7 @@ public struct DownloadID: Hashable, Comparable, Sendable, CustomStringConvertibl
     private static let numberMask = (1 << numberBits) - 1
 
     /// An id of the engine whose serial is `engine`.
-    init(_ number: Int, engine: Int) {
+    package init(_ number: Int, engine: Int) {
         bits = (engine << DownloadID.numberBits) | (number & DownloadID.numberMask)
     }
 

@@ -125,9 +125,11 @@ public struct EngineConfiguration: Sendable {
     /// `--host-delay S`: the fewest seconds between the starts of two requests
     /// to one host (redirect hops included); 0 for none.
     public var hostDelay: Double
-    /// A worker of a shared queue (docs/scale-out.md): where its part files
-    /// go and when it may still place a file. Nil for an engine on its own.
-    package var claims: ClaimedFiles?
+    /// The worker of a shared queue this engine runs for (docs/scale-out.md):
+    /// its adds go into the queue, its claims run here, its part files are
+    /// the worker's and placed only while its lease holds. Nil for an engine
+    /// on its own.
+    package var queue: (any QueueParticipant)?
 
     /// A configuration with the given settings and the defaults for the rest
     /// (`userAgent` nil: `dlpipe/VERSION`).

@@ -26,4 +26,25 @@ package struct DownloadRecord: Sendable, Hashable {
     /// response's facts) long before the new file is in place, and a run
     /// killed meanwhile must still know that the file under the name is its own.
     public var placed: PlacedFile? = nil
+
+    package init(
+        key: String, url: String, target: String? = nil, status: Status, bytes: Int64, total: Int64? = nil, etag: String? = nil,
+        lastModified: String? = nil, sha256: String? = nil, mediaType: String? = nil, attempts: Int, lastError: String? = nil,
+        updatedAt: Double, placed: PlacedFile? = nil
+    ) {
+        self.key = key
+        self.url = url
+        self.target = target
+        self.status = status
+        self.bytes = bytes
+        self.total = total
+        self.etag = etag
+        self.lastModified = lastModified
+        self.sha256 = sha256
+        self.mediaType = mediaType
+        self.attempts = attempts
+        self.lastError = lastError
+        self.updatedAt = updatedAt
+        self.placed = placed
+    }
 }

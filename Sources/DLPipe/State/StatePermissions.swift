@@ -5,7 +5,7 @@ import Foundation
 /// an older dlpipe (0755 and 0644) is tightened when a run or `status` opens
 /// it; a state file kept elsewhere (`--state FILE`) is tightened, its folder
 /// (the user's) is left as it is.
-enum StatePermissions {
+package enum StatePermissions {
     /// Creates the state's folder (and its parents, as `mkdir -p`): 0700 when
     /// it is a `.dlpipe` folder, which an existing one is also set to. Nil
     /// when it is ready; else the line that says why not.
@@ -16,7 +16,7 @@ enum StatePermissions {
     /// or a symlink of theirs to a folder of this user's, would have them
     /// choose what dlpipe writes where. A symlink of this user's own to a
     /// folder of this user's (the state moved to another disk) is followed.
-    static func makeFolder(_ folder: String) -> String? {
+    package static func makeFolder(_ folder: String) -> String? {
         let failed = { (code: Int32) in "cannot create \(folder): \(String(cString: strerror(code)))" }
         guard (folder as NSString).lastPathComponent == StateLayout.folderName else {
             return FileSystem.makeDirectories(folder).map(failed)

@@ -9,9 +9,11 @@
 /// list of likely passwords hashed once for every state. Whoever can read the
 /// state file can still try guesses against it, which is one reason the file
 /// is the owner's alone (0600).
-struct StoredCredentials: Sendable {
+package struct StoredCredentials: Sendable {
     /// The per-state secret the digests are keyed with.
-    let secret: [UInt8]
+    package let secret: [UInt8]
+
+    package init(secret: [UInt8]) { self.secret = secret }
 
     /// The key as stored: unchanged unless its URL carries a user part, whose
     /// place then takes `***~DIGEST`. The URL is the key's first part that
@@ -19,7 +21,7 @@ struct StoredCredentials: Sendable {
     /// download's (`memory`, URL), a later one of a POST's (method, body
     /// digest, URL, ...). Only the first part was looked at before, which
     /// kept a POST's or a memory download's credentials in the key as they were.
-    func key(_ key: String) -> String {
+    package func key(_ key: String) -> String {
         var start = key.startIndex
         while start < key.endIndex {
             let end = key[start...].firstIndex(of: "\u{0}") ?? key.endIndex
@@ -34,7 +36,7 @@ struct StoredCredentials: Sendable {
     }
 
     /// The URL as stored: redacted.
-    func url(_ url: String) -> String { RedactedURL.text(url) }
+    package func url(_ url: String) -> String { RedactedURL.text(url) }
 
     /// The first 128 bits of SHA-256(secret, 0, user part), hex: enough to
     /// tell credentials apart, and nothing of them.
@@ -62,7 +64,7 @@ struct StoredCredentials: Sendable {
     }
 
     /// 32 random bytes, hex (the secret of a new state file).
-    static func newSecretHex() -> String {
+    package static func newSecretHex() -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<32).map { _ in
             let byte = UInt8.random(in: .min ... .max, using: &generator)
@@ -73,7 +75,7 @@ struct StoredCredentials: Sendable {
 
 extension StoredCredentials {
     /// The secret from its hex text.
-    init(hex: String) {
+    package init(hex: String) {
         var bytes: [UInt8] = []
         var index = hex.startIndex
         while let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), index != hex.endIndex {

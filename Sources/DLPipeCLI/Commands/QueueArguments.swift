@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 import DLPipeLua
 import Foundation
 
@@ -301,7 +302,7 @@ enum QueueMode {
         _ configuration: EngineConfiguration, hooks: DownloadHooks?
     ) throws(Failure) -> DownloadEngine {
         var configuration = configuration
-        configuration.claims = worker.claimedFiles
+        configuration.queue = worker
         // The job's limits as its row holds them: set by this worker, or by
         // an earlier one when this one was not given them.
         configuration.perHost = worker.jobLimits.perHost
@@ -316,7 +317,7 @@ enum QueueMode {
         worker.readAhead = state
         do throws(DownloadError) {
             return try DownloadEngine(
-                configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state, shared: worker)
+                configuration: configuration, root: root, hooks: worker.hooks(wrapping: hooks), state: state)
         } catch {
             throw Failure(message: error.message, code: ExitCode.failed)
         }

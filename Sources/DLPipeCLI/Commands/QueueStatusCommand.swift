@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 import Foundation
 
 /// `dlpipe status --queue URL [--name NAME] [--json]` (docs/scale-out.md,

@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 import DLPipeLua
 import Foundation
 import Synchronization

@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 import Foundation
 
 /// `dlpipe status [DIR]`: what the state of an output directory holds

@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 
 /// A run that a `--follow` worker was in ended, and the worker goes on:
 /// what its output says then, as another worker says it when it exits (its

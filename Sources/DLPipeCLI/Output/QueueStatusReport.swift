@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 import Foundation
 
 /// `dlpipe status --queue` for people and for machines. Times are ages the

@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 
 /// Settings a job gave with `dl.config`, already checked.
 public struct JobSettings: Sendable {

@@ -1,4 +1,5 @@
 import DLPipe
+import DLPipeQueue
 import Foundation
 
 /// Where the scripts of a run come from, and their limits (SPEC 1.3, 5).

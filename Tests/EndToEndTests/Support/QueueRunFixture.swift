@@ -1,4 +1,5 @@
 import DLPipe
+@testable import DLPipeQueue
 import Foundation
 import TestSupport
 
