@@ -82,7 +82,7 @@ final class EngineLoop {
     let inbox: EngineInbox
     /// Commands that came after the stop in the stop's own batch: answered as
     /// the stopped engine answers them (`AfterStop`), once the loop has ended.
-    private var lateCommands: [Command] = []
+    var lateCommands: [Command] = []
     let multi: CurlMulti
     /// The engine thread; set when `run` starts, never changed after.
     private var thread: Thread?
@@ -171,13 +171,13 @@ final class EngineLoop {
     var idleWaiters: [@Sendable (RunSummary, Int?) -> Void] = []
     var outcomeWaiters: [DownloadID: [@Sendable (DownloadOutcome?) -> Void]] = [:]
     var nextProgressTick = 0.0
-    private var nextTrace = 0.0
+    var nextTrace = 0.0
     let startedAt = EngineLoop.now()
-    private var stopped = false
+    var stopped = false
     /// The cookies of every transfer, when the configuration names a cookie
     /// file or jar; nil (curl's cookie engine off) otherwise.
     let cookies: CookieJar?
-    private var stopWaiters: [@Sendable () -> Void] = []
+    var stopWaiters: [@Sendable () -> Void] = []
 
     /// Made on the engine thread by `start`; unit tests make one anywhere and never run it.
     init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, events: EventHub,
@@ -287,129 +287,6 @@ final class EngineLoop {
         shutDown()
     }
 
-    private func handle(_ command: Command) {
-        assertOnEngineThread()
-        switch command {
-        case .add(let admitted): add(admitted)
-        case .addAll(let requests): for admitted in requests { add(admitted) }
-        case .holdStarts: startsHeld += 1
-        case .releaseStarts: startsHeld -= 1
-        case .hostsDueByQueue(let urls): hostsDueByQueue(urls)
-        case .perHost(let limit): scheduler.setPerHost(limit)
-        case .pause(let id): feed(id, .pause)
-        case .resume(let id): feed(id, .resume)
-        case .cancel(let id): feed(id, .cancel)
-        case .cancelledInQueue(let info):
-            summary.cancelled += 1
-            emit(.cancelled(info))
-        case .fail(let id, let error):
-            guard let job = job(id) else { break }
-            feed(job, .fail(error))
-        case .responseVerdict(let id, let verdict):
-            pendingHookCalls -= 1
-            applyResponseVerdict(id, verdict)
-        case .finishedVerdict(let id, let verdict):
-            pendingHookCalls -= 1
-            applyFinishedVerdict(id, verdict)
-        case .retryVerdict(let id, var verdict):
-            pendingHookCalls -= 1
-            if case .delay(let seconds) = verdict { verdict = .delay(boundedDelay(seconds)) }
-            feed(id, .retryVerdict(verdict))
-        case .failureVerdict(let id, var verdict):
-            pendingHookCalls -= 1
-            if case .retry(let seconds) = verdict { verdict = .retry(after: boundedDelay(seconds)) }
-            feed(id, .failureVerdict(verdict))
-        case .failureVerdictMissed(let id, let error):
-            pendingHookCalls -= 1
-            feed(id, .fail(error))
-        case .requestVerdict(let id, let generation, let verdict):
-            pendingHookCalls -= 1
-            applyRequestVerdict(id, generation: generation, verdict)
-        case .drainedVerdict(let code):
-            pendingHookCalls -= 1
-            DrainTrace.note("engine: drainedVerdict \(String(describing: code)) open=\(openJobs) pending=\(pendingHookCalls) drainPending=\(drainPending)")
-            if let code { exitCode = code }
-            // A shared queue's worker answers without a code when it handed
-            // this engine more claimed downloads: it is asked again at the
-            // next drain, and ends the run with the run's code.
-            if isShared && code == nil { askedDrainHook = false }
-        case .synced(let number):
-            settle(syncingBatches.removeValue(forKey: number) ?? [])
-        case .resumeHashed(let id, let hash): resumeHashed(id, hash)
-        case .waitIdle(let reply):
-            // A run that never drained drains once now, even with nothing queued:
-            // `done` handlers fire once per run at least.
-            if !drainedOnce { drainPending = true }
-            DrainTrace.note("engine: waitIdle open=\(openJobs) paused=\(pausedJobs.count) pending=\(pendingHookCalls) drainPending=\(drainPending) asked=\(askedDrainHook)")
-            if openJobs - pausedJobs.count == 0 && pendingHookCalls == 0 && !drainPending {
-                reply(summary, exitCode)
-            } else {
-                idleWaiters.append(reply)
-            }
-        case .countsNow(let reply):
-            reply(summary, exitCode)
-        case .waitOutcome(let id, let reply):
-            if jobs[id] != nil || waiting[id] != nil || waitingStored.contains(id.rawValue) {
-                outcomeWaiters[id, default: []].append(reply)
-            } else {
-                reply(outcomes[id])
-            }
-        case .stop(let done):
-            stopped = true
-            if let done { stopWaiters.append(done) }
-        }
-    }
-
-    /// A hook's retry delay within 0 and the backoff cap: `dl.retry(math.huge)`
-    /// would be a timer that never fires.
-    private func boundedDelay(_ seconds: Double) -> Double {
-        seconds.isFinite ? min(max(0, seconds), configuration.backoffCap) : configuration.backoffCap
-    }
-
-    private func add(_ admitted: AdmittedRequest) {
-        let id = admitted.id
-        var request = admitted.request
-        // A URL past the limit (`URLLimit`): the registry refused it, or it
-        // came from a shared queue's row. Checked before any work on it, and
-        // shown shortened in its events.
-        let refused = admitted.refused ?? URLLimit.problem(request.url)
-        if refused != nil { request.url = URLLimit.shown(request.url) }
-        openJobs += 1
-        drainPending = true
-        askedDrainHook = false
-        emit(.queued(Job.queuedInfo(id: id, request: request)))
-        if let refused {
-            let job = Job(id: id, request: request, host: "")
-            jobs[id] = job
-            job.state.endBeforeStart(.failed)
-            finish(job, .failed(DownloadError(.url, refused)))
-            return
-        }
-        guard let parts = URLParts(request.url), parts.isHTTP, !parts.hostPort.isEmpty else {
-            let job = Job(id: id, request: request, host: "")
-            jobs[id] = job
-            job.state.endBeforeStart(.failed)
-            finish(job, .failed(DownloadError(.url, "unsupported URL \(quoted(RedactedURL.text(request.url))): only http and https are fetched")))
-            return
-        }
-        // The CLI and the Lua bridge refuse such headers before they get here;
-        // this keeps a library caller's CR LF from reaching the server as a
-        // header of its own.
-        if !request.headers.isEmpty, let problem = HeaderField.problem(in: request.headers) {
-            let job = Job(id: id, request: request, host: parts.hostPort)
-            jobs[id] = job
-            job.state.endBeforeStart(.failed)
-            finish(job, .failed(DownloadError(.hook, problem)))
-            return
-        }
-        if admitted.stored {
-            waitingStored.insert(id.rawValue)
-        } else {
-            waiting[id] = WaitingRequest(request, host: parts.hostPort, priorAttempts: admitted.priorAttempts)
-        }
-        scheduler.enqueue(id, host: parts.hostPort, priority: request.priority)
-    }
-
     /// The job of `id`, made from its waiting request on first use. Making it
     /// applies what the state knows, which may end it at once (a finished file
     /// under refresh "never"): then it leaves the queue and the job returned
@@ -481,95 +358,5 @@ final class EngineLoop {
         return max(0, Int((wait * 1000).rounded(.up)))
     }
 
-    /// Fires `drained` when the queue is empty and nothing is pending.
-    private func checkIdle() {
-        guard openJobs - pausedJobs.count == 0, pendingHookCalls == 0, drainPending || !idleWaiters.isEmpty else {
-            return
-        }
-        if drainPending && interests.contains(.drained) && !askedDrainHook, let hooks {
-            askedDrainHook = true
-            DrainTrace.note("engine: asks drained (waiters=\(idleWaiters.count))")
-            summary.seconds = EngineLoop.now() - startedAt
-            let snapshot = summary
-            let reply = hookReply("done", expiry: { _ in .drainedVerdict(nil) }) { .drainedVerdict($0) }
-            hooks.drained?(snapshot, reply)
-            return
-        }
-        if configuration.endPausedWhenDrained && !pausedJobs.isEmpty {
-            // Nothing else will run, and nobody is left to resume these: end them
-            // so that every download gets its terminal event and the run ends.
-            for id in pausedJobs.sorted() {
-                feed(id, .fail(DownloadError(.cancelled, "paused and never resumed; its part file is removed")))
-            }
-        }
-        DrainTrace.note("engine: drain ends exitCode=\(String(describing: exitCode)) waiters=\(idleWaiters.count)")
-        drainPending = false
-        drainedOnce = true
-        endRun()
-        // The jar is written at every drain, so the summary can say it failed.
-        if let cookies { summary.cookieJarError = cookies.save() }
-        askedDrainHook = false
-        summary.seconds = EngineLoop.now() - startedAt
-        emit(.drained(summary))
-        let waiters = idleWaiters
-        idleWaiters = []
-        for waiter in waiters { waiter(summary, exitCode) }
-    }
-
-    /// The stop: transfers end with their part files kept, every download still
-    /// open ends as `stopped` (its one terminal event), the streams end, and the
-    /// inbox closes: what comes later is answered at once (`AfterStop`).
-    private func shutDown() {
-        assertOnEngineThread()
-        placeDurableFiles(force: true)
-        hooks?.endOfTurn?()
-        for job in jobs.values where job.transfer != nil {
-            perform([.abortTransfer(keepPart: true)], job)
-            saveState(job, .partial)
-        }
-        flushState(force: true)
-        endRun()
-        registry.close()
-        // Ids first, then one event at a time: a queue of a million waiting
-        // requests must not become a million infos at once.
-        var openAtStop = Set(jobs.keys)
-        openAtStop.formUnion(waiting.keys)
-        var storedAtStop = StoredQueue(numbers: waitingStored.sorted, registry: registry)
-        openAtStop.formUnion(storedAtStop.ids)
-        for id in openAtStop.sorted() {
-            let info = jobs[id]?.info(root: root)
-                ?? Job.queuedInfo(id: id, request: waiting[id]?.request ?? storedAtStop.request(id))
-            emit(.stopped(info))
-            for reply in outcomeWaiters.removeValue(forKey: id) ?? [] { reply(.stopped) }
-        }
-        jobs = [:]
-        waiting = [:]
-        waitingStored.removeAll()
-        for (_, replies) in outcomeWaiters { for reply in replies { reply(nil) } }
-        outcomeWaiters = [:]
-        events.finish()
-        let waiters = idleWaiters
-        idleWaiters = []
-        for waiter in waiters { waiter(summary, exitCode) }
-        let last = inbox.close(
-            AfterStop(outcomes: outcomes, stopped: openAtStop, summary: summary, exitCode: exitCode))
-        outcomes = [:]
-        for command in lateCommands + last { inbox.answerAfterStop(command) }
-        lateCommands = []
-        for waiter in stopWaiters { waiter() }
-        stopWaiters = []
-        // Their threads end once idle (the queued blocks still run).
-        syncQueue.end()
-        resumeHashQueue.end()
-    }
-
     func emit(_ event: DownloadEvent) { events.publish(event) }
-
-    /// The drain's state every two seconds (DrainTrace).
-    private func traceState() {
-        let now = EngineLoop.now()
-        guard now >= nextTrace else { return }
-        nextTrace = now + 2
-        DrainTrace.note("engine: state open=\(openJobs) jobs=\(jobs.count) waiting=\(waiting.count) paused=\(pausedJobs.count) pending=\(pendingHookCalls) drainPending=\(drainPending) asked=\(askedDrainHook) drainedOnce=\(drainedOnce) waiters=\(idleWaiters.count) startsHeld=\(startsHeld) queued=\(scheduler.queued) active=\(scheduler.active) transfers=\(transfers.count) fenced=\(fencedPlacements.count) durable=\(awaitingDurability.count) syncing=\(syncingBatches.values.reduce(0) { $0 + $1.count }) commit=\(awaitingCommit.count)")
-    }
 }
