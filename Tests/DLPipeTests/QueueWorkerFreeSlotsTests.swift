@@ -15,16 +15,13 @@ import Testing
 
     /// Claim `number` transferring on a slot of a.test.
     private func transferring(_ state: inout QueueWorker.State, _ number: Int64) {
-        state.held[number] = 100 + number
-        state.hostOf[number] = "a.test"
+        state.hold(number, token: 100 + number, host: "a.test", phase: .inEngine(taking: false))
     }
 
     /// Claims `numbers` come ahead for a.test (as `hold` keeps them).
     private func holdAhead(_ state: inout QueueWorker.State, _ numbers: [Int]) {
         for number in numbers {
-            state.held[Int64(number)] = Int64(100 + number)
-            state.hostOf[Int64(number)] = "a.test"
-            state.slotFree.insert(Int64(number))
+            state.hold(Int64(number), token: Int64(100 + number), host: "a.test", phase: .ahead)
             state.ahead["a.test", default: FirstInLine()].append(request(number))
             state.aheadCount += 1
         }
@@ -33,8 +30,7 @@ import Testing
     /// The engine says claim `id`'s transfer ended (`noteTransferEnded`),
     /// at monotonic time `now`.
     private func transferEnded(_ state: inout QueueWorker.State, _ id: Int64, at now: Double = 0) -> Int? {
-        state.slotFree.insert(id)
-        return state.handOver(from: id, token: 100 + id, at: now)?.number
+        state.handOver(from: id, at: now).next?.number
     }
 
     /// Past the wait of a pair handed over: everything noted goes in the report.
@@ -133,7 +129,6 @@ import Testing
         #expect(state.takeSlots(now: 10.05) == ([:], [:]), "the pair waits")
         #expect(state.slotsToGive == [1: 101] && state.taking == [2: 102] && state.freeSlots("a.test") == 0)
 
-        state.held[1] = nil
         state.letGo(1)  // 1's file placed: its end is in this cycle's report
         #expect(state.freeSlots("a.test") == 0, "the slot 1's row holds is the one 2 transfers on")
         #expect(state.takeSlots(now: 10.06) == ([:], [2: 102]), "2 takes the slot 1's end gives back")

@@ -83,9 +83,8 @@ extension QueueWorker.State {
     /// report counts it); nil when it is not held ahead.
     mutating func cancelAhead(_ id: Int64) -> CancelledInQueue? {
         let isThis = { (claim: ClaimedRequest) in Int64(claim.number) == id }
-        guard let host = hostOf[id], ahead[host]?.elements.contains(where: isThis) == true,
-            let row = aheadRows.removeValue(forKey: id)
-        else { return nil }
+        guard let life = claims[id], life.phase == .ahead, let row = life.row else { return nil }
+        let host = life.host
         _ = ahead[host]?.remove(firstWhere: isThis)
         if ahead[host]?.isEmpty == true { ahead[host] = nil }
         aheadCount -= 1
@@ -112,8 +111,7 @@ extension QueueWorker.State {
     /// A held claim that a cancel reached outside the engine ends cancelled
     /// under its token; its report counts it and gives back a slot its row holds.
     mutating func endCancelled(_ id: Int64) {
-        guard let token = held.removeValue(forKey: id) else { return }
-        letGo(id)
+        guard let token = letGo(id)?.token else { return }
         ends.append(ClaimEnd(id: id, token: token, outcome: .cancelled, error: nil, unchanged: false, bytes: 0))
     }
 }

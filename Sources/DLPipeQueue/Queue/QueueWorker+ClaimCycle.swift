@@ -31,11 +31,11 @@ extension QueueWorker {
         // report, so the host's count never falls below its transfers.
         let (stopping, ends, (gives, taking), held, transferring) = state.withLock { state in
             state.wake = false
-            return (state.stopping, state.ends.take(), state.takeSlots(now: QueueClock.now()), state.held.count, state.transferring)
+            return (state.stopping, state.ends.take(), state.takeSlots(now: QueueClock.now()), state.claims.count, state.transferring)
         }
         // Before the ends: a handler that resumed a parked download ran
         // in a download that is still running, whose end comes later.
-        let unparks = state.withLock { $0.unparking.take() }.map { (id: $0.key, token: $0.value) }
+        let unparks = state.withLock { $0.takeUnparking() }
         var cycle = ClaimCycle(
             ends: ends, gives: gives, taking: taking, held: held, transferring: transferring, unparks: unparks,
             drainWaiting: drain.isAsked)
@@ -50,7 +50,7 @@ extension QueueWorker {
                 let (moreGives, moreTaking) = state.takeSlots(now: QueueClock.now())
                 cycle.gives.merge(moreGives) { first, _ in first }
                 cycle.taking.merge(moreTaking) { first, _ in first }
-                cycle.held = state.held.count
+                cycle.held = state.claims.count
                 cycle.transferring = state.transferring
             }
         }
@@ -115,7 +115,7 @@ extension QueueWorker {
             // nobody that knows it: back to ready. Known are the
             // claims still running here and those whose end was
             // just reported (or is still waiting to be).
-            let known = state.withLock { $0.held.values + $0.ends.map(\.token) } + ends.map(\.token)
+            let known = state.withLock { $0.claims.values.map(\.token) + $0.ends.map(\.token) } + ends.map(\.token)
             try queue.releaseUnknownClaims(worker: worker, known: known, on: connection)
         }
         let left = room - promoted.count

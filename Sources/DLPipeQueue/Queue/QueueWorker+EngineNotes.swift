@@ -35,8 +35,7 @@ extension QueueWorker {
             return
         }
         let known = state.withLock { state -> Bool in
-            guard let token = state.held.removeValue(forKey: id) else { return false }
-            state.letGo(id)
+            guard let token = state.letGo(id)?.token else { return false }
             state.ends.append(ClaimEnd(
                 id: id, token: token, outcome: outcome, error: error, unchanged: unchanged, bytes: bytes, holdHost: holdHost))
             return true
@@ -52,8 +51,7 @@ extension QueueWorker {
         // From ahead into the engine in one step for a cancel (`admission`).
         let known = admission.withLock { _ -> Bool in
             let (known, next) = state.withLock { state -> (Bool, ClaimedRequest?) in
-                guard let token = state.held[id], state.slotFree.insert(id).inserted else { return (false, nil) }
-                return (true, state.handOver(from: id, token: token, at: QueueClock.now()))
+                state.handOver(from: id, at: QueueClock.now())
             }
             if let next, let engine = engineBox.withLock({ $0 }) {
                 // Its host's slot, handed over: the engine starts it now. Its
@@ -84,8 +82,7 @@ extension QueueWorker {
     func noteRetry(_ number: Int, after delay: Double, _ error: DownloadError?, request: DownloadRequest, attempts: Int) {
         let id = Int64(number)
         let known = state.withLock { state -> Bool in
-            guard let token = state.held.removeValue(forKey: id) else { return false }
-            state.letGo(id)
+            guard let token = state.letGo(id)?.token else { return false }
             state.ends.append(ClaimEnd(
                 id: id, token: token, outcome: .retry(after: delay), error: error?.description, unchanged: false, bytes: 0,
                 // The server asked to be left alone: not by this worker only.

@@ -42,55 +42,67 @@ extension QueueWorker.State {
     mutating func takeSlots(now: Double) -> (gives: [Int64: Int64], taking: [Int64: Int64]) {
         endSlots.removeAll()
         var takes: [String: [Int64]] = [:]
-        for id in taking.keys {
-            if let host = hostOf[id] { takes[host, default: []].append(id) }
-        }
-        var gives: [Int64: Int64] = [:]
-        var keptTakes: [Int64: Int64] = [:]
-        // Oldest first: their rows' ends are the nearest.
-        let byAge = slotsToGive.sorted { (transferEndedAt[$0.key] ?? 0, $0.key) < (transferEndedAt[$1.key] ?? 0, $1.key) }
-        for (id, token) in byAge {
-            let young = transferEndedAt[id].map { now - $0 < Self.handOverWait } ?? false
-            if young, let host = hostOf[id], let take = takes[host]?.popLast() {
-                keptTakes[take] = taking[take]
-            } else {
-                gives[id] = token
+        var toGive: [(id: Int64, token: Int64, host: String, endedAt: Double)] = []
+        var takingNow: [Int64: Int64] = [:]
+        for (id, life) in claims {
+            switch life.phase {
+            case .inEngine(taking: true):
+                takes[life.host, default: []].append(id)
+                takingNow[id] = life.token
+            case .transferEnded(giving: true, let at): toGive.append((id, life.token, life.host, at))
+            default: break
             }
         }
-        for id in gives.keys { slotsToGive[id] = nil }
-        let sent = taking.filter { keptTakes[$0.key] == nil }
-        taking = keptTakes
+        var gives: [Int64: Int64] = [:]
+        var keptTakes: Set<Int64> = []
+        // Oldest first: their rows' ends are the nearest.
+        toGive.sort { ($0.endedAt, $0.id) < ($1.endedAt, $1.id) }
+        for give in toGive {
+            let young = now - give.endedAt < Self.handOverWait
+            if young, let take = takes[give.host]?.popLast() {
+                keptTakes.insert(take)
+            } else {
+                gives[give.id] = give.token
+            }
+        }
+        for id in gives.keys { apply(.slotGiven, to: id) }
+        let sent = takingNow.filter { !keptTakes.contains($0.key) }
+        for id in sent.keys { apply(.slotTaken, to: id) }
         return (gives, sent)
     }
 
     /// Slots of `host` that the queue counts as this worker's and that no
     /// transfer uses now.
-    func freeSlots(_ host: String) -> Int {
-        var free = endSlots[host] ?? 0
-        for id in slotsToGive.keys where hostOf[id] == host { free += 1 }
-        for id in taking.keys where hostOf[id] == host { free -= 1 }
+    func freeSlots(_ host: String) -> Int { freeSlotsByHost()[host] ?? 0 }
+
+    /// `freeSlots` of every host, in one pass over the claims.
+    func freeSlotsByHost() -> [String: Int] {
+        var free = endSlots
+        for life in claims.values {
+            switch life.phase {
+            case .transferEnded(giving: true, _): free[life.host, default: 0] += 1
+            case .inEngine(taking: true): free[life.host, default: 0] -= 1
+            default: break
+            }
+        }
         return free
     }
 
     /// Starts claims held ahead on the free slots of their hosts, first
     /// claimed first: the claims to hand to the engine now.
     mutating func startOnFreeSlots() -> [ClaimedRequest] {
-        guard aheadCount > 0, !(slotsToGive.isEmpty && endSlots.isEmpty) else { return [] }
+        guard aheadCount > 0, !(endSlots.isEmpty && !claims.values.contains { $0.phase.isGiving }) else { return [] }
         var started: [ClaimedRequest] = []
         let now = QueueClock.now()
+        let freeByHost = freeSlotsByHost()
         for host in ahead.keys.sorted() where !isHeld(host, at: now) {
-            let free = freeSlots(host)
+            let free = freeByHost[host] ?? 0
             guard free > 0 else { continue }
             for _ in 0..<free {
-                guard let next = ahead[host]?.popFirst() else { break }
-                let number = Int64(next.number)
-                aheadRows[number] = nil
-                slotFree.remove(number)
-                if let token = held[number] { taking[number] = token }
+                guard let next = popAhead(host) else { break }
+                apply(.handedOver, to: Int64(next.number))
                 started.append(next)
-                aheadCount -= 1
             }
-            if ahead[host]?.isEmpty == true { ahead[host] = nil }
         }
         return started
     }

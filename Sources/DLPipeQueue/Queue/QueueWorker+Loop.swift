@@ -213,21 +213,18 @@ extension QueueWorker {
             for item in decoded {
                 let id = Int64(item.number)
                 guard let row = rows[id] else { continue }
-                state.held[id] = row.token
-                state.hostOf[id] = row.host
                 if onTheirWay.remove(id) != nil {
                     // Never in the engine: no request is made. A slot its
                     // row took goes back with its end (`letGo`).
-                    if ahead { state.slotFree.insert(id) }
+                    state.hold(id, token: row.token, host: row.host, phase: ahead ? .ahead : .inEngine(taking: false))
                     state.endCancelled(id)
                     cancelled.append(item)
                     continue
                 }
+                state.hold(id, token: row.token, host: row.host, phase: ahead ? .ahead : .inEngine(taking: false), row: row)
                 if ahead {
-                    state.slotFree.insert(id)
                     state.ahead[row.host, default: FirstInLine()].append(item)
                     state.aheadCount += 1
-                    state.aheadRows[id] = row
                 }
                 kept.append(item)
             }

@@ -17,15 +17,10 @@ extension QueueWorker {
     func notePause(_ number: Int, paused: Bool) {
         let id = Int64(number)
         let wake = state.withLock { state -> Bool in
-            guard let token = state.held[id] else { return false }
-            if paused {
-                state.paused.insert(id)
-                return true
-            }
-            state.paused.remove(id)
-            guard state.parked.remove(id) != nil else { return false }
-            state.unparking[id] = token
-            return true
+            guard let wasParked = state.claims[id]?.pause.isParked else { return false }
+            state.apply(paused ? .pause : .resume, to: id)
+            // A resume of a parked claim: its row goes back to running.
+            return paused || wasParked
         }
         if wake { signal() }
     }
@@ -37,10 +32,12 @@ extension QueueWorker {
     /// running again in the next cycle, after this.
     func parkIfAllPaused() throws(PostgresError) -> Bool {
         let toPark = state.withLock { state -> [(id: Int64, token: Int64)]? in
-            guard state.held.count == state.paused.count else { return nil }
-            let fresh = state.paused.subtracting(state.parked)
-            state.parked.formUnion(fresh)
-            return fresh.sorted().compactMap { id in state.held[id].map { (id, $0) } }
+            guard state.claims.values.allSatisfy(\.pause.isPaused) else { return nil }
+            let fresh = state.claims.filter { $0.value.pause.isPaused && !$0.value.pause.isParked }.keys.sorted()
+            return fresh.compactMap { id in
+                state.apply(.park, to: id)
+                return state.token(id).map { (id, $0) }
+            }
         }
         guard let toPark else { return false }
         if !toPark.isEmpty {

@@ -105,7 +105,7 @@ extension QueueWorker {
         taken.wait()
         // An end gives its own slot back (`letGo` took it off the slots to give).
         let (ends, unparks) = state.withLock { state in
-            (state.ends.take(), state.unparking.take().map { (id: $0.key, token: $0.value) })
+            (state.ends.take(), state.takeUnparking())
         }
         guard !(ends.isEmpty && unparks.isEmpty) else { return }
         try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in

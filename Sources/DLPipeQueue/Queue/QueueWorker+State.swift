@@ -4,37 +4,23 @@ import DLPipe
 /// holds and where each one is in its life (engine, ahead, paused, ended).
 extension QueueWorker {
     struct State {
-        /// Claims this worker holds, by row id: their tokens.
-        var held: [Int64: Int64] = [:]
+        /// Claims this worker holds, by row id: each one's life (token,
+        /// host, phase, pause mark). The one place a claim's state is kept.
+        private(set) var claims: [Int64: ClaimLife] = [:]
+        /// Claims in the engine on a host slot (`ClaimLife.holdsSlot`).
+        private(set) var transferring = 0
+        /// Claims whose row goes back to running with the next cycle.
+        private(set) var unparkingCount = 0
         /// Ends not reported yet.
         var ends: [ClaimEnd] = []
-        /// Held claims whose transfer ended: their host slot went back, or
-        /// goes back with the next cycle (`slotsToGive`). The others transfer
-        /// (or wait in the engine for a transfer) and hold a slot each.
-        var slotFree: Set<Int64> = []
-        /// Host slots to give back, by row id: their tokens. One whose
-        /// transfer handed it over may wait for its row's end, which gives
-        /// it back itself (`takeSlots`).
-        var slotsToGive: [Int64: Int64] = [:]
-        /// Monotonic time at which each held claim's transfer ended, by row
-        /// id: how long a slot handed over has waited to go back.
-        var transferEndedAt: [Int64: Double] = [:]
         /// Ends not reported yet whose rows still hold a host slot (their
         /// report gives it back), by host: counted in `freeSlots`.
         var endSlots: [String: Int] = [:]
-        /// The host of each held claim, by row id.
-        var hostOf: [Int64: String] = [:]
-        /// Claims held ahead, by host, first claimed first: not in the
-        /// engine yet, no slot; each waits for a transfer of its host to end
-        /// and hand its slot over (`noteTransferEnded`). In `slotFree`.
+        /// The order of the claims held ahead (phase `ahead`), by host, first
+        /// claimed first: each waits for a transfer of its host to end and
+        /// hand its slot over (`noteTransferEnded`).
         var ahead: [String: FirstInLine<ClaimedRequest>] = [:]
         var aheadCount = 0
-        /// The queue's rows of the claims in `ahead`, by row id (what a
-        /// cancel of one reports).
-        var aheadRows: [Int64: ClaimedDownload] = [:]
-        /// Claims started on a slot handed over, whose row takes the slot
-        /// with the next cycle, by row id: their tokens.
-        var taking: [Int64: Int64] = [:]
         var wake = false
         var stopping = false
         /// Monotonic time until which a file may be placed (lease, less a margin).
@@ -66,58 +52,101 @@ extension QueueWorker {
         /// Resumes this worker passed on to the holders of their downloads
         /// (`forward`), counted for the look after `done`.
         var resumesPassedOn = 0
-        /// Held claims paused in the engine (`QueueWorker+Pause.swift`).
-        var paused: Set<Int64> = []
-        /// Those of `paused` whose rows the queue shows as paused.
-        var parked: Set<Int64> = []
-        /// Parked claims resumed in the engine, whose rows go back to
-        /// running with the next cycle: their tokens.
-        var unparking: [Int64: Int64] = [:]
 
-        /// Held claims that hold a host slot: transferring, or waiting in
-        /// the engine for a transfer.
-        var transferring: Int { held.count - slotFree.count }
+        /// A claim of this worker's comes, under `token`, in `phase`.
+        mutating func hold(_ id: Int64, token: Int64, host: String, phase: ClaimLife.Phase, row: ClaimedDownload? = nil) {
+            if claims[id] != nil {
+                // The queue hands out a row once per token: a bug if it
+                // comes again while held. The new claim replaces the old.
+                assertionFailure("claim \(id) held twice")
+                _ = claims[id].map { old in
+                    if old.holdsSlot { transferring -= 1 }
+                    if old.pause.isUnparking { unparkingCount -= 1 }
+                }
+            }
+            let life = ClaimLife(token: token, host: host, phase: phase, row: row)
+            claims[id] = life
+            if life.holdsSlot { transferring += 1 }
+        }
+
+        /// Moves claim `id` by `input`: `late` and `impossible` change
+        /// nothing (an impossible one is reported: `ImpossibleClaimInputs`);
+        /// nil when this worker does not hold the claim.
+        @discardableResult
+        mutating func apply(_ input: ClaimLife.Input, to id: Int64) -> ClaimLife.Step? {
+            guard var life = claims[id] else { return nil }
+            let before = life
+            let step = life.step(input)
+            switch step {
+            case .moved:
+                claims[id] = life
+                transferring += (life.holdsSlot ? 1 : 0) - (before.holdsSlot ? 1 : 0)
+                unparkingCount += (life.pause.isUnparking ? 1 : 0) - (before.pause.isUnparking ? 1 : 0)
+            case .late: break
+            case .impossible: ImpossibleClaimInputs.report(input, before)
+            }
+            return step
+        }
 
         /// A held claim ends here (reported, or handed back to the queue):
-        /// its report gives its slot back if it still holds one.
-        mutating func letGo(_ id: Int64) {
-            let transferred = !slotFree.contains(id)
-            slotFree.remove(id)
-            let gives = slotsToGive.removeValue(forKey: id) != nil
-            // Ended before its row took the slot it was handed: it takes
-            // none, and the row it came from gives it back.
-            let took = taking.removeValue(forKey: id) != nil
-            // Its row holds a slot that its end gives back: one noted to go
-            // back, or the one it still transferred on (its own).
-            if let host = hostOf[id], gives || (transferred && !took) { endSlots[host, default: 0] += 1 }
-            hostOf[id] = nil
-            transferEndedAt[id] = nil
-            paused.remove(id)
-            parked.remove(id)
-            unparking[id] = nil
+        /// no longer this worker's; its report gives its slot back if it
+        /// still holds one. Its life, nil when it was not held.
+        @discardableResult
+        mutating func letGo(_ id: Int64) -> ClaimLife? {
+            guard let life = claims.removeValue(forKey: id) else { return nil }
+            if life.holdsSlot { transferring -= 1 }
+            if life.pause.isUnparking { unparkingCount -= 1 }
+            if life.endGivesSlot { endSlots[life.host, default: 0] += 1 }
+            return life
+        }
+
+        /// The token of held claim `id`.
+        func token(_ id: Int64) -> Int64? { claims[id]?.token }
+
+        /// Held claims whose slot goes back with the next report: their tokens.
+        var slotsToGive: [Int64: Int64] {
+            claims.compactMapValues { if case .transferEnded(giving: true, _) = $0.phase { $0.token } else { nil } }
+        }
+
+        /// Claims started on a slot handed over, whose row takes the slot
+        /// with the next report: their tokens.
+        var taking: [Int64: Int64] {
+            claims.compactMapValues { $0.phase == .inEngine(taking: true) ? $0.token : nil }
+        }
+
+        /// Parked claims resumed, whose rows go back to running with the
+        /// next cycle: their tokens, taken (each is then marked unparked).
+        mutating func takeUnparking() -> [(id: Int64, token: Int64)] {
+            guard unparkingCount > 0 else { return [] }
+            let ids = claims.filter { $0.value.pause.isUnparking }.keys.sorted()
+            return ids.compactMap { id in
+                apply(.unparked, to: id)
+                return claims[id].map { (id, $0.token) }
+            }
         }
 
         /// The slot of claim `id` (its transfer ended) goes to the next
         /// claim held ahead for its host, if any: that claim, to start now.
-        mutating func handOver(from id: Int64, token: Int64, at now: Double) -> ClaimedRequest? {
-            transferEndedAt[id] = now
-            if taking.removeValue(forKey: id) == nil {
-                // A slot its row holds in the database: given back with the
-                // next cycle (its successor's row takes one in the same
-                // statement). A slot it was handed and never took: the row
-                // it came from gives that one back.
-                slotsToGive[id] = token
-            }
+        /// Whether the input moved the claim (its transfer had not ended yet).
+        mutating func handOver(from id: Int64, at now: Double) -> (moved: Bool, next: ClaimedRequest?) {
+            // A slot its row holds in the database is given back with the
+            // next cycle (its successor's row takes one in the same
+            // statement). A slot it was handed and never took: the row it
+            // came from gives that one back (`ClaimLife.stepPhase`).
+            guard apply(.transferEnded(at: now), to: id) == .moved, let host = claims[id]?.host else { return (false, nil) }
             // The next in its host's line, popped in place. Nobody to take
             // the slot over now: a claim that comes ahead before the cycle
             // sends this may (`startOnFreeSlots`).
-            guard let host = hostOf[id], !isHeld(host, at: now), let next = ahead[host]?.popFirst() else { return nil }
+            guard !isHeld(host, at: now), let next = popAhead(host) else { return (true, nil) }
+            apply(.handedOver, to: Int64(next.number))
+            return (true, next)
+        }
+
+        /// The first claim held ahead for `host`, out of its line.
+        mutating func popAhead(_ host: String) -> ClaimedRequest? {
+            guard let next = ahead[host]?.popFirst() else { return nil }
             if ahead[host]?.isEmpty == true { ahead[host] = nil }
             aheadCount -= 1
-            let number = Int64(next.number)
-            aheadRows[number] = nil
-            slotFree.remove(number)
-            if let nextToken = held[number] { taking[number] = nextToken }
             return next
         }
 
@@ -140,24 +169,23 @@ extension QueueWorker {
         /// the engine for a transfer).
         var slotHosts: Set<String> {
             var hosts = Set<String>()
-            for id in held.keys where !slotFree.contains(id) {
-                if let host = hostOf[id] { hosts.insert(host) }
-            }
+            for life in claims.values where life.holdsSlot { hosts.insert(life.host) }
             return hosts
         }
 
         /// Claims held ahead for hosts where no transfer of this worker
         /// runs, so none will hand them a slot: out of `ahead`, still held
-        /// (and in `slotFree`) until the queue gives them a slot
-        /// (`promoted`) or takes them back (`released`).
+        /// (`stranded`) until the queue gives them a slot (`promoted`) or
+        /// takes them back (`released`).
         mutating func strandedAhead() -> [(claim: ClaimedRequest, token: Int64, host: String)] {
             guard aheadCount > 0 else { return [] }
             let live = slotHosts
             var stranded: [(claim: ClaimedRequest, token: Int64, host: String)] = []
             for (host, waiting) in ahead where !live.contains(host) {
                 for claim in waiting.elements {
-                    if let token = held[Int64(claim.number)] { stranded.append((claim, token, host)) }
-                    aheadRows[Int64(claim.number)] = nil
+                    let id = Int64(claim.number)
+                    apply(.stranded, to: id)
+                    if let token = token(id) { stranded.append((claim, token, host)) }
                 }
                 aheadCount -= waiting.count
                 ahead[host] = nil
@@ -167,12 +195,11 @@ extension QueueWorker {
 
         /// A stranded claim got a slot: it transfers now.
         mutating func promoted(_ id: Int64) {
-            slotFree.remove(id)
+            apply(.promoted, to: id)
         }
 
         /// A stranded claim went back to ready: no longer held.
         mutating func released(_ id: Int64) {
-            held[id] = nil
             letGo(id)
         }
     }

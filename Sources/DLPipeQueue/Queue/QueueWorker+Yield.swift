@@ -9,14 +9,15 @@ import DLPipe
 /// them to the hosts that wait.
 extension QueueWorker.State {
     /// Every claim held ahead, out of `ahead`: still held (and in
-    /// `slotFree`) until the queue takes them back (`released`).
+    /// `stranded`) until the queue takes them back (`released`).
     mutating func yieldAhead() -> [(claim: ClaimedRequest, token: Int64, host: String)] {
         guard aheadCount > 0 else { return [] }
         var yielded: [(claim: ClaimedRequest, token: Int64, host: String)] = []
         for (host, waiting) in ahead {
             for claim in waiting.elements {
-                if let token = held[Int64(claim.number)] { yielded.append((claim, token, host)) }
-                aheadRows[Int64(claim.number)] = nil
+                let id = Int64(claim.number)
+                apply(.stranded, to: id)
+                if let token = token(id) { yielded.append((claim, token, host)) }
             }
         }
         ahead = [:]
