@@ -229,7 +229,7 @@ public final class DownloadEngine: Sendable {
     /// engine held it, as it reports a download it cancels while it waits in
     /// its own queue: its `cancelled` event and count.
     package func reportCancelledInQueue(_ cancelled: CancelledInQueue, number: Int) {
-        inbox.post(.cancelledInQueue(cancelled.info(id: DownloadID(number, engine: registry.engine))))
+        inbox.post(.participant(CancelledByQueue(info: cancelled.info(id: DownloadID(number, engine: registry.engine)))))
     }
 
     /// This engine's id of download number `number` (`DownloadID.rawValue`),
@@ -257,7 +257,7 @@ public final class DownloadEngine: Sendable {
         if liftingHolds {
             var urls = claimed.map(\.request.url)
             if !kept.isEmpty { urls.removeAll { URLParts($0).map { kept.contains($0.hostPort) } ?? false } }
-            if !urls.isEmpty { inbox.post(.hostsDueByQueue(urls)) }
+            if !urls.isEmpty { inbox.post(.participant(HostsDueByQueue(urls: urls))) }
         }
         registry.admitNumbered(claimed) { new in
             if !new.isEmpty { inbox.post(.addAll(new)) }
@@ -268,7 +268,7 @@ public final class DownloadEngine: Sendable {
     /// worker follows the job-wide `per_host` that its claims read, which a
     /// later worker may have changed (its claims take slots at that value).
     package func setPerHost(_ limit: Int) {
-        inbox.post(.perHost(limit))
+        inbox.post(.participant(PerHostByQueue(limit: limit)))
     }
 
     /// Waits for one download's outcome. Nil at once for an id of another

@@ -38,9 +38,8 @@ struct AfterStop {
             return { reply(outcome) }
         case .stop(let done):
             return done
-        case .pause, .resume, .cancel, .cancelledInQueue, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
-            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed, .holdStarts, .releaseStarts,
-            .hostsDueByQueue, .perHost:
+        case .pause, .resume, .cancel, .participant, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
+            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .synced, .resumeHashed, .holdStarts, .releaseStarts:
             return nil
         }
     }

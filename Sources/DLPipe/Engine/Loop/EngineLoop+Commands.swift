@@ -10,14 +10,10 @@ extension EngineLoop {
         case .addAll(let requests): for admitted in requests { add(admitted) }
         case .holdStarts: startsHeld += 1
         case .releaseStarts: startsHeld -= 1
-        case .hostsDueByQueue(let urls): hostsDueByQueue(urls)
-        case .perHost(let limit): scheduler.setPerHost(limit)
+        case .participant(let update): update.apply(to: self)
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
         case .cancel(let id): feed(id, .cancel)
-        case .cancelledInQueue(let info):
-            summary.cancelled += 1
-            emit(.cancelled(info))
         case .fail(let id, let error):
             guard let job = job(id) else { break }
             feed(job, .fail(error))

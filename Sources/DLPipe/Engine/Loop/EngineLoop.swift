@@ -30,15 +30,10 @@ final class EngineLoop {
         /// A list is being added in pieces: no download starts until the
         /// matching `releaseStarts` (they nest).
         case holdStarts, releaseStarts
-        /// A shared queue's claims for these URLs: their hosts are due by the
-        /// queue's clock (`hostsDueByQueue`).
-        case hostsDueByQueue([String])
-        /// A shared queue's job-wide `per_host` changed: this engine's cap too.
-        case perHost(Int)
+        /// A shared queue participant's change to this engine, applied
+        /// through `QueueUpdateTarget` (what it is, the update says).
+        case participant(any QueueUpdate)
         case pause(DownloadID), resume(DownloadID), cancel(DownloadID)
-        /// A shared queue's download that no worker held was cancelled there
-        /// by this engine's caller: counted and reported here.
-        case cancelledInQueue(DownloadInfo)
         case fail(DownloadID, DownloadError)
         case responseVerdict(DownloadID, ResponseVerdict)
         case finishedVerdict(DownloadID, FinishedVerdict)
