@@ -107,7 +107,6 @@ end
 
 local function tokens(src)
   local out, i, line, n = {}, 1, 1, #src
-  if sub(src, 1, 1) == "#" then i = (find(src, "\n", 1, true) or n + 1) end -- a #! line
   while i <= n do
     local c = sub(src, i, i)
     if c == "\n" then
@@ -126,7 +125,9 @@ local function tokens(src)
       local j = i + 1
       while j <= n do
         local d = sub(src, j, j)
-        if d == "\\" then j = j + 2
+        if d == "\\" then
+          -- \z skips the white space after it, line breaks included.
+          j = sub(src, j + 1, j + 1) == "z" and select(2, find(src, "^%s*", j + 2)) + 1 or j + 2
         elseif d == c or d == "\n" then break
         else j = j + 1 end
       end
