@@ -105,6 +105,8 @@ import Testing
             end)
             """)
         #expect(back == ["job.lua:3: dl.skip may not be called in a finished handler (allowed: response)"])
+        // An unknown event is dl.on's own load error, not the scan's.
+        #expect(try problems("dl.on('finsihed', function(d, f) dl.skip('x') end)\n") == [])
     }
 
     @Test func aLiteralAHandlerMayNotReturnIsAnError() throws {

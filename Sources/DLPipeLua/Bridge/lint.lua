@@ -224,7 +224,8 @@ local function scan(src, is_job)
         if node == true and called then
           if name == "dl.on" and after.text == "(" and toks[j + 2] and toks[j + 2].kind == "string" then
             local ok, event = literal(toks[j + 2])
-            if ok and type(event) == "string" then pending_event = { event = event, at = j + 2 } end
+            -- An unknown event is the load's error (dl.on names the known ones).
+            if ok and type(event) == "string" and API.events[event] then pending_event = { event = event, at = j + 2 } end
           end
           local fn = innermost_function()
           if fn and fn.event and WHERE[name] then
