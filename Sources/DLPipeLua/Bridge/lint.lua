@@ -105,53 +105,84 @@ local function count_lines(src, i, j)
   return n
 end
 
-local function tokens(src)
-  local out, i, line, n = {}, 1, 1, #src
-  while i <= n do
-    local c = sub(src, i, i)
-    if c == "\n" then
-      line, i = line + 1, i + 1
-    elseif find(c, "^%s") then
-      i = i + 1
-    elseif sub(src, i, i + 1) == "--" then
-      local e = long_bracket(src, i + 2)
-      if not e then e = (find(src, "\n", i, true) or n + 1) - 1 end
-      line, i = line + count_lines(src, i, e), e + 1
-    elseif c == "[" and find(src, "^%[=*%[", i) then
-      local e = long_bracket(src, i)
-      insert(out, { kind = "string", text = sub(src, i, e), line = line })
-      line, i = line + count_lines(src, i, e), e + 1
-    elseif c == '"' or c == "'" then
-      local j = i + 1
-      while j <= n do
-        local d = sub(src, j, j)
-        if d == "\\" then
-          -- \z skips the white space after it, line breaks included.
-          j = sub(src, j + 1, j + 1) == "z" and select(2, find(src, "^%s*", j + 2)) + 1 or j + 2
-        elseif d == c or d == "\n" then break
-        else j = j + 1 end
+-- A function giving the next token each call (nil at the end): tokens are made
+-- as the scan goes, so a job of a million lines is never a million tables at once.
+local function tokenizer(src)
+  local i, line, n = 1, 1, #src
+  return function()
+    while i <= n do
+      local c = sub(src, i, i)
+      local start = i
+      if c == "\n" then
+        line, i = line + 1, i + 1
+      elseif c == " " or c == "\t" or c == "\r" or c == "\f" or c == "\v" then
+        i = select(2, find(src, "^[ \t\r\f\v]*", i)) + 1
+      elseif c == "-" and sub(src, i + 1, i + 1) == "-" then
+        local e = long_bracket(src, i + 2)
+        if not e then e = (find(src, "\n", i, true) or n + 1) - 1 end
+        line, i = line + count_lines(src, i, e), e + 1
+      elseif c == "[" and find(src, "^%[=*%[", i) then
+        local e = long_bracket(src, i)
+        local token = { kind = "string", text = sub(src, i, e), line = line }
+        line, i = line + count_lines(src, i, e), e + 1
+        return token
+      elseif c == '"' or c == "'" then
+        local j = i + 1
+        while j <= n do
+          j = find(src, c == '"' and '[\\\n"]' or "[\\\n']", j) or n + 1
+          local d = sub(src, j, j)
+          if d == "\\" then
+            -- \z skips the white space after it, line breaks included.
+            j = sub(src, j + 1, j + 1) == "z" and select(2, find(src, "^%s*", j + 2)) + 1 or j + 2
+          else break end
+        end
+        local token = { kind = "string", text = sub(src, i, j), line = line }
+        line, i = line + count_lines(src, i, j), j + 1
+        return token
+      elseif find(c, "^[%a_]") then
+        local _, e = find(src, "^[%w_]*", i)
+        i = e + 1
+        return { kind = "name", text = sub(src, start, e), line = line }
+      elseif find(c, "^%d") or find(src, "^%.%d", i) then
+        local _, e = find(src, "^[%w%.]*", i)
+        while find(sub(src, e, e), "^[eEpP]") and find(src, "^[%+%-]", e + 1) do
+          _, e = find(src, "^[%+%-][%w%.]*", e + 1)
+        end
+        i = e + 1
+        return { kind = "number", text = sub(src, start, e), line = line }
+      else
+        local op = match(src, "^%.%.%.", i) or match(src, "^%.%.", i) or match(src, "^::", i)
+          or match(src, "^[=~<>]=", i) or c
+        i = i + #op
+        return { kind = "op", text = op, line = line }
       end
-      insert(out, { kind = "string", text = sub(src, i, j), line = line })
-      line, i = line + count_lines(src, i, j), j + 1
-    elseif find(c, "^[%a_]") then
-      local _, e = find(src, "^[%w_]*", i)
-      insert(out, { kind = "name", text = sub(src, i, e), line = line })
-      i = e + 1
-    elseif find(c, "^%d") or find(src, "^%.%d", i) then
-      local _, e = find(src, "^[%w%.]*", i)
-      while find(sub(src, e, e), "^[eEpP]") and find(src, "^[%+%-]", e + 1) do
-        _, e = find(src, "^[%+%-][%w%.]*", e + 1)
-      end
-      insert(out, { kind = "number", text = sub(src, i, e), line = line })
-      i = e + 1
-    else
-      local op = match(src, "^%.%.%.", i) or match(src, "^%.%.", i) or match(src, "^::", i)
-        or match(src, "^[=~<>]=", i) or c
-      insert(out, { kind = "op", text = op, line = line })
-      i = i + #op
     end
+    return nil
   end
+end
+
+-- Every token of a source, as a list (tests).
+local function tokens(src)
+  local out = {}
+  for token in tokenizer(src) do insert(out, token) end
   return out
+end
+
+-- The tokens of a source as a list read in order, made on first read: the scan
+-- looks one token back and a few ahead, and drops those behind it (forget).
+local function token_list(src)
+  local next_token, last = tokenizer(src), 0
+  local list = setmetatable({}, { __index = function(list, index)
+    while last < index do
+      local token = next_token()
+      if token == nil then return nil end
+      last = last + 1
+      rawset(list, last, token)
+    end
+    return rawget(list, index)
+  end })
+  local function forget(index) list[index] = nil end
+  return list, forget
 end
 
 -- The value of a literal token (a string, number, true or false), by Lua's own rules.
@@ -176,7 +207,7 @@ local BLOCK_END = { ["end"] = true, ["else"] = true, ["elseif"] = true, ["until"
 -- order. `is_job`: a drop-in hook's done handlers set no exit code, so what
 -- they return is not looked at.
 local function scan(src, is_job)
-  local toks = tokens(src)
+  local toks, forget = token_list(src)
   local problems = {}
   local function report(line, message) insert(problems, { line = line, message = message }) end
   -- Blocks open: each a table; a function's carries `event` when it is a
@@ -190,8 +221,9 @@ local function scan(src, is_job)
   end
   local pending_event = nil -- set between `dl.on("event",` and its `function`
   local k = 1
-  while k <= #toks do
+  while toks[k] do
     local t = toks[k]
+    forget(k - 2)
     local text = t.text
     if t.kind == "name" then
       if text == "function" then
