@@ -7,7 +7,7 @@ public enum ScriptLint {
     static var source: String { String(decoding: PackageResources.lint_lua, as: UTF8.self) }
     static let chunkName = "=dlpipe/lint.lua"
 
-    /// lint.lua's module ({ scan, return_problem, tokens }) in `runtime`, given api.lua's table.
+    /// lint.lua's module ({ scan, return_problem }) in `runtime`, given api.lua's table.
     static func module(in runtime: LuaRuntime, api: LuaValue) throws(LuaError) -> LuaValue {
         let chunk = try runtime.load(Array(source.utf8), chunkName: chunkName, sharedEnvironment: true)
         return try runtime.call(chunk, [api], budget: 10).first ?? .nil_

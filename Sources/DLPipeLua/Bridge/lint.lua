@@ -161,13 +161,6 @@ local function tokenizer(src)
   end
 end
 
--- Every token of a source, as a list (tests).
-local function tokens(src)
-  local out = {}
-  for token in tokenizer(src) do insert(out, token) end
-  return out
-end
-
 -- The tokens of a source as a list read in order, made on first read: the scan
 -- looks one token back and a few ahead, and drops those behind it (forget).
 local function token_list(src)
@@ -305,4 +298,4 @@ local function scan(src, is_job)
   return problems -- in line order: the scan reports as it goes
 end
 
-return { scan = scan, return_problem = return_problem, tokens = tokens }
+return { scan = scan, return_problem = return_problem }
