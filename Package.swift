@@ -44,7 +44,7 @@ let package = Package(
             name: "DLPipeLua", dependencies: ["DLPipe", "DLPipeQueue", "CLua"],
             resources: [
                 .embedInCode("Bridge/prelude.lua"), .embedInCode("Bridge/api.lua"), .embedInCode("Bridge/kit.lua"),
-                .embedInCode("Bridge/luadefs.lua"),
+                .embedInCode("Bridge/luadefs.lua"), .embedInCode("Bridge/lint.lua"),
             ]),
         // The command-line tool.
         .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "DLPipeQueue", "CPosix"]),

@@ -168,7 +168,9 @@ enum HelpText {
 
     static let check = """
         OVERVIEW: load a job and its hooks without any network access, and report
-        syntax errors, unknown events and config keys, and misplaced API calls
+        syntax errors, unknown events and config keys, misplaced API calls,
+        misspelled dl names anywhere and literals a handler may not return
+        (run refuses the same job at load: docs/lua-api.md, "Checking a job")
 
         USAGE: dlpipe check JOB.lua [--hooks DIR] [--no-hooks] [--hook FILE] [--var NAME=VALUE]
 

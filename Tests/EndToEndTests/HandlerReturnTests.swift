@@ -29,7 +29,7 @@ import Testing
     @Test func aResponseHandlerReturningFalseFailsNamingTheExpectedReturn() async throws {
         let run = try await run("""
             dl.add(dl.var.base .. "/a.txt")
-            dl.on("response", function(d, r) return false end)
+            dl.on("response", function(d, r) local verdict = false; return verdict end)
             """)
         #expect(run.status == 1)
         let failed = try #require(run.events("failed").first, "\(run.stdout)")
@@ -42,7 +42,7 @@ import Testing
         let run = try await run("""
             dl.config{ retries = 0 }
             dl.add(dl.var.base .. "/none.txt")
-            dl.on("failed", function(d, e) return 0.5 end)
+            dl.on("failed", function(d, e) local delay = 0.5; return delay end)
             """)
         #expect(run.status == 1)
         #expect(run.logLines(containing: "a failed handler returns nothing, dl.retry(seconds), dl.handled() or false, not 0.5").count == 1, "\(run.stderr)")
@@ -51,17 +51,17 @@ import Testing
 
     @Test func doneReturningTrueOrAReservedCodeIsAnError() async throws {
         let yes = try await run("""
-            dl.on("done", function(s) return true end)
+            dl.on("done", function(s) local code = true; return code end)
             """)
         #expect(yes.status == 0)
         #expect(yes.logLines(containing: "a done handler returns nothing or an exit code (0, 1 or 5-125), not true").count == 1, "\(yes.stderr)")
         let locked = try await run("""
-            dl.on("done", function(s) return 3 end)
+            dl.on("done", function(s) local code = 3; return code end)
             """)
         #expect(locked.status == 0, "3 means the lock is held: never from a handler")
         #expect(locked.logLines(containing: "not 3: dlpipe exits 3 when another run holds the lock").count == 1, "\(locked.stderr)")
         let wrapped = try await run("""
-            dl.on("done", function(s) return 256 end)
+            dl.on("done", function(s) local code = 256; return code end)
             """)
         #expect(wrapped.status == 0, "no wrap to 0")
         #expect(wrapped.logLines(containing: "not 256").count == 1, "\(wrapped.stderr)")

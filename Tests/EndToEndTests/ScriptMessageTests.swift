@@ -65,15 +65,16 @@ import Testing
         try server.put("a.txt", bytes: Array("alpha".utf8))
         try job.write("job.lua", """
             dl.add(dl.var.base .. "/a.txt")
-            dl.on("finished", function(d, f)
+            local function late(d, f)
               local unused = 1
               return dl.skip("late")
-            end)
+            end
+            dl.on("finished", late)
             """)
         let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
         #expect(run.status == 1)
         let message = run.events("failed").first?["message"] as? String ?? ""
-        #expect(message.hasPrefix("\(job.directory)/job.lua:2: dl.skip may not be called in a finished handler (allowed: response) (at a tail call, `return dl.skip(...)`, for which Lua keeps no line; the line is the handler's dl.on)"), "\(message)")
+        #expect(message.hasPrefix("\(job.directory)/job.lua:6: dl.skip may not be called in a finished handler (allowed: response) (at a tail call, `return dl.skip(...)`, for which Lua keeps no line; the line is the handler's dl.on)"), "\(message)")
     }
 
     @Test func aRemovedGlobalGetsAHintAndStillReadsAsNil() async throws {

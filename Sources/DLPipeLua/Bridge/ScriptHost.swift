@@ -63,6 +63,8 @@ final class ScriptHost: @unchecked Sendable {
     var removedDownloadFiles: [String] = []
     /// The downloads' files, read once per run for `dl.write`/`dl.append`'s new names.
     let knownDownloadFiles = KnownDownloadFiles()
+    /// lint.lua's scan, run over each script at load (ScriptLint).
+    private var lintScan: LuaFunctionRef?
 
     init(unsafe: Bool, memoryLimit: Int, budget: Double, vars: [String: String], allowedEnvironment: [String] = [],
          log: @escaping @Sendable (String) -> Void,
@@ -82,6 +84,11 @@ final class ScriptHost: @unchecked Sendable {
             // The API table first: the prelude reads it as `__dl.api`.
             let api = try runtime.run(Prelude.api, chunkName: Prelude.apiChunkName)
             runtime.setGlobal("__dl.api", api.first ?? .nil_)
+            // The static pass (lint.lua): load runs its scan; the prelude words
+            // a handler's wrong return with its return_problem.
+            let lint = try ScriptLint.module(in: runtime, api: api.first ?? .nil_)
+            if case .function(let scan)? = lint["scan"] { lintScan = scan }
+            runtime.setGlobal("__dl.lint", lint)
             // The script kit's Lua half, which the prelude calls with the primitives.
             let kit = try runtime.run(Prelude.kit, chunkName: Prelude.kitChunkName)
             runtime.setGlobal("__dl.kit", kit.first ?? .nil_)
@@ -118,8 +125,19 @@ final class ScriptHost: @unchecked Sendable {
         }
         _ = try callHost("set_context", [LuaValue(isJob ? "job" : "hook"), LuaValue(displayName)])
         if isJob { jobName = displayName }
+        let chunk: LuaFunctionRef
+        do throws(LuaError) {
+            chunk = try runtime.load([UInt8](data), chunkName: "@" + displayName)
+        } catch {
+            throw ScriptError(error)
+        }
+        // Compiled: now the mistakes a token scan finds, before anything runs.
+        if let lintScan {
+            let problems = try ScriptLint.problems(
+                scan: lintScan, in: runtime, source: [UInt8](data), displayName: displayName, isJob: isJob)
+            if !problems.isEmpty { throw ScriptError(problems.joined(separator: "\n")) }
+        }
         do {
-            let chunk = try runtime.load([UInt8](data), chunkName: "@" + displayName)
             // The job's os.getenv also answers the names of its own dl.config{ env = ... }.
             if isJob, let getenv = hostFunctions["job_getenv"] {
                 runtime.setInEnvironment(of: chunk, "os.getenv", .function(getenv))

@@ -637,18 +637,12 @@ local function verdict(event, handler, result, extra)
   if result == RETRY then return "retry", extra end
   if result == HANDLED then return "handled" end
   if result == false and (event == "retrying" or event == "failed") then return "giveup" end
-  local problem = ""
   if event == "done" and math_type(result) then
     local code = math_tointeger(result)
     if code and code >= 0 and code <= 125 and not RESERVED_EXIT[code] then return "exit", code end
-    if code and RESERVED_EXIT[code] then
-      problem = ": dlpipe exits " .. code .. " when " .. RESERVED_EXIT[code]
-    end
   end
-  local shown = type(result) == "string" and string_format("%q", result)
-    or (type(result) == "table" and "a table") or tostring(result)
-  error((positions[handler] or "") .. "a " .. event .. " handler returns " .. RETURNS[event]
-    .. ", not " .. shown .. problem, 0)
+  -- Worded by lint.lua, whose static pass says the same of a literal return.
+  error((positions[handler] or "") .. raw.lint.return_problem(event, result), 0)
 end
 
 function host.run(event, index)
