@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 /// The ids a job's top level got are the ids its handlers see, in every
-/// worker of a shared queue (docs/scale-out.md, "Ids"): `local feed =
+/// worker of a shared queue (docs/scale-out.md, "A run, `done` and the exit code"): `local feed =
 /// dl.add(url)` and `d.id == feed` in a `finished` handler, a table keyed by
 /// top-level ids, `d.parent == feed` and `meta = { from = d.id }` behave the
 /// same without a queue, with one worker and with two. The command line's

@@ -102,7 +102,7 @@ final class HeldFile: Sendable {
     /// 64 and 1,024. A fixed 64 gave a batch of 350 small files six syncfs
     /// where one would do: each syncfs walks the whole file system's dirty
     /// inodes, and one worker of the queue bench spent about 0.2 s of CPU on
-    /// the extra ones per 10,000 files (docs/performance.md, stop 22).
+    /// the extra ones per 10,000 files.
     /// `supported` asks for a limit of 1,024, which leaves room for 400 and more.
     static func sliceSize(limit: Int, inUse: Int) -> Int {
         min(1024, max(64, (limit - inUse - 64) / 2))

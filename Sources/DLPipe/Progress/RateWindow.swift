@@ -1,6 +1,6 @@
 /// Bytes per second over a sliding window of recent time, from samples of a
-/// byte count that only grows (issue 38: a speed taken over the last redraw
-/// interval read 0 whenever no report landed in it, while bytes flowed).
+/// byte count that only grows (a speed taken over the last redraw interval
+/// alone reads 0 whenever no report landed in it, while bytes flowed).
 ///
 /// The count is known only at the samples; between two samples its bytes are
 /// spread evenly over the time between them. The window ends at the latest

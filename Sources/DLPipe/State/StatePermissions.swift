@@ -1,7 +1,7 @@
 import Foundation
 
 /// The state is the owner's alone: the `.dlpipe` folder 0700, the database,
-/// its -wal and -shm files and the run lock 0600 (issue 18). A state made by
+/// its -wal and -shm files and the run lock 0600. A state made by
 /// an older dlpipe (0755 and 0644) is tightened when a run or `status` opens
 /// it; a state file kept elsewhere (`--state FILE`) is tightened, its folder
 /// (the user's) is left as it is.

@@ -1,5 +1,5 @@
 /// What the state file keeps of a URL's `user:password@` part: never the
-/// credentials themselves (issue 18). A stored URL is the redacted one
+/// credentials themselves. A stored URL is the redacted one
 /// (`***@`); a stored deduplication key replaces the user part with a keyed
 /// SHA-256 of it, so that a re-run with the same credentials finds its record
 /// and one with other credentials is another download, as before.

@@ -1,4 +1,4 @@
-/// Resources that are compressed themselves (`--compressed`, issue 18): their
+/// Resources that are compressed themselves (`--compressed`): their
 /// server's bytes are stored as they are, never decoded, which is where
 /// `curl --compressed` turns a `.tar.gz` into a `.tar` under the old name.
 enum CompressedResource {

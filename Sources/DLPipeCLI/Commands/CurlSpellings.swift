@@ -1,5 +1,5 @@
 /// curl's and wget's letters that `get` takes where dlpipe already does what
-/// they ask, so that a habit neither fails nor misleads (issue 36, item 9):
+/// they ask, so that a habit neither fails nor misleads:
 /// `-O`/`--remote-name` (the name comes from the URL anyway), `-L`/`--location`
 /// (redirects are followed), `-C -`/`--continue-at -` (a download resumes by
 /// itself), `-f`/`--fail` (an HTTP error fails the download), `-s`/`--silent`

@@ -1,6 +1,6 @@
 import DLPipe
 
-/// How downloads become files (issue 18): `--compressed`, file times from
+/// How downloads become files: `--compressed`, file times from
 /// Last-Modified (`--no-mtime`; curl's `-R`/`--remote-time` is accepted and
 /// is the default, as in wget). Nil when not given, so a
 /// job's `dl.config` fills them.

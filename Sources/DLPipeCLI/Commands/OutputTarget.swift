@@ -1,8 +1,7 @@
 import DLPipe
 import Foundation
 
-/// Where `get -o` puts the body, as curl and wget users expect (issue 12, item
-/// 3): a bare name goes under `-d`, a path with a `/` (absolute or relative to
+/// Where `get -o` puts the body, as curl and wget users expect: a bare name goes under `-d`, a path with a `/` (absolute or relative to
 /// the working directory) is the file itself, and `-` is stdout. Every check
 /// here runs before any request.
 enum OutputTarget: Equatable {

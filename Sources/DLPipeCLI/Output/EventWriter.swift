@@ -5,7 +5,7 @@ import Synchronization
 
 /// Writes `--json` events to stdout on a thread of its own, so that a reader
 /// slower than the downloads (a full pipe) never blocks the engine thread that
-/// raises them (issue 12).
+/// raises them.
 ///
 /// Events wait in a buffer in the order they came. A download's progress
 /// events are coalesced while they wait: a newer one takes the place of the

@@ -2,7 +2,7 @@ import DLPipe
 
 /// `dl.store` as one job sees it: its own keys in the state's `store` table,
 /// namespaced by the job's name, so that two jobs writing into one folder never
-/// read each other's cursors (issue 12, item 9).
+/// read each other's cursors.
 ///
 /// A namespaced key is stored as `U+001F name U+001F key` in the existing
 /// `store(key, value)` table: no schema change, and state files made before

@@ -57,7 +57,7 @@ package final class PostgresDownloadState: DownloadState, @unchecked Sendable {
     /// commits, and the next run recognises those files the same way. The
     /// queue's own statements (claims, reports, leases) keep waiting for the
     /// flush: they are the job's truth for every worker. Measured on bench set
-    /// 8 (docs/performance.md, "Queue mode").
+    /// 8 (docs/design/queue-schema.md).
     static let sessionSetup = "SET synchronous_commit = off"
 
     /// Opens the state of job row `job` at `address`, with a connection of

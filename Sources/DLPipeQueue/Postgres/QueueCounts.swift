@@ -18,7 +18,7 @@ package struct QueueCounts: Sendable, Equatable {
     /// in their worker's engine for their transfer to start).
     package var transferring: Int64 = 0
     /// Of `running`: claims a worker holds ahead of its transfers, no
-    /// request made yet (docs/scale-out.md, "Claims ahead").
+    /// request made yet (docs/design/queue-schema.md).
     package var heldAhead: Int64 = 0
     package var paused: Int64 = 0
     package var finished: Int64 = 0

@@ -3,7 +3,7 @@ import DLPipe
 /// The tables of the shared queue, in PostgreSQL schema `dlpipe`, as the
 /// ordered steps that build them (`SchemaMigrator` applies them). A step is
 /// never edited once released: a change is a new step at the end.
-/// docs/scale-out.md explains each table.
+/// docs/design/queue-schema.md explains each table.
 package enum QueueSchema {
     /// The PostgreSQL schema that holds every table, so that dlpipe can share
     /// a database with other programs and a role can be granted just this.

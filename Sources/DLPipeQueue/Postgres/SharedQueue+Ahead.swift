@@ -2,7 +2,7 @@ import DLPipe
 
 /// Claims ahead: downloads a worker holds before it has a host slot for them,
 /// so that a transfer that ends hands its slot to the next one at once,
-/// without waiting for the database (docs/scale-out.md, "Claims ahead").
+/// without waiting for the database (docs/design/queue-schema.md).
 /// The slot moves in the worker; the next report records it (`taking`):
 /// the row whose transfer ended gives its slot back and the one that
 /// started takes it, in one statement, so `in_flight` never counts more

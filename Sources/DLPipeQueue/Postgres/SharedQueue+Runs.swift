@@ -1,6 +1,6 @@
 import DLPipe
 
-/// The statements of a run of a shared job (docs/scale-out.md, "Runs"): a
+/// The statements of a run of a shared job (docs/design/queue-schema.md): a
 /// run starts when a worker starts while none is open, and ends when nothing
 /// was ready or running for the settle time; `done` runs once per run, in the
 /// worker that takes it, with the counts every worker added to the run's row.

@@ -2,7 +2,7 @@ import DLPipe
 
 /// A host slot counts transfers, not claims (schema version 5): a claim takes
 /// its host's slot, and gives it back when its transfer ends, while its file
-/// still waits to be placed and reported. docs/scale-out.md, "Claims".
+/// still waits to be placed and reported. docs/design/queue-schema.md.
 extension SharedQueue {
     /// Gives back the host slots of claims whose transfers ended, each under
     /// its claim's token: the row stays running under that token, its

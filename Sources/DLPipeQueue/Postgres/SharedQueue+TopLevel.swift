@@ -1,9 +1,10 @@
 import DLPipe
 import Foundation
 
-/// A job's top-level adds, sent once per run (docs/scale-out.md, "Top-level
-/// adds"): every worker runs the job file's top level, and each used to send
-/// all its adds (40,000 rows for 10,000 downloads with 4 workers). A worker
+/// A job's top-level adds, sent once per run (docs/scale-out.md, "A run, `done`
+/// and the exit code"): every worker runs the job file's top level, and sending
+/// all its adds from each would be 40,000 rows for 10,000 downloads with 4
+/// workers. A worker
 /// that queued them all for the run records their digest in its row of the
 /// run; a later worker whose top level adds the same (the same digest) reads
 /// their ids instead of sending them again. A worker that died in the middle

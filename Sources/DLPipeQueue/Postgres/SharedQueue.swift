@@ -5,7 +5,7 @@ import DLPipe
 /// transaction open while a transfer runs. The calls block their thread
 /// until the database answers: run them on a `PostgresSession`'s queue.
 ///
-/// docs/scale-out.md explains the tables and why each statement is shaped so.
+/// docs/design/queue-schema.md explains the tables and why each statement is shaped so.
 package struct SharedQueue: Sendable {
     /// The job's row id.
     package let job: Int64

@@ -13,7 +13,7 @@ import Synchronization
 /// ends; its answer then finds a new drain opened by those adds, and the
 /// engine asks once more. Answering that call only when it was the one
 /// waiting left the worker's run without an end, one run in ten with
-/// `--settle 0` (docs/performance.md, "A run that does not end").
+/// `--settle 0` (docs/architecture.md, "A run that does not end").
 package final class DrainAnswers: Sendable {
     private struct State {
         /// The engine's drained call that waits for its answer.

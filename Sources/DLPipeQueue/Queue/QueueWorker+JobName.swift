@@ -7,7 +7,7 @@ import DLPipe
 /// whose it is, and a worker that finds another job there can name it even
 /// when that job lives in another queue database. Only the name: the
 /// queue's URL may hold a password, and the shared directory is no place for
-/// it (docs/scale-out.md, "Credentials").
+/// it (docs/design/queue-schema.md, "Credentials").
 extension QueueWorker {
     /// The file in a job folder that holds the job's `--name`.
     static let jobNameFile = "name"

@@ -16,8 +16,8 @@ extension QueueWorker {
         // No claims are taken back before this (monotonic time): set when this
         // worker's own heartbeats were away longer than its lease (a database
         // outage, most likely, that the other workers went through too), so
-        // that they have a lease to come back and keep their claims. The
-        // first worker back used to declare all the others dead at once.
+        // that they have a lease to come back and keep their claims, rather
+        // than the first worker back declaring all the others dead at once.
         var takeBackFrom = 0.0
         // When this worker said its database went away (monotonic), and
         // when it last heard from it then: it says so once, and once when

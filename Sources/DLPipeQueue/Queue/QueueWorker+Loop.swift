@@ -22,7 +22,7 @@ extension QueueWorker {
     /// only keeps memory small. With small files a file waits 20 to 30 ms
     /// (its batch's age and sync, its state's commit, the next report),
     /// 100 files and more at 4,000 a second: at 4 x -j, then 8 x, the bound
-    /// stopped the claims, not the slots (docs/performance.md, stop 17).
+    /// stopped the claims, not the slots.
     /// At 16 x a per-cycle trace still showed it reached at every batch:
     /// the claims ahead ran out, every transfer ended, and the idle engine
     /// started a batch at once for its last few files (about 205 batches of
@@ -30,7 +30,7 @@ extension QueueWorker {
     /// SQLite run's 27). At 64 x, with 12 x ahead (either alone changed
     /// nothing), 53 to 90 batches and half the state writes; two A/B runs of
     /// the bench's set 8 gave one worker 8 and 10 % less wall and 6 and 13 %
-    /// less CPU (docs/performance.md, stop 21). Memory stays bounded: a
+    /// less CPU. Memory stays bounded: a
     /// waiting claim is its request, and bodies held in memory have their
     /// own bound (`EngineLoop.maxHeldBytes`; peak RSS 65 MB against 50 MB).
     var waitingLimit: Int { 64 * settings.concurrency }
@@ -49,7 +49,7 @@ extension QueueWorker {
     /// on average); at 6 x -j, 12 to 13, and 15 once the claims ahead also
     /// take over slots on their way back (`startOnFreeSlots`). 12 x, with
     /// the larger `waitingLimit`: the stock outlasts a cycle that waits for
-    /// a batch's report, so the transfers do not all end at once (stop 21).
+    /// a batch's report, so the transfers do not all end at once.
     /// A claim ahead is only taken from a host with twice as many rows
     /// ready, so a small job stays shared.
     var aheadLimit: Int { 12 * settings.concurrency }

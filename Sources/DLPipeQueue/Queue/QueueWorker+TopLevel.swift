@@ -1,7 +1,7 @@
 import DLPipe
 
 /// The job's top-level adds: sent once per run, not once per worker
-/// (`SharedQueue.queuedTopLevel`, docs/scale-out.md "Top-level adds").
+/// (`SharedQueue.queuedTopLevel`, docs/scale-out.md, "A run, `done` and the exit code").
 extension QueueWorker {
     package func addTopLevel(_ requests: [DownloadRequest]) -> [Int] {
         let rows = requests.map(QueuedRequestCodec.encode)

@@ -2,7 +2,8 @@ import DLPipe
 import Foundation
 import Synchronization
 
-/// One worker of a job shared through PostgreSQL (issue 11, docs/scale-out.md).
+/// One worker of a job shared through PostgreSQL (docs/scale-out.md,
+/// docs/design/queue-worker.md).
 ///
 /// It registers in the job, joins (or opens) the job's run, and then feeds a
 /// local `DownloadEngine`: what the job adds goes into the shared queue

@@ -15,7 +15,7 @@ struct Placement {
 
 /// The end of a body: checks, durability, the final name. With a state to keep
 /// honest, a file's bytes reach the disk before its name does: files wait for
-/// one syncfs per batch, then get their names (see docs/architecture.md).
+/// one syncfs per batch, then get their names (docs/design/state.md).
 extension EngineLoop {
     /// The body is all here: check it, put it under its final name, raise `finished`.
     func bodyComplete(_ job: Job, _ transfer: Transfer) {
@@ -144,8 +144,8 @@ extension EngineLoop {
         // A database keeps its own commits durable: the bodies are written
         // and synced while the records commit, and only the links wait for
         // the commit. A queue worker's commit is a round trip (about 2 ms),
-        // which every batch waited for before its writes began
-        // (docs/performance.md, stop 22).
+        // which every batch would otherwise wait for before its writes
+        // began (docs/design/durability.md).
         let committed = CommitOutcome()
         store.commit { failure in committed.set(failure) }
         syncQueue.async {

@@ -4,7 +4,7 @@ import Foundation
 /// ask about, part files to resume), and records written as downloads move.
 /// Write ordering: the record of a download's target and validators is
 /// committed before its part file is created; the part file's bytes are
-/// renamed into place before the record says finished (see docs/architecture.md).
+/// renamed into place before the record says finished (docs/design/state.md).
 extension EngineLoop {
     /// Applies what the state knows of a newly added download. Returns true when
     /// the download ended at once (a finished file under refresh "never").

@@ -6,7 +6,7 @@ import Synchronization
 /// or the engine's own failure when the deadline passes first. Any answer
 /// after that is dropped and counted (`ignored`), so a hook that replies twice
 /// can no longer take a second verdict's worth off `pendingHookCalls` (which
-/// used to leave the drain waiting forever), and one that never replies fails
+/// would leave the drain waiting forever), and one that never replies fails
 /// its download instead of holding it open.
 final class HookReplyGate: Sendable {
     private let answered = Atomic<Bool>(false)

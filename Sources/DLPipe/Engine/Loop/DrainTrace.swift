@@ -1,7 +1,7 @@
 import Foundation
 
 /// A trace of how a drain is asked and answered, on stderr, for finding why
-/// a queue worker's run does not end (docs/performance.md). Off unless the
+/// a queue worker's run does not end (docs/architecture.md, "A run that does not end"). Off unless the
 /// environment sets `DLPIPE_TRACE_DRAIN`; off, a call costs one load of a flag.
 package enum DrainTrace {
     package static let enabled = ProcessInfo.processInfo.environment["DLPIPE_TRACE_DRAIN"] != nil

@@ -1,5 +1,5 @@
 /// A shared queue's retry: the queue, not this engine, waits out the backoff,
-/// so that any worker may take the next attempt (issue 11).
+/// so that any worker may take the next attempt.
 extension EngineLoop {
     /// Forgets a download whose retry the shared queue schedules: it leaves
     /// this engine as if it had ended, without a terminal event and without

@@ -1,5 +1,5 @@
-/// The part files of a worker that shares a job through a queue (issue 11,
-/// docs/scale-out.md): its part files are its own.
+/// The part files of a worker that shares a job through a queue
+/// (docs/scale-out.md): its part files are its own.
 ///
 /// Part files live in `folder` (relative to the output directory, one per
 /// job), named by the worker and a digest of the final name: short whatever

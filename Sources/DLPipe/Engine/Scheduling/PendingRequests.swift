@@ -8,7 +8,7 @@ import Synchronization
 /// allows here and reads each back when its download starts (a million
 /// queued URLs then cost a few bytes of memory each, not 500). The store
 /// this engine uses is a scratch SQLite file beside the state
-/// (`SQLitePendingRequests`); a shared queue (issue 11) would keep them in
+/// (`SQLitePendingRequests`); a shared queue would keep them in
 /// its database behind the same calls. Downloads are named by their number
 /// (`DownloadID.rawValue`).
 ///
