@@ -298,4 +298,4 @@ local function scan(src, is_job)
   return problems -- in line order: the scan reports as it goes
 end
 
-return { scan = scan, return_problem = return_problem }
+return { scan = scan, return_problem = return_problem, distance = distance }

@@ -123,20 +123,8 @@ end
 
 -- `unknown <what> 'word'`, the nearest known name when it looks like a typo
 -- (an edit distance of at most 2, or a third of the word), and the known names.
-local function distance(a, b)
-  local row = {}
-  for j = 0, #b do row[j] = j end
-  for i = 1, #a do
-    local diagonal, left = row[0], i
-    row[0] = i
-    for j = 1, #b do
-      local cost = (a:byte(i) == b:byte(j)) and 0 or 1
-      local value = math_min(row[j] + 1, left + 1, diagonal + cost)
-      diagonal, row[j], left = row[j], value, value
-    end
-  end
-  return row[#b]
-end
+-- The edit distance is lint.lua's, which the static pass's suggestions use too.
+local distance = raw.lint.distance
 local function unknown(what, word, names)
   local message = "unknown " .. what .. " '" .. tostring(word) .. "'"
   if type(word) == "string" and #word <= 64 then
