@@ -106,6 +106,25 @@ import Testing
         #expect(meter.figures(of: a.id, at: 3) == nil, "an ended download has no bar")
     }
 
+    /// The run's ETA is never shorter than its slowest file's own: a fast file
+    /// that just ended still counts in the run's window of speed.
+    @Test func theRunsETAIsNoShorterThanItsSlowestFile() throws {
+        var meter = ProgressMeter()
+        let (a, b) = (Self.info(1), Self.info(2))
+        meter.record(.queued(a), at: 0)
+        meter.record(.queued(b), at: 0)
+        meter.record(.response(a, ResponseInfo(status: 200, length: 10_000, url: a.url)), at: 0)
+        meter.record(.response(b, ResponseInfo(status: 200, length: 10_000, url: b.url)), at: 0)
+        meter.record(.progress(a, ProgressInfo(bytes: 10_000, total: 10_000, rate: 0)), at: 1)
+        meter.record(.finished(a, Self.finished(10_000)), at: 1)
+        meter.record(.progress(b, ProgressInfo(bytes: 1000, total: 10_000, rate: 0)), at: 1)
+        let slow = try #require(meter.figures(of: b.id, at: 1)?.eta)
+        #expect(slow == 9, "9000 bytes left at 1000 bytes a second")
+        let overall = meter.overall(at: 1)
+        #expect(overall.figures.speed == 11_000)
+        #expect(overall.figures.eta == slow, "the window's 9000 / 11000 s would end the run before b")
+    }
+
     /// A resume's kept bytes are bytes done but not speed; a retry that
     /// starts over does not count its bytes twice.
     @Test func resumedBytesAreNotSpeed() throws {

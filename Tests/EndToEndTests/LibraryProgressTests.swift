@@ -62,6 +62,22 @@ import TestSupport
         #expect(seen.last?.bytes == 300_000 && seen.last?.fraction == 1.0, "\(seen.map(\.bytes))")
     }
 
+    /// Bytes flow from the first report on: no progress of a transfer reads
+    /// a rate of 0, the first included (it counts from the response).
+    @Test func everyProgressWhileBytesFlowHasARate() async throws {
+        try server.put("r.bin", randomBytes: 400_000)
+        let rates = Mutex<[Double]>([])
+        let engine = try engine(hooks: DownloadHooks(progress: { _, p in rates.withLock { $0.append(p.rate) } }))
+        defer { engine.shutdown() }
+        let task = engine.addTask(server.url("/files/r.bin?throttle=800000"))
+        guard case .finished = try await within(seconds: 20, "task.result", { await task.result }) else {
+            Issue.record("the download did not finish")
+            return
+        }
+        let seen = rates.withLock { $0 }
+        #expect(seen.count >= 3 && seen.allSatisfy { $0 > 0 }, "\(seen)")
+    }
+
     @Test func aSizeErrorNamesMaxSizeAndDescribesItself() async throws {
         try server.put("big.bin", randomBytes: 50_000)
         let engine = try engine()

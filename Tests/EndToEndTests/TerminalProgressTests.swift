@@ -36,10 +36,11 @@ import Testing
         return units[String(parts[1])].map { value * $0 }
     }
 
-    /// Runs `get` on a 120-column pty, killed after 30 s: a hang fails in seconds.
-    private func onTerminal(_ arguments: [String]) throws -> (status: Int32, screen: String) {
+    /// Runs `get` on a pty of 120 x 40 (or the size given), killed after 30 s:
+    /// a hang fails in seconds.
+    private func onTerminal(_ arguments: [String], columns: Int = 120, rows: Int = 40) throws -> (status: Int32, screen: String) {
         let quoted = ([Paths.binary] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-        let command = "stty cols 120 rows 40; exec " + quoted.joined(separator: " ")
+        let command = "stty cols \(columns) rows \(rows); exec " + quoted.joined(separator: " ")
         let process = try Subprocess("/usr/bin/script", ["-qfec", command, "/dev/null"],
                                      environment: ["NO_COLOR": "1", "SHELL": "/bin/sh"], timeout: 30)
         let (status, screen, stderr) = process.finish()
@@ -87,6 +88,30 @@ import Testing
         #expect(moving.filter { $0.eta != nil }.count >= moving.count / 2, "\(moving)")
     }
 
+    /// On a narrow, short terminal every line of the bars fits its width (a
+    /// line that wrapped took two rows, and each redraw left one behind), a
+    /// long name is cut in the middle and keeps the number and extension that
+    /// tell it from the others, and the bars that do not fit are counted.
+    @Test func onANarrowTerminalEveryLineFitsAndHiddenBarsAreCounted() throws {
+        let names = (1...12).map { "a_rather_long_file_name_number_\($0).bin" }
+        for (index, name) in names.enumerated() { try server.put(name, randomBytes: 256 << 10, seed: UInt64(index + 10)) }
+        let (status, screen) = try onTerminal(
+            ["get"] + names.map { server.url("/files/\($0)") } + ["-j", "12", "--per-host", "12", "--rate", "1M", "-d", out],
+            columns: 60, rows: 12)
+        #expect(status == 0, "\(screen)")
+        #expect(listing(out).count == 12)
+        let lines = Self.frames(screen).flatMap { $0 }
+        let bars = lines.filter { $0.hasPrefix("a_rather") }
+        let drawn = bars + lines.filter { $0.hasPrefix("total:") || $0.hasPrefix("… and ") }
+        #expect(bars.count >= 20, "\(screen)")
+        #expect(drawn.allSatisfy { $0.count <= 59 }, "lines wider than the terminal: \(drawn.filter { $0.count > 59 })")
+        let cut = #/^a_rather\S*…\S*_(\d+)\.bin +(\d+)% /#
+        #expect(bars.allSatisfy { $0.firstMatch(of: cut) != nil }, "\(bars.filter { $0.firstMatch(of: cut) == nil })")
+        // 12 rows less the total line and room: 9 bars and a count of the rest.
+        #expect(lines.contains { $0.wholeMatch(of: /… and \d+ more in flight/) != nil }, "\(screen)")
+        #expect(Self.frames(screen).allSatisfy { $0.filter { $0.hasPrefix("a_rather") }.count <= 9 }, "\(screen)")
+    }
+
     /// `--json` progress events carry the same figures: the download's speed
     /// and ETA, and the run's files, bytes, speed and ETA.
     @Test func jsonProgressEventsCarryTheSameFigures() async throws {
@@ -98,6 +123,8 @@ import Testing
         for event in progress {
             let speed = event["speed"] as? Double ?? 0
             #expect(speed > 0 && speed < 2 * 1048576, "\(event)")
+            // The engine's own smoothed rate too, from the first report on.
+            #expect(event["rate"] as? Double ?? 0 > 0, "\(event)")
             let overall = try #require(event["overall"] as? [String: Any], "\(event)")
             #expect(overall["files_total"] as? Int == 3, "\(event)")
             #expect((overall["speed"] as? Double ?? 0) > 0, "\(event)")
@@ -105,6 +132,10 @@ import Testing
             if overall["total"] == nil { #expect(overall["eta"] == nil, "no ETA without a total: \(event)") }
         }
         #expect(progress.contains { $0["eta"] != nil }, "\(progress)")
+        // Whole bytes per second and tenths of a second, as docs/cli.md shows them.
+        let lines = run.stdout.split(separator: "\n").map(String.init).filter { $0.contains("\"event\":\"progress\"") }
+        #expect(!lines.isEmpty && lines.allSatisfy { $0.range(of: #""speed":[0-9]+[,}]"#, options: .regularExpression) != nil }, "\(lines)")
+        #expect(!lines.contains { $0.range(of: #""eta":[0-9]+\.[0-9]{2}"#, options: .regularExpression) != nil }, "\(lines)")
         #expect(progress.contains { ($0["overall"] as? [String: Any])?["total"] as? Int == 3 << 20 }, "\(progress)")
         #expect(progress.contains { ($0["overall"] as? [String: Any])?["eta"] != nil }, "\(progress)")
         #expect(progress.contains { ($0["overall"] as? [String: Any])?["files_done"] as? Int ?? 0 >= 1 }, "\(progress)")

@@ -104,7 +104,14 @@ package struct ProgressMeter: Sendable {
         let bytes = finishedBytes + activeBytes
         // A download without a response yet has no size: the total is not known.
         let total = unsized == 0 && queued - done <= transfers.count ? finishedBytes + activeSizes : nil
-        let eta = total.flatMap { received?.eta(remaining: $0 - bytes, at: now) }
+        var eta = total.flatMap { received?.eta(remaining: $0 - bytes, at: now) }
+        // The run ends no sooner than its slowest transfer: a fast file that
+        // just ended still counts in the run's window, and would have the run
+        // end before its last file can. (In flight only: bounded by -j.)
+        if let runETA = eta {
+            let slowest = transfers.values.compactMap { t in t.total.flatMap { t.window.eta(remaining: $0 - t.bytes, at: now) } }.max()
+            eta = max(runETA, slowest ?? 0)
+        }
         let figures = Figures(bytes: bytes, total: total, speed: received?.rate(at: now), eta: eta)
         return Overall(filesDone: done, filesTotal: max(queued, done), figures: figures)
     }

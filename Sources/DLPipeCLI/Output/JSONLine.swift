@@ -161,10 +161,10 @@ struct JSONObject {
         text += String(value)
     }
 
-    mutating func add(_ name: String, _ value: Double?) {
+    mutating func add(_ name: String, _ value: Double?, decimals: Int = 3) {
         guard let value, value.isFinite else { return }
         key(name)
-        text += String(format: "%.3f", value)
+        text += String(format: "%.\(decimals)f", value)
     }
 
     mutating func add(_ name: String, _ value: Bool) {

@@ -26,15 +26,13 @@ final class ProgressBars: Reporter, @unchecked Sendable {
     private let colors: Bool
     private let shownPath: ShownPath
     private let timer: DispatchSourceTimer
-    private let width: Int
-    /// Bars shown at most; the rest are counted in the total line.
+    /// Bars shown at most (fewer on a short terminal); a line under them
+    /// counts the rest.
     private let maxRows = 10
 
     init(colors: Bool, shownPath: ShownPath = .plain) {
         self.colors = colors
         self.shownPath = shownPath
-        var size = winsize()
-        width = ioctl(2, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 20 ? Int(size.ws_col) : 80
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "dlpipe-bars"))
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
         timer.setEventHandler { [unowned self] in
@@ -103,13 +101,25 @@ final class ProgressBars: Reporter, @unchecked Sendable {
                 m.drawnLines = 0
                 return
             }
+            // The window's size is read on every redraw: a resized terminal
+            // gets lines that fit it from the next one on.
+            let size = Self.windowSize()
+            // Every line fits in the window less its last column: a line that
+            // wrapped would take two rows, and moving up over the bars would
+            // leave one behind on every redraw.
+            let usable = size.columns - 1
+            let rows = min(maxRows, max(1, size.rows - 3))
             var lines = 0
-            for id in m.order.prefix(maxRows) {
+            for id in m.order.prefix(rows) {
                 guard let label = m.labels[id], let figures = m.meter.figures(of: id, at: now) else { continue }
-                out += bar(label, figures) + "\n"
+                out += Self.bar(label, figures, columns: usable) + "\n"
                 lines += 1
             }
-            out += Self.totalLine(m.meter.overall(at: now)) + "\n"
+            if m.order.count > rows {
+                out += DisplayWidth.prefix("… and \(m.order.count - rows) more in flight", usable) + "\n"
+                lines += 1
+            }
+            out += DisplayWidth.prefix(Self.totalLine(m.meter.overall(at: now)), usable) + "\n"
             m.drawnLines = lines + 1
         }
         if !out.isEmpty { FileHandle.standardError.write(Data(out.utf8)) }
@@ -126,19 +136,40 @@ final class ProgressBars: Reporter, @unchecked Sendable {
         return line
     }
 
-    private func bar(_ label: String, _ f: ProgressMeter.Figures) -> String {
-        let label = String(Terminal.clean(label).prefix(24)).padding(toLength: 24, withPad: " ", startingAt: 0)
-        // Room for the label, percent, bytes, speed and ETA on the line.
-        let barWidth = max(10, min(40, width - 58))
-        var cells = String(repeating: "-", count: barWidth)
+    /// The terminal's columns and rows (80 x 24 when it does not say).
+    private static func windowSize() -> (columns: Int, rows: Int) {
+        var size = winsize()
+        guard ioctl(2, UInt(TIOCGWINSZ), &size) == 0 else { return (80, 24) }
+        return (size.ws_col >= 20 ? Int(size.ws_col) : 80, size.ws_row >= 4 ? Int(size.ws_row) : 24)
+    }
+
+    /// Columns kept for the figures after a bar, so that every bar of a
+    /// redraw has the same width: "100% 1023.9 MiB 1023.9 KiB/s ETA 59m59s".
+    private static let figuresRoom = 39
+
+    /// A download's line in at most `columns` columns: its name (cut in the
+    /// middle), a bar when there is room for one of 10 cells, and its figures.
+    static func bar(_ label: String, _ f: ProgressMeter.Figures, columns: Int) -> String {
         var percent = "   ?"
+        var fraction: Double?
         if let total = f.total, total > 0 {
-            let fraction = min(1, Double(f.bytes) / Double(total))
-            let filled = Int(fraction * Double(barWidth))
-            cells = String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
-            percent = String(format: "%3d%%", Int(fraction * 100))
+            let done = min(1, Double(f.bytes) / Double(total))
+            fraction = done
+            percent = String(format: "%3d%%", Int(done * 100))
         }
         let eta = f.eta.map { " " + Format.eta($0) } ?? ""
-        return "\(label) [\(cells)] \(percent) \(Format.bytes(f.bytes)) \(Format.speed(f.speed))\(eta)"
+        let figures = "\(percent) \(Format.bytes(f.bytes)) \(Format.speed(f.speed))\(eta)"
+        // A bar of at least 10 cells beside a name of 24 columns; on a
+        // narrower terminal no bar, and the name takes what is left.
+        let barWidth = min(40, columns - 24 - 4 - figuresRoom)
+        guard barWidth >= 10 else {
+            let nameWidth = max(8, columns - figuresRoom - 1)
+            let name = DisplayWidth.pad(DisplayWidth.middle(Terminal.clean(label), nameWidth), nameWidth)
+            return DisplayWidth.prefix(name + " " + figures, columns)
+        }
+        let name = DisplayWidth.pad(DisplayWidth.middle(Terminal.clean(label), 24), 24)
+        let filled = fraction.map { Int($0 * Double(barWidth)) } ?? 0
+        let cells = String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
+        return DisplayWidth.prefix("\(name) [\(cells)] \(figures)", columns)
     }
 }

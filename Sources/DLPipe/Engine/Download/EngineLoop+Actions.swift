@@ -365,8 +365,9 @@ extension EngineLoop {
     /// A progress event to the streams and the hooks when `bytes` moved.
     private func reportProgress(_ job: Job, bytes: Int64, now: Double) {
         guard bytes != job.reportedBytes else { return }
-        if job.reportedBytes >= 0 && now > job.reportedAt {
-            let instant = Double(bytes - job.reportedBytes) / (now - job.reportedAt)
+        let last = job.reportedBytes >= 0 ? job.reportedBytes : job.keptAtResponse
+        if now > job.reportedAt && bytes >= last {
+            let instant = Double(bytes - last) / (now - job.reportedAt)
             job.rate = job.rate == 0 ? instant : job.rate * 0.7 + instant * 0.3
         }
         job.reportedBytes = bytes

@@ -103,6 +103,7 @@ extension EngineLoop: TransferOwner {
             filename: suggested, url: job.currentURL,
             resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
         job.attempt.responded(response)
+        job.progressRestarts(from: transfer.resumeOffset, at: EngineLoop.now())
         if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         // A file the download meant to adopt is not the server's (a 200).
         dropAdoption(job)

@@ -59,14 +59,26 @@ final class Job {
     var knownType: String?
     /// Monotonic seconds when the first attempt started.
     var startedAt: Double?
-    /// Progress bookkeeping: the bytes and time of the last report, and the rate.
+    /// Progress bookkeeping: the bytes and time of the last report (-1: none
+    /// since the response), the bytes the response kept, and the rate.
     var reportedBytes: Int64 = -1
     var reportedAt: Double = 0
+    var keptAtResponse: Int64 = 0
     var rate: Double = 0
     /// The response hook was asked without a record of this response saved
     /// (a fresh download whose body may still be held): the record is saved
     /// when a part file is due, if one ever is (`saveState` clears this).
     var responseUnrecorded = false
+
+    /// A response starts the rate over from the bytes it kept, at its time:
+    /// the first report of an attempt then has a rate (not 0 while bytes
+    /// flow), and a retry that starts again from 0 never reads as a negative one.
+    func progressRestarts(from kept: Int64, at now: Double) {
+        reportedBytes = -1
+        reportedAt = now
+        keptAtResponse = kept
+        rate = 0
+    }
 
     init(id: DownloadID, request: DownloadRequest, host: String) {
         self.id = id
