@@ -64,6 +64,19 @@ static inline void dl_push_frozen(lua_State *L, int idx, int memo, int depth) {
         lua_insert(L, -2);
         lua_rawset(L, -4);
     }
+    /* A name the copy does not have reads through the table's own __index function (the
+     * prelude's: an unknown name is an error naming the nearest real one). */
+    if (lua_getmetatable(L, idx)) {
+        if (lua_getfield(L, -1, "__index") == LUA_TFUNCTION) {
+            lua_createtable(L, 0, 1);
+            lua_insert(L, -2);
+            lua_setfield(L, -2, "__index");
+            lua_setmetatable(L, -3);
+            lua_pop(L, 1);
+        } else {
+            lua_pop(L, 2);
+        }
+    }
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, dl_frozen_newindex);
     lua_setfield(L, -2, "__newindex");

@@ -84,6 +84,27 @@ import Testing
         #expect(message.hasPrefix("\(job.directory)/job.lua:2: a response handler returns nothing or dl.skip(reason), not \"not text\""), "\(message)")
     }
 
+    /// A name the scan cannot see (built at run time, or `dl` under another
+    /// name) is an error when it is read, with the scan's message at the line
+    /// that reads it; dl.var's members are the --var names, nil when not given.
+    @Test func aNameTheScanCannotSeeIsAnErrorWhenRead() async throws {
+        _ = try job.write("job.lua", """
+            dl.add(dl.var.base .. "/a.txt")
+            assert(dl.var.not_given == nil)
+            dl.on("finished", function(d, f)
+              local url = dl.url
+              url.prase(d.url)
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 1, "\(run.stderr)")
+        let message = run.events("failed").first?["message"] as? String ?? ""
+        #expect(message.hasPrefix("\(job.directory)/job.lua:5: unknown name 'dl.url.prase' (did you mean 'dl.url.parse'?)"), "\(message)")
+        _ = try job.write("top.lua", "local name = 'lgo'\ndl[name]('x')\n")
+        let top = try await job.run("top.lua", out: out)
+        #expect(top.status == 2 && top.stderr.contains("top.lua:2: unknown name 'dl.lgo' (did you mean 'dl.log'?)"), "\(top.stderr)")
+    }
+
     /// A drop-in hook beside the job is scanned too, under its own name.
     @Test func aHookIsCheckedToo() async throws {
         try job.write("hooks.d/log.lua", """

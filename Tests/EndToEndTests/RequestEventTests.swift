@@ -49,6 +49,31 @@ import Testing
         #expect(run.logLines(containing: "request\t1\t").count == 3, "\(run.stderr)")
     }
 
+    /// A request handler is a handler as any other: it reads and lists files
+    /// of the output directory, and controls downloads (a cancel from the
+    /// handler of the download's own first hop: it is never requested).
+    @Test func aRequestHandlerReadsListsAndCancels() async throws {
+        let server = try FaultServer()
+        try server.put("a.bin", randomBytes: 500)
+        try server.put("skip.bin", randomBytes: 500, seed: 2)
+        try "t0ken".write(toFile: out + "/token.txt", atomically: true, encoding: .utf8)
+        try job.write("job.lua", """
+            dl.add("\(server.url("/files/a.bin"))")
+            dl.add("\(server.url("/files/skip.bin"))")
+            dl.on("request", function(d, q)
+              if q.url:find("skip", 1, true) then return dl.cancel(d.id) end
+              q.headers["X-Token"] = dl.read("token.txt")
+              q.headers["X-Listed"] = #dl.list("")
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let seen = try server.requests(matching: "/files/a.bin")
+        #expect(seen.count == 1 && header(seen[0], "x-token") == "t0ken" && header(seen[0], "x-listed") == "1", "\(seen)")
+        #expect(try server.requests(matching: "/files/skip.bin").isEmpty)
+        #expect(run.events("cancelled").count == 1, "\(run.stdout)")
+    }
+
     @Test func hookRemovesAJobHeaderAndSeesTheAttempt() async throws {
         let server = try FaultServer()
         try server.put("r.bin", randomBytes: 500)

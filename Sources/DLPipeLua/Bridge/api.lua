@@ -12,7 +12,7 @@
 
 -- A fresh list each time: the table reaches the prelude through Swift's value
 -- conversion, which keeps one copy of a table met twice and drops the others.
-local function handlers() return { "response", "progress", "retrying", "finished", "failed", "done" } end
+local function handlers() return { "request", "response", "progress", "retrying", "finished", "failed", "done" } end
 
 -- dl.config's keys and dl.add's fields: one entry each, in the order docs,
 -- messages and the definition file list them: { name, type, doc, range =,

@@ -10,7 +10,7 @@
 -- A token scan, not a parser: a name built at run time (`dl[k]`), `dl` under
 -- another name (`local d = dl`), a handler passed as a variable and calls in
 -- functions nested in a handler are not followed (docs/lua-api.md, "Checking a job").
--- Called with api.lua's table; returns { scan = ..., return_problem = ... }.
+-- Called with api.lua's table; returns { scan = ..., return_problem = ..., ... } (at its end).
 local API = ...
 
 local byte, sub, find, match, format = string.byte, string.sub, string.find, string.match, string.format
@@ -298,4 +298,6 @@ local function scan(src, is_job)
   return problems -- in line order: the scan reports as it goes
 end
 
-return { scan = scan, return_problem = return_problem, distance = distance }
+-- unknown_name and names: the prelude's run-time check of dl's names (a name
+-- built at run time, `dl` under another name) says what the scan says.
+return { scan = scan, return_problem = return_problem, distance = distance, unknown_name = unknown_name, names = TREE }

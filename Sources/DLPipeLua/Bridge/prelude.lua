@@ -494,7 +494,26 @@ dl.store = {
   end,
 }
 
-_G.dl = setmetatable(dl, { __newindex = function() fail("dl is read-only") end })
+-- A name under dl that api.lua does not have is an error when it is read,
+-- with the nearest real name: what `check`'s scan says of the names it can
+-- see, for those it cannot (`dl[name]`, `local d = dl; d.lgo()`). dl.var's
+-- members are the --var names: an unset one reads as nil.
+local function strict_names(t, prefix, node)
+  local function refuse(_, k) error(raw.lint.unknown_name(prefix, tostring(k), node), 2) end
+  if prefix == "dl" then
+    setmetatable(t, { __index = refuse, __newindex = function() fail("dl is read-only") end })
+  else
+    setmetatable(t, { __index = refuse })
+  end
+  for name, child in pairs(node) do
+    local member = rawget(t, name)
+    if type(child) == "table" and type(member) == "table" and getmetatable(member) == nil then
+      strict_names(member, prefix .. "." .. name, child)
+    end
+  end
+end
+strict_names(dl, "dl", raw.lint.names)
+_G.dl = dl
 
 -- The download as a handler sees it: name, dir and meta may be assigned;
 -- the rest is read-only.
