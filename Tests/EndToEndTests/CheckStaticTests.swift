@@ -116,6 +116,27 @@ import Testing
         #expect(check.stderr.contains("log.lua:1: unknown name 'dl.lgo' (did you mean 'dl.log'?)"), "\(check.stderr)")
     }
 
+    /// Every problem of every file, the hooks' too, one unindented line each,
+    /// before any top level runs.
+    @Test func everyProblemOfEveryFileOneLineEach() async throws {
+        try job.write("hooks.d/log.lua", """
+            dl.on("finished", function(d, f) dl.apend("log.txt", d.name) end)
+            """)
+        let path = try job.write("job.lua", """
+            dl.log("top level ran")
+            dl.on("response", function(d, r) return "x" end)
+            dl.sikp("y")
+            """)
+        let check = try await DLPipeRun.run(["check", path])
+        #expect(check.status == 2)
+        let lines = check.stderr.split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "\(job.directory)/job.lua:2: a response handler returns nothing or dl.skip(reason), not \"x\"",
+            "\(job.directory)/job.lua:3: unknown name 'dl.sikp' (did you mean 'dl.skip'?)",
+            "\(job.directory)/hooks.d/log.lua:1: unknown name 'dl.apend' (did you mean 'dl.append'?)",
+        ], "\(check.stderr)")
+    }
+
     /// Every example job and hook passes the scan (`check` goes on to its top
     /// level, which only asks for its --var).
     @Test func theExamplesPass() async throws {

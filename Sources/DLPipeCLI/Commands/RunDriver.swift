@@ -265,7 +265,12 @@ enum RunDriver {
                 Terminal.error("Try 'dlpipe run --help' for more information.")
                 return nil
             }
-            Terminal.error(Terminal.cleanLines(error.message))
+            if !error.problems.isEmpty {
+                // One line each, none indented: an editor's or grep's `file:line:` finds every one.
+                for problem in error.problems { Terminal.error(Terminal.clean(problem)) }
+            } else {
+                Terminal.error(Terminal.cleanLines(error.message))
+            }
             return nil
         }
     }

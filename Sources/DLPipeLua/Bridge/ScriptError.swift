@@ -4,7 +4,14 @@ public struct ScriptError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
     /// A usage error of the command line (exit 2 with its hint), not the script's.
     public private(set) var isUsage = false
+    /// The static pass's problems, one "file:line: message" each, when that
+    /// is what this error is: printed one per line, none indented.
+    public private(set) var problems: [String] = []
     init(_ message: String) { self.message = message }
+    init(problems: [String]) {
+        message = problems.joined(separator: "\n")
+        self.problems = problems
+    }
     init(usage message: String) {
         self.message = message
         isUsage = true

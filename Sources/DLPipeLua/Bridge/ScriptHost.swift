@@ -111,8 +111,21 @@ final class ScriptHost: @unchecked Sendable {
     /// level that never ends is a load error, not a hang.
     static let topLevelBudget: Double = 60
 
-    /// Loads and runs a script's top level: the job file, or a drop-in hook.
-    func load(path: String, displayName: String, isJob: Bool) throws(ScriptError) {
+    /// A script's static problems: its compile error (thrown), or what the
+    /// token scan finds, one "file:line: message" each. Nothing runs.
+    func staticProblems(path: String, displayName: String, isJob: Bool) throws(ScriptError) -> [String] {
+        let data = try source(path: path, displayName: displayName)
+        do throws(LuaError) {
+            _ = try runtime.load(data, chunkName: "@" + displayName)
+        } catch {
+            throw ScriptError(error)
+        }
+        guard let lintScan else { return [] }
+        return try ScriptLint.problems(scan: lintScan, in: runtime, source: data, displayName: displayName, isJob: isJob)
+    }
+
+    /// A script file's bytes, or an error that says why it cannot be read.
+    private func source(path: String, displayName: String) throws(ScriptError) -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
             // FileManager says nothing of why: open(2) does.
             let descriptor = open(path, O_RDONLY)
@@ -123,19 +136,25 @@ final class ScriptHost: @unchecked Sendable {
             if descriptor >= 0 { close(descriptor) }
             throw ScriptError("\(displayName): cannot read the file: \(reason)")
         }
+        return [UInt8](data)
+    }
+
+    /// Loads and runs a script's top level: the job file, or a drop-in hook.
+    func load(path: String, displayName: String, isJob: Bool) throws(ScriptError) {
+        let data = try source(path: path, displayName: displayName)
         _ = try callHost("set_context", [LuaValue(isJob ? "job" : "hook"), LuaValue(displayName)])
         if isJob { jobName = displayName }
         let chunk: LuaFunctionRef
         do throws(LuaError) {
-            chunk = try runtime.load([UInt8](data), chunkName: "@" + displayName)
+            chunk = try runtime.load(data, chunkName: "@" + displayName)
         } catch {
             throw ScriptError(error)
         }
         // Compiled: now the mistakes a token scan finds, before anything runs.
         if let lintScan {
             let problems = try ScriptLint.problems(
-                scan: lintScan, in: runtime, source: [UInt8](data), displayName: displayName, isJob: isJob)
-            if !problems.isEmpty { throw ScriptError(problems.joined(separator: "\n")) }
+                scan: lintScan, in: runtime, source: data, displayName: displayName, isJob: isJob)
+            if !problems.isEmpty { throw ScriptError(problems: problems) }
         }
         do {
             // The job's os.getenv also answers the names of its own dl.config{ env = ... }.

@@ -109,6 +109,14 @@ public final class ScriptSession: @unchecked Sendable {
                 host.provisional.commandLine = options.sharedQueue
                 host.storeNamespace = options.jobPath.map(JobStore.namespace(ofJob:)) ?? JobStore.getNamespace
                 host.heldUsage.message = options.usageUnlessJobNamesQueue
+                // Every file's static problems at once, before any top level
+                // runs: one `check` shows them all, the hooks' too.
+                let files = (options.jobPath.map { [($0, true)] } ?? []) + hookScripts.map { ($0, false) }
+                var problems: [String] = []
+                for (path, isJob) in files {
+                    problems += try host.staticProblems(path: path, displayName: path, isJob: isJob)
+                }
+                if !problems.isEmpty { throw ScriptError(problems: problems) }
                 if let job = options.jobPath {
                     do throws(ScriptError) {
                         try host.load(path: job, displayName: job, isJob: true)
