@@ -43,10 +43,24 @@ import TestSupport
         #expect(try Self.links("<c>; title=t") == ["http://h/a/c nil  title=t"])
     }
 
+    /// An anchor keeps its fragment; an RFC 8187 value (title*) is decoded and
+    /// is the title, as RFC 8288 3.4.1 prefers it.
+    @Test func anchorsKeepFragmentsAndExtendedValuesAreDecoded() throws {
+        #expect(try Self.links(##"<x>; rel=next; anchor="#sec""##) == ["http://h/a/x next next anchor=http://h/a/b#sec"])
+        #expect(try Self.links(#"<x>; rel=next; title*=UTF-8'de'n%c3%a4chstes; title="next""#)
+            == ["http://h/a/x next next title*=nächstes title=nächstes"])
+        // Another charset's value is left as given.
+        #expect(try Self.links(#"<x>; title*=ISO-8859-1'de'n%E4chstes"#)
+            == ["http://h/a/x nil  title*=ISO-8859-1'de'n%E4chstes title=ISO-8859-1'de'n%E4chstes"])
+    }
+
     @Test func malformedLinkValuesAreLeftOutAndTheOthersKept() throws {
         #expect(try Self.links("garbage, <ok>; rel=next") == ["http://h/a/ok next next"])
         #expect(try Self.links("<bad>; rel=next junk, <good>; rel=prev") == ["http://h/a/good prev prev"])
         #expect(try Self.links("<x>; title=\"a, <y>; rel=next\", <z>") == ["http://h/a/x nil  title=a, <y>; rel=next", "http://h/a/z nil "])
+        // A "<" that never closed: the next link-value starts at the next "<", and is kept.
+        #expect(try Self.links(#"<bad; rel=x, <../up>; REL="Up""#) == ["http://h/up up up"])
+        #expect(try Self.links("<a <b>; rel=next") == ["http://h/a/b next next"])
         for value in ["<a>; title=\"unterminated, <b>; rel=next", "<a", "", "   ", ",", "<a>; x=", "<a>; rel=\"x\\"] {
             #expect(try Self.links(value).isEmpty, "\(value)")
         }

@@ -241,6 +241,10 @@ return function(raw)
   -- end after it; nil and the position where it went wrong when it does not parse.
   local function link_value(s, pos)
     local close = find(s, ">", pos + 1, true)
+    -- A URI has no "<": one before the ">" starts the next link-value (this
+    -- one never closed), which is kept.
+    local reopened = find(s, "<", pos + 1, true)
+    if reopened and (close == nil or reopened < close) then return nil, nil, reopened end
     if close == nil then return nil, pos end
     local target, params = sub(s, pos + 1, close - 1), {}
     pos = skip(s, close + 1)
@@ -263,6 +267,16 @@ return function(raw)
     return target, params, pos
   end
 
+  -- An RFC 8187 ext-value's text: charset'language'percent-encoded. UTF-8
+  -- (and US-ASCII) values are decoded; another charset's is left as given.
+  local function ext_value(v)
+    local charset, encoded = match(v, "^([%w!#$%%&+%-%^_`{}~]+)'[%w%-]*'(.*)$")
+    if charset == nil then return v end
+    charset = lower(charset)
+    if charset ~= "utf-8" and charset ~= "us-ascii" then return v end
+    return (gsub(encoded, "%%(%x%x)", function(h) return char(tonumber(h, 16)) end))
+  end
+
   local function http_links(value, base)
     if type(base) ~= "string" or raw.resolve(base, "x") == nil then
       error("dl.http.links wants the absolute URL the header came with as its second argument", 2)
@@ -277,7 +291,9 @@ return function(raw)
       if pos == nil then break end
       local target, params, after
       if byte(value, pos) == 60 then target, params, after = link_value(value, pos) end
-      if target == nil then
+      if target == nil and after then
+        pos = after
+      elseif target == nil then
         -- Not a link-value: on to the next comma outside a quoted string.
         pos = next_comma(value, (params or pos) + 1)
       else
@@ -301,7 +317,18 @@ return function(raw)
           end
           if link.rel then link.rel = concat(list, " ") end
           link.rels = rels
-          if link.anchor then link.anchor = raw.resolve(base, link.anchor) or link.anchor end
+          -- The resolver drops fragments, which is what an anchor often is.
+          if link.anchor then
+            local fragment = match(link.anchor, "#.*$") or ""
+            local resolved_anchor = raw.resolve(base, link.anchor)
+            link.anchor = resolved_anchor and resolved_anchor .. fragment or link.anchor
+          end
+          -- RFC 8187's extended values (title*=UTF-8'de'n%c3%a4chstes): the
+          -- text, percent-decoded; title* is the title where both are given.
+          for name, v in pairs(link) do
+            if type(v) == "string" and sub(name, -1) == "*" then link[name] = ext_value(v) end
+          end
+          if link["title*"] then link.title = link["title*"] end
           out[#out + 1] = link
         end
       end
