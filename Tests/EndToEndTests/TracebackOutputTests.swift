@@ -36,6 +36,22 @@ import Testing
         #expect(message.contains("\nstack traceback:\n\t\(path):2: in "), "JSON as it was: \(message.debugDescription)")
     }
 
+    /// A script's log line with a newline or an escape sequence in it (a
+    /// server's title) stays one of the script's: the lines after the first
+    /// are indented, escapes are made visible, and the tabs between dl.log's
+    /// arguments stay tabs.
+    @Test func aLogLineWithANewlineStaysTheScripts() async throws {
+        let path = try job.write("job.lua", "dl.log('title', 'a\\nfinished /etc/passwd', '\\027[31mred')\ndl.warn('w\\nx')\n")
+        let run = try await DLPipeRun.run(["run", path, "-d", out])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stderr.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let first = try #require(lines.firstIndex { $0.hasPrefix("[\(path):1] ") }, "\(run.stderr)")
+        #expect(lines[first] == "[\(path):1] title\ta", "\(run.stderr)")
+        #expect(lines[first + 1] == "    finished /etc/passwd\t\\u{1b}[31mred", "\(run.stderr)")
+        #expect(!lines.contains { $0.hasPrefix("finished ") }, "\(run.stderr)")
+        #expect(lines.contains("[\(path):2] warning: w") && lines.contains("    x"), "\(run.stderr)")
+    }
+
     @Test func aLoadErrorsTracebackPrintsAsIndentedLinesInCheck() async throws {
         try job.write("job.lua", "local function f() error('broken \\027[31mred') end\nf()\n")
         let path = job.directory + "/job.lua"

@@ -250,11 +250,11 @@ enum RunDriver {
             warn = { line in
                 var shown = line
                 shown.text = "warning: " + line.text
-                Terminal.error(shown.formatted)
+                Terminal.error(Terminal.scriptLines(shown.formatted))
             }
         }
         let log: @Sendable (String) -> Void
-        if quiet { log = { _ in } } else { log = { line in Terminal.error(line) } }
+        if quiet { log = { _ in } } else { log = { line in Terminal.error(Terminal.scriptLines(line)) } }
         // The top level's warnings are out before a load error or check's verdict.
         defer { if json { EventWriter.standardOutput.drain(timeout: .now() + 5) } }
         do {

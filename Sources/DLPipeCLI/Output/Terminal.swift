@@ -36,11 +36,22 @@ enum Terminal {
         return (clean(String(lines.first ?? "")), rest.joined())
     }
 
+    /// A script's log line (dl.log, dl.warn, print): each line of it cleaned
+    /// but its tabs kept (dl.log separates its arguments with them), and the
+    /// lines after the first indented, so a "\n" in a title never makes a
+    /// line that passes for one of dlpipe's own.
+    static func scriptLines(_ text: String) -> String {
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        return lines.map { clean(String($0), keepingTabs: true) }.joined(separator: "\n    ")
+    }
+
     /// Text from servers or users with control characters (escape sequences) escaped.
-    static func clean(_ text: String) -> String {
+    static func clean(_ text: String, keepingTabs: Bool = false) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar.value {
+            case 0x09 where keepingTabs:
+                out.unicodeScalars.append(scalar)
             case 0..<0x20, 0x7F..<0xA0, 0x202A...0x202E, 0x2066...0x2069:
                 out += "\\u{\(String(scalar.value, radix: 16))}"
             default: out.unicodeScalars.append(scalar)
