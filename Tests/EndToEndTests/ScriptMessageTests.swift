@@ -77,6 +77,26 @@ import Testing
         #expect(message.hasPrefix("\(job.directory)/job.lua:6: dl.skip may not be called in a finished handler (allowed: response) (at a tail call, `return dl.skip(...)`, for which Lua keeps no line; the line is the handler's dl.on)"), "\(message)")
     }
 
+    /// pcall(dl.remove, path) and pcall(dl.write, ...): the error still names
+    /// the script's line (the frame under them is pcall's, which has none).
+    @Test func aFileCallsErrorUnderPcallNamesTheScriptsLine() async throws {
+        let server = try FaultServer()
+        try server.put("a.txt", bytes: Array("alpha".utf8))
+        try job.write("job.lua", """
+            dl.add(dl.var.base .. "/a.txt")
+            dl.on("finished", function(d, f)
+              local ok, err = pcall(dl.remove, "a.txt.part")
+              dl.log("remove:", err)
+              ok, err = pcall(dl.write, "w.txt", 5)
+              dl.log("write:", err)
+            end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url("/files"))"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.logLines(containing: "remove:\t\(job.directory)/job.lua:3: dl.remove: ").count == 1, "\(run.stderr)")
+        #expect(run.logLines(containing: "write:\t\(job.directory)/job.lua:5: dl.write wants the data as a string").count == 1, "\(run.stderr)")
+    }
+
     @Test func aRemovedGlobalGetsAHintAndStillReadsAsNil() async throws {
         let io = try await check("if io then error('io is there') end\nlocal f = io.open('x')\n")
         #expect(io.status == 2)

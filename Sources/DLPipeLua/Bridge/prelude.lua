@@ -446,12 +446,13 @@ end
 local function file_call(name, primitive, wants_data)
   return function(path, data)
     allowed(name)
-    if type(path) ~= "string" then error(name .. " wants a path", 2) end
+    -- fail: the script's line even when the call is pcall(dl.remove, path)'s.
+    if type(path) ~= "string" then fail(name .. " wants a path") end
     if wants_data and type(data) ~= "string" then
-      error(name .. " wants the data as a string, not a " .. type(data), 2)
+      fail(name .. " wants the data as a string, not a " .. type(data))
     end
     local ok, err = primitive(path, data, config.dir)
-    if not ok then error(name .. ": " .. tostring(err), 2) end
+    if not ok then fail(name .. ": " .. tostring(err)) end
   end
 end
 dl.write = file_call("dl.write", raw.write, true)
