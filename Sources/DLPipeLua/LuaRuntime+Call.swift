@@ -121,15 +121,22 @@ extension LuaRuntime {
 
     /// A traceback with dlpipe's own frames left out (the prelude's dispatch
     /// and its calls into Swift: `dlpipe/prelude.lua:N: in ...`, the `[C]: in ?`
-    /// that starts every call), so that it shows the script's lines only; nil
-    /// when no frame of the script is left.
+    /// that starts every call, and `error` itself, whose caller's line is the
+    /// next frame), so that it shows the script's lines only; nil when no
+    /// frame of a script is left (only C frames and elided tail calls: the
+    /// message names the line already).
     static func scriptFrames(_ traceback: String) -> String? {
         let lines = traceback.split(separator: "\n", omittingEmptySubsequences: false)
+        let frame = { (line: Substring) in line.drop { $0 == "\t" || $0 == " " } }
         let kept = lines.filter { line in
-            let frame = line.drop { $0 == "\t" || $0 == " " }
-            return !frame.hasPrefix("dlpipe/") && !frame.hasPrefix("[C]: in ?")
+            let frame = frame(line)
+            return !frame.hasPrefix("dlpipe/") && !frame.hasPrefix("[C]: in ?") && !frame.hasPrefix("[C]: in function 'error'")
         }
-        guard kept.count > 1 || kept.first.map({ !$0.hasPrefix("stack traceback:") }) == true else { return nil }
+        let scripts = kept.filter { line in
+            let frame = frame(line)
+            return !frame.hasPrefix("stack traceback:") && !frame.hasPrefix("[C]") && !frame.hasPrefix("(...tail calls...)")
+        }
+        guard !scripts.isEmpty || kept.first.map({ !$0.hasPrefix("stack traceback:") }) == true else { return nil }
         return kept.joined(separator: "\n")
     }
 
