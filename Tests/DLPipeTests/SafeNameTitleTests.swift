@@ -14,10 +14,20 @@ import Testing
         #expect(SafeName.sanitizeTitle("Caf\u{E9}/Bar") == "Caf\u{E9}_Bar")
     }
 
+    /// A title over two lines keeps its words apart: each run of line
+    /// breaks and tabs is one space; other controls are still removed.
+    @Test func lineBreaksAndTabsBecomeOneSpace() {
+        #expect(SafeName.sanitizeTitle("new\nline") == "new line")
+        #expect(SafeName.sanitizeTitle("Episode 4:\r\n\tThe End.mp3") == "Episode 4: The End.mp3")
+        #expect(SafeName.sanitizeTitle("\n\ttrailing\n") == "trailing")
+        #expect(SafeName.sanitizeTitle("bell\u{7}ring") == "bellring")
+        #expect(SafeName.sanitize("new\nline") == "newline", "a server's name keeps its own rule")
+    }
+
     @Test func theUsualRulesStillApply() {
         #expect(SafeName.sanitizeTitle(".hidden/x") == "hidden_x")
         #expect(SafeName.sanitizeTitle("...") == nil)
-        #expect(SafeName.sanitizeTitle("a\u{0}b\tc.txt") == "abc.txt")
+        #expect(SafeName.sanitizeTitle("a\u{0}b\tc.txt") == "ab c.txt", "NUL removed, the tab a space")
         let long = String(repeating: "a/", count: 400) + "end.mp3"
         let name = SafeName.sanitizeTitle(long)
         #expect(name?.utf8.count == SafeName.maxBytes && name?.hasSuffix(".mp3") == true)

@@ -18,16 +18,28 @@ package enum SafeName {
 
     /// A script's text (a title, a header) as one name, for `dl.safename`:
     /// each `/` and `\` becomes `_`, so every part of "AC/DC: Live" stays in
-    /// the name, then `sanitize`'s rules apply. A server's name keeps
-    /// `sanitize`'s own rule (its last component only): there a slash is a
-    /// path, here it is part of a title.
+    /// the name, and each run of line breaks and tabs becomes one space (a
+    /// title over two lines keeps its words apart), then `sanitize`'s rules
+    /// apply. A server's name keeps `sanitize`'s own rule (its last component
+    /// only): there a slash is a path, here it is part of a title.
     public static func sanitizeTitle(_ raw: String) -> String? {
         let bytes = raw.utf8
-        guard bytes.contains(where: { $0 == 0x2F || $0 == 0x5C }) else { return sanitize(raw) }
+        let isBreak = { (byte: UInt8) in (0x09...0x0D).contains(byte) }
+        guard bytes.contains(where: { $0 == 0x2F || $0 == 0x5C || isBreak($0) }) else { return sanitize(raw) }
         // Bounded first (the parts a name can keep), so a huge title is not
-        // copied whole; byte for byte, as both separators are ASCII.
-        let kept = bounded(Substring(raw)).utf8
-        return sanitize(String(decoding: kept.map { $0 == 0x2F || $0 == 0x5C ? 0x5F : $0 }, as: UTF8.self))
+        // copied whole; byte for byte, as the separators and breaks are ASCII.
+        var out: [UInt8] = []
+        var inBreak = false
+        for byte in bounded(Substring(raw)).utf8 {
+            if isBreak(byte) {
+                if !inBreak { out.append(0x20) }
+                inBreak = true
+                continue
+            }
+            inBreak = false
+            out.append(byte == 0x2F || byte == 0x5C ? 0x5F : byte)
+        }
+        return sanitize(String(decoding: out, as: UTF8.self))
     }
 
     /// `sanitize` without the shortcut for names that are fine as they are.
