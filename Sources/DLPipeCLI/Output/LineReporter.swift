@@ -41,7 +41,7 @@ final class LineReporter: Reporter {
             // A memory download has no path: its URL names it.
             let what = f.body == nil ? shownPath.text(f.path) : "\(Terminal.clean(RedactedURL.text(d.url))) into memory"
             // An unchanged file moved no body: no rate, which would be made up.
-            if f.unchanged { return "unchanged \(what) (\(Format.bytes(f.bytes)) on disk, checked in \(Format.seconds(f.seconds))) [\(d.id)]" }
+            if f.unchanged { return "unchanged \(what) (\(Format.bytes(f.bytes)) on disk, \(f.contentVerified ? "validators and content" : "validators") checked in \(Format.seconds(f.seconds))) [\(d.id)]" }
             let rate = f.seconds > 0 ? ", " + Format.rate(Double(f.bytes) / f.seconds) : ""
             return "finished \(what) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
         case .failed(let d, let e):

@@ -72,6 +72,8 @@ local CONFIG = {
     default = "true" },
   { "overwrite", "boolean?", "a new body replaces a regular file under its name instead of going beside it as `name.1.ext`, and a changed file an earlier run placed is fetched again and replaced (`--overwrite`; either one turns it on). A name a handler sets is never replaced",
     default = "false" },
+  { "verify", "boolean?", "on a re-run, hash each kept file again before asking about it: one that differs from its known SHA-256 (`sha256` of `dl.add`, or the state's) is fetched unconditionally and replaces it, with a warning, even a file the user changed; a file with no known SHA-256 gets one recorded. Every body is hashed as it streams. Not under `refresh = \"never\"` (`--verify`; either one turns it on)",
+    default = "false" },
   { "queue", "string?", "the shared queue: a `postgresql://` URL or libpq `key=value` pairs (`--queue` and `DLPIPE_QUEUE` win; `--name` is required with it). One that is not a PostgreSQL address is a load error. Call it before the job prints, logs, uses `dl.store` or adds anything: with `--name` (or `--lease`, `--settle`, `--follow`) and no queue on the command line, the job's first print, log or `dl.store` call is a usage error (exit 2) unless the queue is named by then. The run is then one worker of the job shared there: docs/scale-out.md",
     default = "none" },
 }

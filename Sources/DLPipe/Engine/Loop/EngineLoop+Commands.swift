@@ -48,6 +48,7 @@ extension EngineLoop {
         case .synced(let number):
             settle(syncingBatches.removeValue(forKey: number) ?? [])
         case .resumeHashed(let id, let hash): resumeHashed(id, hash)
+        case .contentChecked(let id, let check): contentChecked(id, check)
         case .waitIdle(let reply):
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.

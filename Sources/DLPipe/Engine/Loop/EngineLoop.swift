@@ -49,6 +49,8 @@ final class EngineLoop {
         case synced(batch: Int)
         /// The part file's first bytes are hashed for a resume (ResumeHash).
         case resumeHashed(DownloadID, ResumeHash)
+        /// A kept file's bytes are hashed under `verify` (ContentCheck).
+        case contentChecked(DownloadID, ContentCheck)
         case waitIdle(@Sendable (RunSummary, Int?) -> Void)
         /// The counts as they are now (a cancelled `waitUntilDrained`).
         case countsNow(@Sendable (RunSummary, Int?) -> Void)
