@@ -12,7 +12,7 @@
 
 -- A fresh list each time: the table reaches the prelude through Swift's value
 -- conversion, which keeps one copy of a table met twice and drops the others.
-local function handlers() return { "response", "progress", "retrying", "finished", "failed", "done" } end
+local function handlers() return { "response", "progress", "retrying", "finished", "failed", "done", "placed" } end
 
 -- dl.config's keys and dl.add's fields: one entry each, in the order docs,
 -- messages and the definition file list them: { name, type, doc, range =,
@@ -121,7 +121,7 @@ return {
   calls = {
     { name = "dl.config", args = "{ key = value, ... }", where = { "job" } },
     { name = "dl.add", args = add_args(),
-      where = { "top", "response", "finished", "failed", "done" } },
+      where = { "top", "response", "finished", "failed", "done", "placed" } },
     { name = "dl.on", args = "event, handler", where = { "top" } },
     { name = "dl.skip", args = "reason", where = { "response" } },
     { name = "dl.retry", args = "seconds", where = { "retrying", "failed" } },
@@ -168,9 +168,10 @@ return {
     failed = { "kind", "message", "status", "attempt", "retry_after" },
     done = { "finished", "failed", "handled", "skipped", "unchanged", "cancelled", "bytes", "seconds" },
     request = { "url", "attempt", "headers" },
+    placed = { "path", "bytes", "sha256", "type", "seconds", "unchanged", "body", "headers" },
   },
   -- The order events are listed in (docs and messages).
-  event_order = { "response", "progress", "retrying", "finished", "failed", "done", "request" },
+  event_order = { "response", "progress", "retrying", "finished", "failed", "done", "request", "placed" },
   -- What a handler of each event may return (the values that are verdicts); any
   -- other value is a hook error that names these. Events not listed (progress,
   -- finished) take no verdict: what their handlers return is not looked at.
@@ -241,9 +242,9 @@ return {
     },
     -- The class of each event's second argument, and of the other tables.
     event_classes = { response = "dl.Response", progress = "dl.Progress", retrying = "dl.Failure",
-      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary", request = "dl.Request" },
+      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary", request = "dl.Request", placed = "dl.Finished" },
     -- The argument's name in the docs, and the type of what a handler returns (see `returns`).
-    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s", request = "q" },
+    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s", request = "q", placed = "f" },
     handler_returns = { response = "dl.Verdict?", retrying = "dl.Verdict|false|nil",
       failed = "dl.Verdict|false|nil", done = "integer?" },
     classes = {

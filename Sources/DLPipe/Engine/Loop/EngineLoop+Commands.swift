@@ -37,6 +37,8 @@ extension EngineLoop {
         case .requestVerdict(let id, let generation, let verdict):
             pendingHookCalls -= 1
             applyRequestVerdict(id, generation: generation, verdict)
+        case .placedDone:
+            pendingHookCalls -= 1
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
             DrainTrace.note("engine: drainedVerdict \(String(describing: code)) open=\(openJobs) pending=\(pendingHookCalls) drainPending=\(drainPending)")

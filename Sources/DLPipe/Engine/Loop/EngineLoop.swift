@@ -45,6 +45,8 @@ final class EngineLoop {
         /// A `request` hook's headers for the hop asked under `generation`.
         case requestVerdict(DownloadID, generation: Int, RequestVerdict)
         case drainedVerdict(Int?)
+        /// A `placed` hook is done.
+        case placedDone
         /// The sync of this batch of `syncingBatches` returned.
         case synced(batch: Int)
         /// The part file's first bytes are hashed for a resume (ResumeHash).
