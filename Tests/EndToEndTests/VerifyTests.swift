@@ -114,6 +114,27 @@ import Testing
         #expect(sameBytes(out + "/f.bin", data))
     }
 
+    /// Under refresh "never" a good file is kept without a request, checked
+    /// by content; a rotted one is fetched and replaced.
+    @Test func underRefreshNeverTheContentIsStillChecked() async throws {
+        let data = try await firstRun()
+        let requests = try server.requests(matching: "/files/f.bin").count
+        let kept = try await DLPipeRun.run(["get", url, "-d", out, "--verify", "--refresh", "never"])
+        #expect(kept.status == 0, "\(kept.stderr)")
+        #expect(kept.stderr.contains("/f.bin (29.3 KiB on disk, content checked in"), "\(kept.stderr)")
+        #expect(try server.requests(matching: "/files/f.bin").count == requests, "no request")
+        let plain = try await get(["--refresh", "never"])
+        #expect(plain.events("finished").first?["checked"] as? String == "nothing")
+        try rot(data)
+        let run = try await get(["--verify", "--refresh", "never"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try server.requests(matching: "/files/f.bin").count == requests + 1)
+        #expect(try lastRequest()["if-none-match"] == nil)
+        #expect(run.events("finished").first?["unchanged"] as? Bool == false)
+        #expect(sameBytes(out + "/f.bin", data) && listing(out) == ["f.bin"])
+        #expect(run.events("warning").count == 1)
+    }
+
     /// The SHA-256 given with the download wins over the state's, and a
     /// missing file is fetched as without --verify.
     @Test func aGivenDigestIsTheOneCheckedAndAMissingFileIsFetched() async throws {

@@ -137,6 +137,9 @@ public struct FinishedInfo: Sendable, Hashable {
     /// again and matched the SHA-256 known for it (`verify`): it was checked
     /// by validators and content, not by validators alone.
     public var contentVerified = false
+    /// False for a file kept without a request (refresh "never"): no
+    /// validator was checked, only the content when `contentVerified`.
+    public var askedServer = true
 
     /// Each `Set-Cookie` line of `headers`, in order (as `ResponseInfo.setCookies`).
     public var setCookies: [String] {

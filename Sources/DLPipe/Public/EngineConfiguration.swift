@@ -119,7 +119,8 @@ public struct EngineConfiguration: Sendable {
     /// knows; one that differs is fetched unconditionally and replaced (even
     /// when the user changed it: the mirror is asked to match). A file with
     /// no known digest gets one recorded. Every body is hashed as it streams.
-    /// Under `refresh` "never" nothing is asked or hashed. Default off.
+    /// Under `refresh` "never" a file that does not differ is kept without a
+    /// request. Default off.
     public var verify = false
     /// Whether small bodies may skip the part file (`HeldFile`); internal, so
     /// that tests reach every path on any file system.

@@ -63,7 +63,7 @@ extension EngineLoop {
         let mayReplace = ownership.ownsFile || (configuration.overwrite && found?.isRegular == true)
         // `verify`: a file this download finished is hashed before it is
         // asked about, changed or not (EngineLoop+Verify).
-        if configuration.verify, configuration.refresh == .conditional, record.status == .finished, partSize == nil,
+        if configuration.verify, configuration.refresh != .always, record.status == .finished, partSize == nil,
             found?.isRegular == true
         {
             return checkContent(job, target, record)
@@ -132,7 +132,7 @@ extension EngineLoop {
     private func keepWithoutAsking(_ job: Job, _ final: String, size: Int64?, _ record: DownloadRecord) -> Bool {
         job.result = FinishedInfo(
             path: final, bytes: size ?? 0, sha256: record.sha256, type: record.mediaType ?? "",
-            seconds: 0, unchanged: true)
+            seconds: 0, unchanged: true, askedServer: false)
         feed(job, .alreadyFinished(askHook: interests.contains(.finished)))
         return true
     }

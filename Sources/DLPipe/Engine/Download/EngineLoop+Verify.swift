@@ -13,6 +13,9 @@
 /// - No known digest (a file from a run without `verify` or `sha256`): the
 ///   file is trusted as the validators say, and the digest found is recorded,
 ///   so that the next run under `verify` checks it.
+///
+/// Under refresh "never" a file that did not differ is kept without a
+/// request; one that differs is fetched and replaced as above.
 final class ContentCheck: @unchecked Sendable {
     // @unchecked: `found` is written on the hash queue before the command
     // that reports it is posted, and read on the engine thread after it
@@ -46,7 +49,7 @@ extension EngineLoop {
     /// first request. Returns false: the download goes on.
     func checkContent(_ job: Job, _ target: TargetPath, _ record: DownloadRecord) -> Bool {
         job.claim.take(target, owning: true)
-        if record.etag != nil || record.lastModified != nil {
+        if configuration.refresh == .conditional, record.etag != nil || record.lastModified != nil {
             job.conditional = (record.etag, record.lastModified)
         }
         job.contentCheck = ContentCheck(
@@ -58,7 +61,13 @@ extension EngineLoop {
     /// hashing (once) when so; the transfer starts when `contentChecked`
     /// comes back.
     func waitsForContentCheck(_ job: Job) -> Bool {
-        guard let check = job.contentCheck, !check.settled else { return false }
+        guard let check = job.contentCheck else { return false }
+        if check.settled {
+            // Refresh "never": a file that did not differ is kept, unasked.
+            guard configuration.refresh == .never, !check.differs else { return false }
+            keepChecked(job, check)
+            return true
+        }
         if check.started { return true }
         check.started = true
         let id = job.id
@@ -86,6 +95,14 @@ extension EngineLoop {
         }
         guard job.state.phase == .requesting, job.transfer == nil else { return }
         startTransfer(job)
+    }
+
+    /// Ends the download with its file kept as it is, without a request.
+    private func keepChecked(_ job: Job, _ check: ContentCheck) {
+        job.result = FinishedInfo(
+            path: check.path, bytes: targets.output.facts(check.relative)?.size ?? 0, sha256: check.found,
+            type: job.knownType ?? "", seconds: 0, unchanged: true, contentVerified: check.matched, askedServer: false)
+        feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 
     /// The warning of a file that did not match its digest and was replaced.
