@@ -74,6 +74,8 @@ enum HelpText {
                                   its Last-Modified; -R, --remote-time say so explicitly)
           --overwrite             a new body replaces a file of the same name (default:
                                   it goes beside it as name.1.ext)
+          --verify                hash each kept file again before asking about it; one
+                                  that differs from its SHA-256 is fetched and replaced
           --json                  one JSON object per event on stdout (JSON Lines)
           -q, --quiet             print nothing but errors and dl.warn lines
           --progress MODE         auto, bars, lines or none (default: auto: bars on a terminal)

@@ -132,6 +132,11 @@ import Testing
         }
         var error = DownloadError(.http, "gone", status: 503, retryAfter: 2)
         error.status = 503
+        // `placed` gets the same table as `finished`.
+        let finished = keys(.finished(FinishedInfo(
+            path: "/p", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false)))
+            .union(keys(.finished(FinishedInfo(
+                path: "", bytes: 1, sha256: "00", type: "t", seconds: 1, unchanged: false, body: [0x61]))))
         let pushed: [String: Set<String>] = [
             "response": keys(.response(ResponseInfo(
                 status: 206, headers: ["a": "b"], type: "text/html", length: 3, filename: "x", url: "http://h/x",
@@ -146,6 +151,7 @@ import Testing
             "failed": keys(.failure(error, attempt: 1, retryAfter: 2)),
             "done": keys(.summary(RunSummary())),
             "request": keys(.request(RequestInfo(url: "http://h/x", attempt: 1, headers: ["a": "b"]))),
+            "placed": finished,
         ]
         #expect(pushed == Self.events(try Self.api()))
         let download = DownloadInfo(

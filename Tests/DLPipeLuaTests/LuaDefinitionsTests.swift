@@ -57,7 +57,7 @@ import Testing
         let events = APITableTests.events(api)
         let classOf = ["response": "dl.Response", "progress": "dl.Progress", "retrying": "dl.Failure",
                        "finished": "dl.Finished", "failed": "dl.Failure", "done": "dl.Summary",
-                       "request": "dl.Request"]
+                       "request": "dl.Request", "placed": "dl.Finished"]
         for (event, fields) in events {
             let defined = parsed.classes[classOf[event] ?? "?"] ?? []
             #expect(Set(defined) == fields, "\(event): \(defined)")

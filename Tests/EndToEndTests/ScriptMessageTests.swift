@@ -32,7 +32,7 @@ import Testing
     @Test func aMisspelledEventNameSuggestsTheNearestAndListsThem() async throws {
         let (status, first) = try await check("dl.on(\"finish\", function() end)\n")
         #expect(status == 2)
-        #expect(first == "\(job.directory)/job.lua:1: unknown event 'finish' (did you mean 'finished'?); known: response, progress, retrying, finished, failed, done, request", "\(first)")
+        #expect(first == "\(job.directory)/job.lua:1: unknown event 'finish' (did you mean 'finished'?); known: response, progress, retrying, finished, failed, done, request, placed", "\(first)")
     }
 
     @Test func aMisspelledConfigKeyAndAddFieldSuggestTheNearest() async throws {

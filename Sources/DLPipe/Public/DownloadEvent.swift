@@ -133,6 +133,13 @@ public struct FinishedInfo: Sendable, Hashable {
     /// `finished` handler reads its `Link` there): the one that gave the body,
     /// or the 304 that kept the file; empty for a file kept without a request.
     public var headers: [String: String] = [:]
+    /// True when the file was kept (`unchanged`) after its bytes were hashed
+    /// again and matched the SHA-256 known for it (`verify`): it was checked
+    /// by validators and content, not by validators alone.
+    public var contentVerified = false
+    /// False for a file kept without a request (refresh "never"): no
+    /// validator was checked, only the content when `contentVerified`.
+    public var askedServer = true
 
     /// Each `Set-Cookie` line of `headers`, in order (as `ResponseInfo.setCookies`).
     public var setCookies: [String] {

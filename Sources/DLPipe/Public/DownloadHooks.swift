@@ -94,6 +94,11 @@ public struct DownloadHooks: Sendable {
     /// for it (its slot stays taken). Nil: no request waits for a hook.
     public var request:
         (@Sendable (DownloadInfo, RequestInfo, _ reply: @escaping @Sendable (RequestVerdict) -> Void) -> Void)?
+    /// After the `finished` hook's verdict was carried out (the file moved
+    /// where it asked): the file under its final name, for a hook that
+    /// records where files end up. The reply says the hook is done (the run
+    /// does not drain before it); it decides nothing.
+    public var placed: (@Sendable (DownloadInfo, FinishedInfo, _ reply: @escaping @Sendable () -> Void) -> Void)?
 
     /// Hooks with the given closures; the others stay nil (not asked).
     public init(
@@ -104,7 +109,8 @@ public struct DownloadHooks: Sendable {
         failed: (@Sendable (DownloadInfo, DownloadError, _ reply: @escaping @Sendable (FailureVerdict) -> Void) -> Void)? = nil,
         drained: (@Sendable (RunSummary, _ reply: @escaping @Sendable (Int?) -> Void) -> Void)? = nil,
         endOfTurn: (@Sendable () -> Void)? = nil,
-        request: (@Sendable (DownloadInfo, RequestInfo, _ reply: @escaping @Sendable (RequestVerdict) -> Void) -> Void)? = nil
+        request: (@Sendable (DownloadInfo, RequestInfo, _ reply: @escaping @Sendable (RequestVerdict) -> Void) -> Void)? = nil,
+        placed: (@Sendable (DownloadInfo, FinishedInfo, _ reply: @escaping @Sendable () -> Void) -> Void)? = nil
     ) {
         self.response = response
         self.progress = progress
@@ -114,6 +120,7 @@ public struct DownloadHooks: Sendable {
         self.drained = drained
         self.endOfTurn = endOfTurn
         self.request = request
+        self.placed = placed
     }
 
     /// The events asked, read from the closures that are set.
@@ -126,6 +133,7 @@ public struct DownloadHooks: Sendable {
         if failed != nil { interests.insert(.failed) }
         if drained != nil { interests.insert(.drained) }
         if request != nil { interests.insert(.request) }
+        if placed != nil { interests.insert(.placed) }
         return interests
     }
 }

@@ -114,6 +114,14 @@ public struct EngineConfiguration: Sendable {
     /// handlers choose, and names other downloads of the run hold, are never
     /// replaced. Default off.
     public var overwrite = false
+    /// `--verify`: before a file an earlier run kept is asked about again, its
+    /// bytes are hashed and compared with the SHA-256 the request or the state
+    /// knows; one that differs is fetched unconditionally and replaced (even
+    /// when the user changed it: the mirror is asked to match). A file with
+    /// no known digest gets one recorded. Every body is hashed as it streams.
+    /// Under `refresh` "never" a file that does not differ is kept without a
+    /// request. Default off.
+    public var verify = false
     /// Whether small bodies may skip the part file (`HeldFile`); internal, so
     /// that tests reach every path on any file system.
     var heldBodies = HeldBodies.auto

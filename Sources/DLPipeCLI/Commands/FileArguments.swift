@@ -10,6 +10,8 @@ struct FileArguments {
     /// `--overwrite`: a new body replaces a file under its name instead of
     /// going beside it (`name.1.ext`).
     var overwrite: Bool?
+    /// `--verify`: a kept file is hashed again before it is asked about.
+    var verify: Bool?
 
     static func parse(_ args: inout Arguments) throws -> FileArguments {
         var parsed = FileArguments()
@@ -22,6 +24,7 @@ struct FileArguments {
         if remote { parsed.remoteTime = true }
         if noRemote { parsed.remoteTime = false }
         if args.flag("--overwrite") { parsed.overwrite = true }
+        if args.flag("--verify") { parsed.verify = true }
         return parsed
     }
 }

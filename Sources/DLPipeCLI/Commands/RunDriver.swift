@@ -241,13 +241,15 @@ enum RunDriver {
 
     /// Loads the scripts, or prints why they cannot load (exit 2 follows).
     /// dl.log and print write to stderr unless `quiet`; dl.warn always writes:
-    /// to stderr, or with `json` as a `warning` event on stdout.
+    /// to stderr, or with `json` as a `warning` event on stdout. A notice
+    /// (the max_depth limit met) is a warning that `quiet` keeps off stderr.
     static func loadScripts(_ options: ScriptOptions, quiet: Bool, json: Bool) -> ScriptSession? {
         let warn: @Sendable (ScriptLine) -> Void
         if json {
             warn = { line in EventWriter.standardOutput.write(line: JSONLine.warning(line)) }
         } else {
             warn = { line in
+                if quiet && line.isNotice { return }
                 var shown = line
                 shown.text = "warning: " + line.text
                 Terminal.error(Terminal.scriptLines(shown.formatted))

@@ -221,6 +221,7 @@ struct RunOptions {
         config.cookieJar = cookieJar ?? job?.cookieJar
         config.hostDelay = hostDelay ?? job?.hostDelay ?? 0
         config.overwrite = files.overwrite ?? job?.overwrite ?? false
+        config.verify = files.verify ?? job?.verify ?? false
         return config
     }
 

@@ -36,6 +36,8 @@ enum JSONLine {
             object.add("type", f.type)
             object.add("seconds", f.seconds)
             object.add("unchanged", f.unchanged)
+            // What a 304 was trusted on: validators, or (`--verify`) validators and content.
+            if f.unchanged { object.add("checked", f.checkedBy) }
             // The job's meta as it was given to dl.add, for a manifest built
             // outside; only what JSON can hold (see docs/lua-api.md).
             if let meta = d.metaJSON { object.add("meta", json: meta) }

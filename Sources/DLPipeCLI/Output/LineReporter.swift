@@ -41,7 +41,7 @@ final class LineReporter: Reporter {
             // A memory download has no path: its URL names it.
             let what = f.body == nil ? shownPath.text(f.path) : "\(Terminal.clean(RedactedURL.text(d.url))) into memory"
             // An unchanged file moved no body: no rate, which would be made up.
-            if f.unchanged { return "unchanged \(what) (\(Format.bytes(f.bytes)) on disk, checked in \(Format.seconds(f.seconds))) [\(d.id)]" }
+            if f.unchanged { return "unchanged \(what) (\(Format.bytes(f.bytes)) on disk, \(f.checkedWords)) [\(d.id)]" }
             let rate = f.seconds > 0 ? ", " + Format.rate(Double(f.bytes) / f.seconds) : ""
             return "finished \(what) (\(Format.bytes(f.bytes)) in \(Format.seconds(f.seconds))\(rate)) [\(d.id)]"
         case .failed(let d, let e):
@@ -73,5 +73,25 @@ final class LineReporter: Reporter {
         if s.cancelled > 0 { parts.append("\(s.cancelled) cancelled") }
         return "dlpipe: " + parts.joined(separator: ", ")
             + " (\(Format.bytes(s.bytes)) in \(Format.seconds(s.seconds)))"
+    }
+}
+
+extension FinishedInfo {
+    /// What a kept file was checked by: `validators`, `validators and
+    /// content` (`--verify`), `content` (`--verify` under refresh "never"),
+    /// or `nothing` (refresh "never" alone).
+    var checkedBy: String {
+        switch (askedServer, contentVerified) {
+        case (true, true): return "validators and content"
+        case (true, false): return "validators"
+        case (false, true): return "content"
+        case (false, false): return "nothing"
+        }
+    }
+
+    /// The unchanged line's words: "validators checked in 0.1s", or "kept
+    /// without a request".
+    var checkedWords: String {
+        checkedBy == "nothing" ? "kept without a request" : "\(checkedBy) checked in \(Format.seconds(seconds))"
     }
 }

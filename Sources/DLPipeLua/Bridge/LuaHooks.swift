@@ -44,6 +44,7 @@ final class LuaHooks: @unchecked Sendable {
         if handles("failed") { hooks.failed = { self.failed($0, $1, reply: $2) } }
         if handles("done") { hooks.drained = { self.drained($0, reply: $1) } }
         if handles("request") { hooks.request = { self.request($0, $1, reply: $2) } }
+        if handles("placed") { hooks.placed = { self.placed($0, $1, reply: $2) } }
         return hooks
     }
 
@@ -132,6 +133,23 @@ final class LuaHooks: @unchecked Sendable {
                     ? .keep(name: outcome.name, directory: outcome.directory ?? "", sha256: digest) : .keep(sha256: digest)
             }
             replies.append { reply(verdict) }
+        }
+    }
+
+    /// After every `finished` handler (the job's, then the hooks'), with the
+    /// file where it ended up. Nothing to decide: an error is reported, and
+    /// the download stays finished.
+    func placed(_ download: DownloadInfo, _ result: FinishedInfo, reply: @escaping @Sendable () -> Void) {
+        let reply = ReplyOnce<Bool> { _ in reply() }
+        enqueue { [self] replies in
+            let outcome = dispatch("placed", download, .finished(result)) { [report] in
+                report("placed handler for download \(download.id): \($0)")
+                reply(true)
+            }
+            if let error = outcome.error, !reply.answered {
+                report("placed handler for download \(download.id): \(error.message)")
+            }
+            replies.append { reply(true) }
         }
     }
 

@@ -29,6 +29,10 @@ public struct ScriptLine: Sendable {
     /// The download whose handler wrote it (nil at the top level and in `done`).
     public var download: Int?
     public var text: String
+    /// A notice of dlpipe's about the job rather than the script's own
+    /// `dl.warn` (a limit the job set was met): shown as a warning, except
+    /// that `-q` hides it unless it goes out as a `--json` event.
+    public var isNotice = false
 
     /// `[job.lua:12 #3] text`, as dl.log prints it.
     public var formatted: String {

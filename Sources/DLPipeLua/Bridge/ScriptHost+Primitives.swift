@@ -115,6 +115,13 @@ extension ScriptHost {
             warn(line(args))
             return []
         }
+        runtime.register("__dl.notice", cost: 4) { [unowned self, warn] args throws(LuaCallError) in
+            try heldUsage.check()
+            var notice = line(args)
+            notice.isNotice = true
+            warn(notice)
+            return []
+        }
     }
 
     /// The line of a `__dl.log` or `__dl.warn` call: position, download id, text.

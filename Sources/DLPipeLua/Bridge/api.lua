@@ -12,7 +12,7 @@
 
 -- A fresh list each time: the table reaches the prelude through Swift's value
 -- conversion, which keeps one copy of a table met twice and drops the others.
-local function handlers() return { "request", "response", "progress", "retrying", "finished", "failed", "done" } end
+local function handlers() return { "request", "response", "progress", "retrying", "finished", "failed", "done", "placed" } end
 
 -- dl.config's keys and dl.add's fields: one entry each, in the order docs,
 -- messages and the definition file list them: { name, type, doc, range =,
@@ -72,6 +72,8 @@ local CONFIG = {
     default = "true" },
   { "overwrite", "boolean?", "a new body replaces a regular file under its name instead of going beside it as `name.1.ext`, and a changed file an earlier run placed is fetched again and replaced (`--overwrite`; either one turns it on). A name a handler sets is never replaced",
     default = "false" },
+  { "verify", "boolean?", "on a re-run, hash each kept file again before asking about it: one that differs from its known SHA-256 (`sha256` of `dl.add`, or the state's) is fetched unconditionally and replaces it, with a warning, even a file the user changed; a file with no known SHA-256 gets one recorded. Every body is hashed as it streams. Under `refresh = \"never\"` a file that matches is kept without a request (`--verify`; either one turns it on)",
+    default = "false" },
   { "queue", "string?", "the shared queue: a `postgresql://` URL or libpq `key=value` pairs (`--queue` and `DLPIPE_QUEUE` win; `--name` is required with it). One that is not a PostgreSQL address is a load error. Call it before the job prints, logs, uses `dl.store` or adds anything: with `--name` (or `--lease`, `--settle`, `--follow`) and no queue on the command line, the job's first print, log or `dl.store` call is a usage error (exit 2) unless the queue is named by then. The run is then one worker of the job shared there: docs/scale-out.md",
     default = "none" },
 }
@@ -119,7 +121,7 @@ return {
   calls = {
     { name = "dl.config", args = "{ key = value, ... }", where = { "job" } },
     { name = "dl.add", args = add_args(),
-      where = { "top", "response", "finished", "failed", "done" } },
+      where = { "top", "response", "finished", "failed", "done", "placed" } },
     { name = "dl.on", args = "event, handler", where = { "top" } },
     { name = "dl.skip", args = "reason", where = { "response" } },
     { name = "dl.retry", args = "seconds", where = { "retrying", "failed" } },
@@ -166,9 +168,10 @@ return {
     failed = { "kind", "message", "status", "attempt", "retry_after" },
     done = { "finished", "failed", "handled", "skipped", "unchanged", "cancelled", "bytes", "seconds" },
     request = { "url", "attempt", "headers" },
+    placed = { "path", "bytes", "sha256", "type", "seconds", "unchanged", "body", "headers" },
   },
   -- The order events are listed in (docs and messages).
-  event_order = { "response", "progress", "retrying", "finished", "failed", "done", "request" },
+  event_order = { "response", "progress", "retrying", "finished", "failed", "done", "request", "placed" },
   -- What a handler of each event may return (the values that are verdicts); any
   -- other value is a hook error that names these. Events not listed (progress,
   -- finished) take no verdict: what their handlers return is not looked at.
@@ -239,9 +242,9 @@ return {
     },
     -- The class of each event's second argument, and of the other tables.
     event_classes = { response = "dl.Response", progress = "dl.Progress", retrying = "dl.Failure",
-      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary", request = "dl.Request" },
+      finished = "dl.Finished", failed = "dl.Failure", done = "dl.Summary", request = "dl.Request", placed = "dl.Finished" },
     -- The argument's name in the docs, and the type of what a handler returns (see `returns`).
-    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s", request = "q" },
+    event_args = { response = "r", progress = "p", retrying = "e", finished = "f", failed = "e", done = "s", request = "q", placed = "f" },
     handler_returns = { response = "dl.Verdict?", retrying = "dl.Verdict|false|nil",
       failed = "dl.Verdict|false|nil", done = "integer?" },
     classes = {

@@ -334,8 +334,10 @@ function dl.add(spec)
   if config.max_depth ~= nil and depth > config.max_depth then
     if not warned_limit.max_depth then
       warned_limit.max_depth = true
-      dl.warn("dl.add: " .. spec.url .. " would be at depth " .. depth .. ", past max_depth = "
-        .. config.max_depth .. "; adds past it are dropped")
+      -- A notice, not a warning: a crawl limits its depth on purpose, and -q
+      -- keeps it out of cron's mail (--json still has it as a warning event).
+      raw.notice((script_position()), parent, "dl.add: " .. spec.url .. " would be at depth " .. depth
+        .. ", past max_depth = " .. config.max_depth .. "; adds past it are dropped")
     end
     return nil
   end
@@ -616,7 +618,7 @@ local function strict(event, index)
     __metatable = false,
   }
 end
--- Hashing costs nothing until a handler reads f.sha256 (in finished's metatable).
+-- Hashing costs nothing until a handler reads f.sha256 (in finished's and placed's metatables).
 local function lazy_sha256(t)
   -- A memory download's digest is its body's (it has no path).
   local digest
@@ -626,7 +628,7 @@ local function lazy_sha256(t)
 end
 -- One metatable per event, made once.
 local STRICT = {}
-for event in pairs(API.events) do STRICT[event] = strict(event, event == "finished" and lazy_sha256 or nil) end
+for event in pairs(API.events) do STRICT[event] = strict(event, (event == "finished" or event == "placed") and lazy_sha256 or nil) end
 -- What a handler gets is a read-only view of the event's table: reads go
 -- straight to the table (a table __index, Lua's fast path), every write
 -- comes here. pairs and dl.json.encode (through __dlfields) see the fields.

@@ -158,6 +158,7 @@ extension EngineLoop {
             if result.unchanged { summary.unchanged += 1 } else { summary.finished += 1 }
             summary.bytes += job.receivedThisRun
             emit(.finished(info, result))
+            tellPlaced(info, result)
         case .failed(let error):
             summary.failed += 1
             emit(.failed(info, error))

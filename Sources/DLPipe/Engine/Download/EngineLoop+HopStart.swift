@@ -45,6 +45,8 @@ extension EngineLoop {
         guard scheduler.hop(job.id, to: host, priority: job.request.priority) else { return false }
         // A resume with a checksum: the bytes on disk are hashed on a queue first.
         if waitsForResumeHash(job) { return false }
+        // `verify`: the kept file's bytes are hashed first, on the same queue.
+        if waitsForContentCheck(job) { return false }
         if let replay = configuration.replay, !replay.has(job.currentURL) {
             attemptFailed(job, DownloadError(.network, "--replay: the recording \(replay.directory) has no response for \(RedactedURL.text(job.currentURL))"))
             return false

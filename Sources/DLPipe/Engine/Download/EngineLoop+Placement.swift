@@ -283,7 +283,7 @@ extension EngineLoop {
         job.result = FinishedInfo(
             path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false,
-            warning: localChangeWarning(job, final), headers: job.response?.headers ?? [:])
+            warning: localChangeWarning(job, final) ?? contentWarning(job, final), headers: job.response?.headers ?? [:])
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

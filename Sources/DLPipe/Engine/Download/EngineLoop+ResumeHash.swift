@@ -68,8 +68,9 @@ extension EngineLoop {
         return hasher
     }
 
-    /// Whether the job's body is hashed as it streams.
+    /// Whether the job's body is hashed as it streams (`verify`: a file's,
+    /// so that the next run can check it).
     func wantsHash(_ job: Job) -> Bool {
-        job.request.sha256 != nil || configuration.alwaysHash
+        job.request.sha256 != nil || configuration.alwaysHash || (configuration.verify && job.request.into == .file)
     }
 }

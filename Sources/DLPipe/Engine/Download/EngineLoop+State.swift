@@ -61,6 +61,13 @@ extension EngineLoop {
         if ownership.placedHere, found == nil { job.claim.recall(placed: nil) }  // removed since: the name is free
         // `--overwrite`: a regular file under the name may be replaced, whoever made it.
         let mayReplace = ownership.ownsFile || (configuration.overwrite && found?.isRegular == true)
+        // `verify`: a file this download finished is hashed before it is
+        // asked about, changed or not (EngineLoop+Verify).
+        if configuration.verify, configuration.refresh != .always, record.status == .finished, partSize == nil,
+            found?.isRegular == true
+        {
+            return checkContent(job, target, record)
+        }
         if let change = ownership.changedLocally, partSize == nil {
             return keepLocalChange(job, target, record, LocalChange(path: relative, what: change))
         }
@@ -125,7 +132,7 @@ extension EngineLoop {
     private func keepWithoutAsking(_ job: Job, _ final: String, size: Int64?, _ record: DownloadRecord) -> Bool {
         job.result = FinishedInfo(
             path: final, bytes: size ?? 0, sha256: record.sha256, type: record.mediaType ?? "",
-            seconds: 0, unchanged: true)
+            seconds: 0, unchanged: true, askedServer: false)
         feed(job, .alreadyFinished(askHook: interests.contains(.finished)))
         return true
     }

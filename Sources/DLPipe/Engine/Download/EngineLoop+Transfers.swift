@@ -335,7 +335,8 @@ extension EngineLoop: TransferOwner {
         let path = targets.finalPath(target)
         job.result = FinishedInfo(
             path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256, type: job.knownType ?? "",
-            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true, headers: headers)
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true, headers: headers,
+            contentVerified: job.contentCheck?.matched == true)
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

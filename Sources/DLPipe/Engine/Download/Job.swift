@@ -54,6 +54,8 @@ final class Job {
     var receivedThisRun: Int64 = 0
     /// The SHA-256 the state recorded for the file on disk (reported on a 304).
     var knownSHA256: String?
+    /// Under `verify`: the kept file's bytes, hashed before the first request.
+    var contentCheck: ContentCheck?
     /// The media type the state recorded for the file on disk: `f.type` when
     /// the file is kept (a 304 that names none, refresh "never").
     var knownType: String?

@@ -19,6 +19,14 @@ extension EngineLoop {
         ask(job.info(root: root), result, reply)
     }
 
+    /// The file of a finished download is where it stays: a notice, whose
+    /// reply only says the hook is done (a late one changes nothing).
+    func tellPlaced(_ info: DownloadInfo, _ result: FinishedInfo) {
+        guard let tell = hooks?.placed else { return }
+        let reply = hookReply("placed", expiry: { _ in .placedDone }) { (_: Void) in .placedDone }
+        tell(info, result) { reply(()) }
+    }
+
     func askRetryingHook(_ job: Job, delay: Double) {
         guard let ask = hooks?.retrying, let error = job.state.pendingError else { return }
         let id = job.id

@@ -12,4 +12,6 @@ struct HookInterests: OptionSet, Sendable {
     static let retrying = HookInterests(rawValue: 32)
     /// Before every request (each attempt, each redirect hop).
     static let request = HookInterests(rawValue: 64)
+    /// After a download finished, with its file's final path.
+    static let placed = HookInterests(rawValue: 128)
 }

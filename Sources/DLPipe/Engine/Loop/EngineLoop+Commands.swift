@@ -37,6 +37,8 @@ extension EngineLoop {
         case .requestVerdict(let id, let generation, let verdict):
             pendingHookCalls -= 1
             applyRequestVerdict(id, generation: generation, verdict)
+        case .placedDone:
+            pendingHookCalls -= 1
         case .drainedVerdict(let code):
             pendingHookCalls -= 1
             DrainTrace.note("engine: drainedVerdict \(String(describing: code)) open=\(openJobs) pending=\(pendingHookCalls) drainPending=\(drainPending)")
@@ -48,6 +50,7 @@ extension EngineLoop {
         case .synced(let number):
             settle(syncingBatches.removeValue(forKey: number) ?? [])
         case .resumeHashed(let id, let hash): resumeHashed(id, hash)
+        case .contentChecked(let id, let check): contentChecked(id, check)
         case .waitIdle(let reply):
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.

@@ -53,10 +53,10 @@ extension EngineLoop {
     }
 
     /// The SHA-256 of a whole body in memory when it is wanted (`sha256` asked
-    /// for, or `alwaysHash`), checked against the one asked for; `what` names
-    /// the body in the error.
+    /// for, `alwaysHash`, or a file's under `verify`), checked against the one
+    /// asked for; `what` names the body in the error.
     func checkedDigest(of body: [UInt8], _ job: Job, naming what: String) -> Result<String?, DownloadError> {
-        guard job.request.sha256 != nil || configuration.alwaysHash else { return .success(nil) }
+        guard wantsHash(job) else { return .success(nil) }
         let hasher = SHA256Hasher()
         body.withUnsafeBytes { hasher.update($0) }
         let digest = hasher.finalHex()

@@ -45,10 +45,14 @@ final class EngineLoop {
         /// A `request` hook's headers for the hop asked under `generation`.
         case requestVerdict(DownloadID, generation: Int, RequestVerdict)
         case drainedVerdict(Int?)
+        /// A `placed` hook is done.
+        case placedDone
         /// The sync of this batch of `syncingBatches` returned.
         case synced(batch: Int)
         /// The part file's first bytes are hashed for a resume (ResumeHash).
         case resumeHashed(DownloadID, ResumeHash)
+        /// A kept file's bytes are hashed under `verify` (ContentCheck).
+        case contentChecked(DownloadID, ContentCheck)
         case waitIdle(@Sendable (RunSummary, Int?) -> Void)
         /// The counts as they are now (a cancelled `waitUntilDrained`).
         case countsNow(@Sendable (RunSummary, Int?) -> Void)
