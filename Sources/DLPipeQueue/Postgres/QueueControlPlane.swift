@@ -8,7 +8,8 @@ import DLPipe
 package enum QueueControlPlane {
     /// The failures of the job's latest run (or of run `run`), filtered by
     /// host and by error kind (`http`, `network`, ...: the word before the
-    /// first colon of the last error), oldest first.
+    /// first colon of the last error), oldest first. A host given without
+    /// its port matches it on every port.
     package static func failures(
         job name: String, run: Int64?, host: String?, kind: String?, on connection: PostgresConnection
     ) throws(PostgresError) -> QueueReading<QueueFailureList> {
@@ -25,7 +26,7 @@ package enum QueueControlPlane {
                 SELECT id, url, host, last_error, attempts, extract(epoch FROM now() - ended_at)::float8 AS ended_ago
                 FROM dlpipe.downloads
                 WHERE job_id = $1 AND status = 'failed' AND run_id = $2
-                  AND ($3::text IS NULL OR host = $3) AND ($4::text IS NULL OR split_part(last_error, ':', 1) = $4)
+                  AND ($3::text IS NULL OR host = $3 OR left(host, length($3) + 1) = $3 || ':') AND ($4::text IS NULL OR split_part(last_error, ':', 1) = $4)
                 ORDER BY ended_at NULLS FIRST, id
                 """, [.int(job), .int(chosen), host.map { .text($0) } ?? .null, kind.map { .text($0) } ?? .null]
             ).rows
