@@ -193,7 +193,7 @@ enum QueueSnapshot {
         SELECT j.id, j.name, j.per_host, extract(epoch FROM j.host_delay)::float8 AS host_delay, j.max_downloads,
           c.ready, c.scheduled, c.running, c.transferring, c.held_ahead, c.paused, c.finished, c.skipped, c.failed, c.handled, c.cancelled,
           w.alive, w.expired, \(version >= QueueSchema.controlsVersion
-            ? "greatest(0, extract(epoch FROM now() - j.paused_at))::float8" : "NULL::float8") AS paused_ago
+            ? "CASE WHEN j.paused_at IS NOT NULL THEN greatest(0, extract(epoch FROM now() - j.paused_at))::float8 END" : "NULL::float8") AS paused_ago
         FROM dlpipe.jobs j
         CROSS JOIN LATERAL (
           SELECT count(*) FILTER (WHERE d.status = 'ready' AND d.run_at <= now() AND NOT coalesce(h.next_at > now(), false)) AS ready,
