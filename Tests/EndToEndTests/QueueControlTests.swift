@@ -203,4 +203,59 @@ import TestSupport
         #expect(later?.status == 0, "\(later?.stderr ?? "")")
         #expect(await control(["stop"], name: name).stdout.hasPrefix("job stopped has no live worker"))
     }
+
+    @Test func retryFailedReopensTheRunForAFollowerAndForAWorkerStartedLater() async throws {
+        // Three files are missing (404) in the first run, then put in place.
+        var urls: [String] = []
+        for index in 0..<7 {
+            let path = dir + "/r\(index).bin"
+            if index < 4 { _ = try nginx.put(path, randomBytes: 3_000, seed: UInt64(80 + index)) }
+            urls.append(nginx.url(path, host: hosts[index % 2], tls: false))
+        }
+        let jobFile = try job.write("job.lua", urls.map { "dl.add('\($0)')" }.joined(separator: "\n"))
+        let name = "retried"
+        let extra = ["-j", "2", "--retries", "0", "--json"]
+        let follower = try worker(jobFile, name: name, extra + ["--follow"])
+        let first = try worker(jobFile, name: name, extra)
+        let firstEnd = await offThePool { first.finish() }
+        #expect(firstEnd.status == 1, "\(firstEnd.stderr)")
+        _ = await offThePool { follower.waitForLine(containing: "\"event\":\"done\"") }
+        for index in 4..<7 { _ = try nginx.put(dir + "/r\(index).bin", randomBytes: 3_000, seed: UInt64(80 + index)) }
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        func runRow() throws -> (ended: Bool, exit: Int64?, count: Int64) {
+            let row = try connection.execute(
+                """
+                SELECT bool_and(r.ended_at IS NOT NULL) AS ended, max(r.exit_code) AS exit_code, count(*) AS n
+                FROM dlpipe.runs r JOIN dlpipe.jobs j ON j.id = r.job_id WHERE j.name = $1
+                """, [.text(name)]).rows[0]
+            return (try row.bool("ended"), try row.optionalInt("exit_code"), try row.int("n"))
+        }
+        #expect(try runRow().ended && (try runRow().count) == 1)
+
+        // Host a's failures (r4, r6): the follower claims them at once, and
+        // the run ends again, still failed for r5.
+        let some = await control(["retry", "--failed", "--host", hosts[0], "--json"], name: name)
+        let answer = try #require(try json(some.stdout) as? [String: Any], "\(some)")
+        #expect(answer["retried"] as? Int == 2 && answer["reopened"] as? Bool == true)
+        _ = try pollUntil(seconds: 30) { try statuses(name)["finished"] == 6 && (try runRow().ended) ? true : nil }
+        #expect(try runRow().exit == 1 && (try runRow().count) == 1)
+        #expect(try statuses(name) == ["finished": 6, "failed": 1])
+
+        // Stopped, the follower is gone; a worker started after the next
+        // retry joins the reopened run, sends no top level again, and the
+        // run ends with nothing failed.
+        _ = await control(["stop"], name: name)
+        #expect(await offThePool { follower.finish() }.status == 130)
+        let rest = await control(["retry", "--failed"], name: name)
+        #expect(rest.stdout.contains("1 failed download ready again; the run is open again"), "\(rest)")
+        let late = await offThePool { try? worker(jobFile, name: name, extra).finish() }
+        #expect(late?.status == 0, "\(late?.stderr ?? "")")
+        let events = late?.stdout.split(separator: "\n").filter { $0.contains("\"event\":\"finished\"") } ?? []
+        #expect(events.count == 1 && events.first?.contains("r5.bin") == true, "\(late?.stdout ?? "")")
+        #expect(try runRow() == (true, 0, 1))
+        #expect(try statuses(name) == ["finished": 7])
+        let history = try #require(try json(await control(["runs", "--json"], name: name).stdout) as? [[String: Any]])
+        #expect(history.first?["failed"] as? Int == 0 && history.first?["finished"] as? Int == 7)
+        #expect(listing(out).filter { !$0.hasPrefix(".") }.count == 7)
+    }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// "Steering a job"): the control plane of a shared job. Each subcommand is
 /// one transaction (`QueueControlPlane`); exit codes as `status --queue`'s.
 enum QueueCommand {
-    static let subcommands = ["failures", "runs", "pause", "resume", "stop", "purge"]
+    static let subcommands = ["failures", "runs", "retry", "pause", "resume", "stop", "purge"]
 
     static func run(_ raw: [String]) async throws -> Int32 {
         var args = Arguments(raw, command: "queue")
@@ -20,13 +20,17 @@ enum QueueCommand {
         let kind = try args.value("--kind")
         let run = try args.int("--run", in: 1...Int(Int64.max))
         let olderThan = try args.value("--older-than")
+        let failed = args.flag("--failed")
         let positionals = try args.positionals()
         guard let verb = positionals.first, subcommands.contains(verb), positionals.count == 1 else {
             let what = positionals.first.map { "unknown subcommand \($0.debugDescription)" } ?? "a subcommand is needed"
             throw UsageError("\(what): one of \(subcommands.joined(separator: ", "))", command: "queue")
         }
-        if verb != "failures", host != nil || kind != nil || run != nil {
-            throw UsageError("--host, --kind and --run choose failures: `dlpipe queue failures`", command: "queue")
+        if verb != "failures", verb != "retry" || run != nil, host != nil || kind != nil || run != nil {
+            throw UsageError("--host and --kind choose failures (`dlpipe queue failures`, `retry --failed`), --run only for `failures`", command: "queue")
+        }
+        if (verb == "retry") != failed {
+            throw UsageError(verb == "retry" ? "retry takes --failed: it retries the failed downloads of the latest run" : "--failed goes with `dlpipe queue retry`", command: "queue")
         }
         if (verb == "purge") != (olderThan != nil) {
             throw UsageError(verb == "purge" ? "purge needs --older-than DURATION (30d, 12h, 90m)" : "--older-than goes with `dlpipe queue purge`", command: "queue")
@@ -50,6 +54,11 @@ enum QueueCommand {
             case "runs":
                 let reading = try await session.perform { connection throws(PostgresError) in try QueueControlPlane.runs(job: name, on: connection) }
                 return show(reading, address: address, name: name) { QueueControlReport.runs($0, json: json) }
+            case "retry":
+                let reading = try await session.perform { connection throws(PostgresError) in
+                    try QueueControlPlane.retryFailed(job: name, host: host, kind: kind, on: connection)
+                }
+                return show(reading, address: address, name: name) { QueueControlReport.retried($0, name: name, json: json) }
             case "purge":
                 let reading = try await session.perform { connection throws(PostgresError) in
                     try QueueControlPlane.purge(job: name, olderThan: seconds ?? 0, on: connection)

@@ -120,6 +120,23 @@ enum QueueControlReport {
         return out
     }
 
+    static func retried(_ retried: QueueRetried, name: String, json: Bool) -> String {
+        if json {
+            var object = JSONObject()
+            object.add("job", name)
+            object.add("run", retried.run)
+            object.add("retried", retried.retried)
+            object.add("reopened", retried.reopened)
+            return object.json
+        }
+        guard let run = retried.run else { return "job \(Terminal.clean(name)) has no run yet\n" }
+        guard retried.retried > 0 else { return "run #\(run): no failed download to retry\n" }
+        let plural = retried.retried == 1 ? "" : "s"
+        return "run #\(run): \(retried.retried) failed download\(plural) ready again"
+            + (retried.reopened ? "; the run is open again: running workers claim them, a worker started now joins it\n"
+                : "; the run's workers claim them\n")
+    }
+
     static func purged(_ purged: QueuePurged, name: String, json: Bool) -> String {
         if json {
             var object = JSONObject()

@@ -174,3 +174,60 @@ package enum QueueControlPlane {
             count: Int(try names.first?.int("total") ?? 0))
     }
 }
+
+extension QueueControlPlane {
+    /// Puts the failed downloads of the job's latest run (those of `host`,
+    /// of error kind `kind`) back to ready in that run, their attempts
+    /// anew, and reopens the run when it had ended; the run's failed count
+    /// drops by as many (they count again as they end). The NOTIFY makes
+    /// running and `--follow` workers claim them at once; a worker started
+    /// while the run is open joins it. Nil when the job has no run.
+    package static func retryFailed(
+        job name: String, host: String?, kind: String?, on connection: PostgresConnection
+    ) throws(PostgresError) -> QueueReading<QueueRetried> {
+        try writing(connection) { () throws(PostgresError) -> QueueReading<QueueRetried> in
+            guard let job = try jobID(name, lock: true, on: connection) else { return try unknown(on: connection) }
+            let rows = try connection.execute(
+                """
+                WITH latest AS (
+                  SELECT id, ended_at IS NOT NULL AS ended FROM dlpipe.runs WHERE job_id = $1 ORDER BY id DESC LIMIT 1 FOR UPDATE
+                ),
+                retried AS (
+                  UPDATE dlpipe.downloads d SET status = 'ready', run_at = now(), attempts = 0, ended_at = NULL, worker_id = NULL
+                  FROM latest
+                  WHERE d.job_id = $1 AND d.run_id = latest.id AND d.status = 'failed'
+                    AND ($2::text IS NULL OR d.host = $2 OR left(d.host, length($2) + 1) = $2 || ':')
+                    AND ($3::text IS NULL OR split_part(d.last_error, ':', 1) = $3)
+                  RETURNING d.id
+                ),
+                reopened AS (
+                  UPDATE dlpipe.runs r
+                  SET failed = r.failed - (SELECT count(*) FROM retried),
+                      ended_at = NULL, exit_code = NULL, idle_since = NULL,
+                      done_worker = CASE WHEN latest.ended THEN NULL ELSE r.done_worker END,
+                      done_at = CASE WHEN latest.ended THEN NULL ELSE r.done_at END,
+                      reopened_at = CASE WHEN latest.ended THEN now() ELSE r.reopened_at END
+                  FROM latest WHERE r.id = latest.id AND EXISTS (SELECT 1 FROM retried)
+                  RETURNING r.id
+                ),
+                notified AS (SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM reopened)
+                SELECT latest.id, latest.ended, (SELECT count(*) FROM retried) AS retried,
+                  (SELECT count(*) FROM notified) AS notified
+                FROM latest
+                """, [.int(job), host.map { .text($0) } ?? .null, kind.map { .text($0) } ?? .null]).rows
+            guard let row = rows.first else { return .found(QueueRetried(run: nil, retried: 0, reopened: false)) }
+            let retried = try row.int("retried")
+            let ended = try row.bool("ended")
+            return .found(QueueRetried(run: try row.int("id"), retried: retried, reopened: retried > 0 && ended))
+        }
+    }
+}
+
+/// What `retry --failed` did.
+package struct QueueRetried: Sendable, Equatable {
+    /// The run they are back in; nil when the job has no run.
+    package let run: Int64?
+    package let retried: Int64
+    /// Whether the run had ended and is open again.
+    package let reopened: Bool
+}

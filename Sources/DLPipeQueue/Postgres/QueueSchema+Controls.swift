@@ -15,10 +15,13 @@ extension QueueSchema {
     /// go back to ready at its next cycle); transfers already running end
     /// as usual. `workers.stop_asked_at`: the worker gives back what it
     /// holds and leaves. A worker learns of a stop by NOTIFY and, should it
-    /// miss that (its listener reconnecting), by its next heartbeat. Columns
-    /// that may be NULL: no table is rewritten.
+    /// miss that (its listener reconnecting), by its next heartbeat.
+    /// `runs.reopened_at`: `retry --failed` reopened the ended run; until a
+    /// worker has been in it since, no worker's start ends it as orphaned.
+    /// Columns that may be NULL: no table is rewritten.
     static let controls = """
         ALTER TABLE dlpipe.jobs ADD COLUMN paused_at timestamptz;
         ALTER TABLE dlpipe.workers ADD COLUMN stop_asked_at timestamptz;
+        ALTER TABLE dlpipe.runs ADD COLUMN reopened_at timestamptz;
         """
 }
