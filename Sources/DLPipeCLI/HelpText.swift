@@ -234,6 +234,8 @@ enum HelpText {
           pause                   no worker claims anything new until resume (transfers
                                   that run finish; claims held ahead go back to the queue)
           resume                  the workers claim again, at once
+          cancel                  the open run's waiting and running downloads end
+                                  cancelled and the run ends (done runs once)
           stop                    every live worker of the job, on every machine, gives
                                   back what it holds and exits 130, as on SIGTERM
           purge --older-than D    delete the runs that ended more than D ago (30d, 12h,

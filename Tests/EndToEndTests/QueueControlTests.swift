@@ -258,4 +258,39 @@ import TestSupport
         #expect(history.first?["failed"] as? Int == 0 && history.first?["finished"] as? Int == 7)
         #expect(listing(out).filter { !$0.hasPrefix(".") }.count == 7)
     }
+
+    @Test func cancelEndsTheRunsDownloadsCancelledAndDoneRunsOnce() async throws {
+        var urls: [String] = []
+        for index in 0..<16 {
+            urls.append(try fixture.slowFile("c\(index).bin", size: 300_000, seed: UInt64(100 + index), hostIndex: index).url)
+        }
+        let jobFile = try job.write("job.lua", """
+            \(urls.map { "dl.add('\($0)')" }.joined(separator: "\n"))
+            dl.on("done", function(s) dl.log("done: finished " .. s.finished .. ", cancelled " .. s.cancelled .. ", failed " .. s.failed) end)
+            """)
+        let name = "cancelled"
+        let workers = try (0..<3).map { _ in try worker(jobFile, name: name, ["-j", "2", "--json"]) }
+        _ = await offThePool { workers.allSatisfy { $0.waitForLine(containing: "\"event\":\"progress\"") } }
+        // A worker killed holding claims: they come back ready once its
+        // lease runs out, after the cancel, and end cancelled then.
+        workers[2].signal(SIGKILL)
+        let killed = await offThePool { workers[2].finish() }
+        #expect(killed.status == 128 + SIGKILL)
+        let cancel = await control(["cancel", "--json"], name: name)
+        let answer = try #require(try json(cancel.stdout) as? [String: Any], "\(cancel)")
+        #expect((answer["queued_cancelled"] as? Int ?? 0) > 0)
+        let ended = await offThePool { workers.prefix(2).map { $0.finish() } }
+        // Cancelled downloads are neither finished nor failed: exit 0.
+        #expect(ended.map(\.status) == [0, 0], "\(ended.map(\.stderr))")
+        let logs = ended.map(\.stderr).joined(separator: "\n").split(separator: "\n").filter { $0.contains("done: finished") }
+        #expect(logs.count == 1, "done ran once: \(ended.map(\.stderr))")
+        let counts = try statuses(name)
+        #expect(counts["ready"] == nil && counts["running"] == nil && counts["failed"] == nil, "\(counts)")
+        let finished = counts["finished"] ?? 0
+        #expect((counts["cancelled"] ?? 0) + finished == 16 && (counts["cancelled"] ?? 0) > 0)
+        #expect(logs.first?.contains("done: finished \(finished), cancelled \(16 - finished), failed 0") == true, "\(logs)")
+        let history = try #require(try json(await control(["runs", "--json"], name: name).stdout) as? [[String: Any]])
+        #expect(history.first?["exit_code"] as? Int == 0 && history.first?["cancelled"] as? Int == Int(16 - finished))
+        #expect(await control(["cancel"], name: name).stdout.hasPrefix("job cancelled has no open run"))
+    }
 }

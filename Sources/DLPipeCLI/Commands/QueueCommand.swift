@@ -6,7 +6,7 @@ import Foundation
 /// "Steering a job"): the control plane of a shared job. Each subcommand is
 /// one transaction (`QueueControlPlane`); exit codes as `status --queue`'s.
 enum QueueCommand {
-    static let subcommands = ["failures", "runs", "retry", "pause", "resume", "stop", "purge"]
+    static let subcommands = ["failures", "runs", "retry", "pause", "resume", "cancel", "stop", "purge"]
 
     static func run(_ raw: [String]) async throws -> Int32 {
         var args = Arguments(raw, command: "queue")
@@ -59,6 +59,9 @@ enum QueueCommand {
                     try QueueControlPlane.retryFailed(job: name, host: host, kind: kind, on: connection)
                 }
                 return show(reading, address: address, name: name) { QueueControlReport.retried($0, name: name, json: json) }
+            case "cancel":
+                let reading = try await session.perform { connection throws(PostgresError) in try QueueControlPlane.cancel(job: name, on: connection) }
+                return show(reading, address: address, name: name) { QueueControlReport.cancelled($0, name: name, json: json) }
             case "purge":
                 let reading = try await session.perform { connection throws(PostgresError) in
                     try QueueControlPlane.purge(job: name, olderThan: seconds ?? 0, on: connection)

@@ -137,6 +137,34 @@ enum QueueControlReport {
                 : "; the run's workers claim them\n")
     }
 
+    static func cancelled(_ cancelled: QueueCancelledRun, name: String, json: Bool) -> String {
+        let live = cancelled.workers.filter { !$0.leaseExpired }
+        if json {
+            var object = JSONObject()
+            object.add("job", name)
+            object.add("run", cancelled.run)
+            object.add("queued_cancelled", cancelled.queued)
+            object.add("workers", json: "[" + live.map { worker -> String in
+                var o = JSONObject()
+                o.add("id", worker.id)
+                o.add("hostname", worker.hostname)
+                o.add("pid", worker.pid)
+                o.add("transferring", worker.transferring)
+                o.add("held_ahead", worker.heldAhead)
+                o.add("placing", worker.placing)
+                return o.json
+            }.joined(separator: ",") + "]")
+            return object.json
+        }
+        guard let run = cancelled.run else { return "job \(Terminal.clean(name)) has no open run\n" }
+        var out = "run #\(run) cancelled: \(cancelled.queued) waiting download\(cancelled.queued == 1 ? "" : "s") ended cancelled;"
+            + " the workers cancel what they hold, then the run ends (done runs once)\n"
+        for worker in live {
+            out += "  #\(worker.id) \(Terminal.clean(worker.hostname)) pid \(worker.pid): \(QueueStatusReport.held(worker))\n"
+        }
+        return out
+    }
+
     static func purged(_ purged: QueuePurged, name: String, json: Bool) -> String {
         if json {
             var object = JSONObject()

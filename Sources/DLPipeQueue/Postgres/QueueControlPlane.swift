@@ -231,3 +231,73 @@ package struct QueueRetried: Sendable, Equatable {
     /// Whether the run had ended and is open again.
     package let reopened: Bool
 }
+
+extension QueueControlPlane {
+    /// The last error of a download `dlpipe queue cancel` ended while it waited.
+    package static let cancelledError = "cancelled: its run was cancelled (dlpipe queue cancel)"
+
+    /// Cancels the job's open run: its waiting downloads end cancelled now
+    /// (counted in the run), no worker claims for it any more, and the
+    /// NOTIFY makes every worker in it cancel what it holds, each reporting
+    /// its own as any cancel. The run then ends as runs end: `done` once,
+    /// with the counts. The workers as they are now.
+    package static func cancel(job name: String, on connection: PostgresConnection) throws(PostgresError) -> QueueReading<QueueCancelledRun> {
+        try writing(connection) { () throws(PostgresError) -> QueueReading<QueueCancelledRun> in
+            guard let job = try jobID(name, lock: true, on: connection) else { return try unknown(on: connection) }
+            let rows = try connection.execute(
+                """
+                WITH open AS (SELECT id FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NULL FOR UPDATE),
+                swept AS (
+                  UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now(), secret = NULL, worker_id = NULL, last_error = $2
+                  WHERE job_id = $1 AND status = 'ready' AND EXISTS (SELECT 1 FROM open)
+                  RETURNING id
+                ),
+                marked AS (
+                  UPDATE dlpipe.runs r SET cancel_asked_at = coalesce(r.cancel_asked_at, now()),
+                    cancelled = r.cancelled + (SELECT count(*) FROM swept)
+                  FROM open WHERE r.id = open.id
+                  RETURNING r.id
+                ),
+                notified AS (
+                  SELECT pg_notify('\(QueueSchema.workChannel)', $1::text || '\(QueueSchema.cancelInfix)' || marked.id::text) FROM marked
+                )
+                SELECT open.id, (SELECT count(*) FROM swept) AS swept, (SELECT count(*) FROM notified) AS notified FROM open
+                """, [.int(job), .text(cancelledError)]).rows
+            let workers = try QueueReport.workers(of: job, version: QueueSchema.controlsVersion, on: connection)
+            guard let row = rows.first else { return .found(QueueCancelledRun(run: nil, queued: 0, workers: workers)) }
+            return .found(QueueCancelledRun(run: try row.int("id"), queued: try row.int("swept"), workers: workers))
+        }
+    }
+}
+
+/// What `cancel` did.
+package struct QueueCancelledRun: Sendable, Equatable {
+    /// The run cancelled; nil when none was open.
+    package let run: Int64?
+    /// Waiting downloads it ended cancelled.
+    package let queued: Int64
+    /// The job's workers, with what each holds (and now cancels).
+    package let workers: [QueueWorkerStatus]
+}
+
+extension SharedQueue {
+    /// Ends cancelled what waits in run `run` after `dlpipe queue cancel`
+    /// (a dead worker's claims taken back, a handler's late add), counted
+    /// in the run, so that the run can end; nothing for a run not cancelled.
+    package func sweepCancelled(run: Int64, on connection: PostgresConnection) throws(PostgresError) {
+        try connection.execute(
+            """
+            WITH cancelled AS (SELECT id FROM dlpipe.runs WHERE id = $2 AND ended_at IS NULL AND cancel_asked_at IS NOT NULL),
+            swept AS (
+              UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now(), secret = NULL, worker_id = NULL, last_error = $3
+              WHERE job_id = $1 AND status = 'ready' AND EXISTS (SELECT 1 FROM cancelled)
+              RETURNING id
+            ),
+            counted AS (
+              UPDATE dlpipe.runs SET cancelled = cancelled + (SELECT count(*) FROM swept)
+              WHERE id = $2 AND EXISTS (SELECT 1 FROM swept)
+            )
+            SELECT count(*) AS n FROM swept
+            """, [.int(job), .int(run), .text(QueueControlPlane.cancelledError)])
+    }
+}

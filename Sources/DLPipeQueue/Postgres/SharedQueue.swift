@@ -242,7 +242,7 @@ package struct SharedQueue: Sendable {
                 SELECT min(d.run_at) AS run_at FROM dlpipe.downloads d
                 WHERE d.job_id = $1 AND d.host = h.host AND d.status = 'ready'
               ) r
-              WHERE j.id = $1 AND j.paused_at IS NULL AND h.in_flight < j.per_host AND r.run_at IS NOT NULL
+              WHERE j.id = $1 AND j.paused_at IS NULL AND \(QueueSchema.openRunNotCancelled) AND h.in_flight < j.per_host AND r.run_at IS NOT NULL
             ) due WHERE due.wait IS NOT NULL
             """, [.int(job)]
         ).rows.first?.optionalDouble("wait")
@@ -262,7 +262,7 @@ package struct SharedQueue: Sendable {
             """
             WITH job AS (
               SELECT j.per_host, j.host_delay FROM dlpipe.jobs j
-              WHERE j.id = $1 AND j.paused_at IS NULL AND EXISTS (
+              WHERE j.id = $1 AND j.paused_at IS NULL AND \(QueueSchema.openRunNotCancelled) AND EXISTS (
                 SELECT 1 FROM dlpipe.workers w WHERE w.id = $2 AND w.job_id = $1 AND w.stopped_at IS NULL)
             ),
             free_hosts AS (

@@ -28,7 +28,9 @@ extension QueueWorker {
             state.lastLook = QueueClock.now()
         }
         let look = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
-            try queue.look(run: run, settle: settings.settle, on: connection)
+            // A cancelled run's work that came back ready ends cancelled first.
+            try queue.sweepCancelled(run: run, on: connection)
+            return try queue.look(run: run, settle: settings.settle, on: connection)
         }
         if look.ended {
             if settings.follow {
