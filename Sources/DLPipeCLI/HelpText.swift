@@ -11,8 +11,8 @@ enum HelpText {
           check JOB.lua           load and validate a job and its hooks; no network
           status [DIR]            what the state of an output directory holds (--json);
                                   status --queue URL [--name NAME]: a shared queue's jobs
-          queue SUBCOMMAND        steer a shared queue's job: failures, runs, pause,
-                                  resume, stop, purge (dlpipe queue --help)
+          queue SUBCOMMAND        steer a shared queue's job: failures, runs, retry,
+                                  pause, resume, cancel, stop, purge (queue --help)
           lua-defs                print the dl API for editors (LuaLS): dlpipe lua-defs > dl.d.lua
 
         OPTIONS:
