@@ -293,4 +293,30 @@ import TestSupport
         #expect(history.first?["exit_code"] as? Int == 0 && history.first?["cancelled"] as? Int == Int(16 - finished))
         #expect(await control(["cancel"], name: name).stdout.hasPrefix("job cancelled has no open run"))
     }
+
+    @Test func aWorkerKilledWhileARetryTransfersLeavesItToTheWorkerThatJoins() async throws {
+        // Missing in the first run; then 300 KB at 100 KiB/s, so that the
+        // retry still transfers when its worker is killed.
+        let slow = "/slow" + dir + "/late.bin"
+        let url = nginx.url(slow, host: hosts[0], tls: false)
+        let jobFile = try job.write("job.lua", "dl.add('\(url)')")
+        let name = "retry-killed"
+        let extra = ["-j", "2", "--retries", "0", "--json", "--lease", "6"]
+        let first = await offThePool { try? worker(jobFile, name: name, extra).finish() }
+        #expect(first?.status == 1)
+        let bytes = try nginx.put(slow, randomBytes: 300_000, seed: 120)
+        #expect(await control(["retry", "--failed"], name: name).stdout.contains("the run is open again"))
+        let doomed = try worker(jobFile, name: name, extra)
+        _ = await offThePool { doomed.waitForLine(containing: "\"event\":\"progress\"") }
+        doomed.signal(SIGKILL)
+        _ = await offThePool { doomed.finish() }
+        // Started within the dead worker's lease: it joins the reopened run,
+        // takes the claim back when the lease runs out, and fetches it.
+        let joined = await offThePool { try? worker(jobFile, name: name, extra).finish() }
+        #expect(joined?.status == 0, "\(joined?.stderr ?? "")")
+        #expect(sameBytes(out + "/late.bin", bytes))
+        let history = try #require(try json(await control(["runs", "--json"], name: name).stdout) as? [[String: Any]])
+        #expect(history.count == 1 && history.first?["exit_code"] as? Int == 0)
+        #expect(history.first?["failed"] as? Int == 0 && history.first?["finished"] as? Int == 1)
+    }
 }
