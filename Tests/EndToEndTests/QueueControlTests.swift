@@ -319,4 +319,18 @@ import TestSupport
         #expect(history.count == 1 && history.first?["exit_code"] as? Int == 0)
         #expect(history.first?["failed"] as? Int == 0 && history.first?["finished"] as? Int == 1)
     }
+
+    @Test func anOlderSchemaIsReadButNotSteered() async throws {
+        // Workers of version 14's dlpipe would not obey a pause or a stop.
+        let connection = try PostgresConnection(PostgresAddress(queue))
+        try SchemaMigrator(Array(QueueSchema.migrations.prefix(QueueSchema.controlsVersion - 1))).migrate(connection)
+        _ = try SharedQueue.open(job: "old", limits: JobLimits(perHost: 2), on: connection)
+        for verb in [["pause"], ["resume"], ["stop"], ["cancel"], ["retry", "--failed"], ["purge", "--older-than", "1d"]] {
+            let refused = await control(verb, name: "old")
+            #expect(refused.status == 1 && refused.stderr.contains("older than `dlpipe queue` needs (\(QueueSchema.controlsVersion))"), "\(refused)")
+        }
+        let runs = await control(["runs"], name: "old")
+        #expect(runs.status == 0 && runs.stdout == "no run of the job yet\n", "\(runs)")
+        #expect(try connection.execute("SELECT version FROM dlpipe.schema_version").rows[0].int("version") == Int64(QueueSchema.controlsVersion - 1))
+    }
 }
