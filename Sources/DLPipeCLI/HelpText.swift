@@ -228,8 +228,10 @@ enum HelpText {
             --host HOST           only those of HOST
             --kind KIND           only errors of KIND (http, network, timeout, tls, ...)
           retry --failed          the failed downloads of the latest run are ready again
-            --host HOST, --kind KIND   in that run, reopened if it had ended: running workers
+                                  in that run, reopened if it had ended: running workers
                                   claim them at once, a worker started now joins the run
+            --host HOST           only those of HOST
+            --kind KIND           only errors of KIND
           runs                    the job's runs, newest first, with each worker's counts
           pause                   no worker claims anything new until resume (transfers
                                   that run finish; claims held ahead go back to the queue)
