@@ -238,6 +238,9 @@ import TestSupport
         let answer = try #require(try json(some.stdout) as? [String: Any], "\(some)")
         #expect(answer["retried"] as? Int == 2 && answer["reopened"] as? Bool == true)
         _ = try pollUntil(seconds: 30) { try statuses(name)["finished"] == 6 && (try runRow().ended) ? true : nil }
+        // The follower tells the run's second end too (the retried downloads ran in it).
+        let secondDone = await offThePool { follower.waitForLine(containing: "\"event\":\"done\"") }
+        #expect(secondDone)
         #expect(try runRow().exit == 1 && (try runRow().count) == 1)
         #expect(try statuses(name) == ["finished": 6, "failed": 1])
 
