@@ -304,19 +304,28 @@ import TestSupport
         let url = nginx.url(slow, host: hosts[0], tls: false)
         let jobFile = try job.write("job.lua", "dl.add('\(url)')")
         let name = "retry-killed"
-        let extra = ["-j", "2", "--retries", "0", "--json", "--lease", "6"]
+        let extra = ["-j", "2", "--retries", "0", "--json"]
         let first = await offThePool { try? worker(jobFile, name: name, extra).finish() }
         #expect(first?.status == 1)
         let bytes = try nginx.put(slow, randomBytes: 300_000, seed: 120)
         #expect(await control(["retry", "--failed"], name: name).stdout.contains("the run is open again"))
         let doomed = try worker(jobFile, name: name, extra)
         _ = await offThePool { doomed.waitForLine(containing: "\"event\":\"progress\"") }
+        // A second worker joins the reopened run while the first lives ...
+        let joining = try worker(jobFile, name: name, extra)
+        _ = try pollUntil(seconds: 60) {
+            try scalar(
+                """
+                SELECT count(*) AS n FROM dlpipe.workers w JOIN dlpipe.jobs j ON j.id = w.job_id
+                WHERE j.name = $1 AND w.stopped_at IS NULL AND w.run_id = (SELECT max(r.id) FROM dlpipe.runs r WHERE r.job_id = j.id)
+                """, name) == 2 ? true : nil
+        }
+        // ... which is then killed: the second takes its claim back when
+        // its lease runs out, and fetches it in the same run.
         doomed.signal(SIGKILL)
         _ = await offThePool { doomed.finish() }
-        // Started within the dead worker's lease: it joins the reopened run,
-        // takes the claim back when the lease runs out, and fetches it.
-        let joined = await offThePool { try? worker(jobFile, name: name, extra).finish() }
-        #expect(joined?.status == 0, "\(joined?.stderr ?? "")")
+        let joined = await offThePool { joining.finish() }
+        #expect(joined.status == 0, "\(joined.stderr)")
         #expect(sameBytes(out + "/late.bin", bytes))
         let history = try #require(try json(await control(["runs", "--json"], name: name).stdout) as? [[String: Any]])
         #expect(history.count == 1 && history.first?["exit_code"] as? Int == 0)
