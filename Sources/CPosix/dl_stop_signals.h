@@ -86,6 +86,18 @@ static inline int dl_stop_signals_remove_on_quit(const char *path) {
     return 0;
 }
 
+/// A stop asked from inside the process (`dlpipe queue stop` reached a
+/// worker): the first signal's clean stop, unless a signal came first, in
+/// which case nothing more happens (a second one would quit at once). The
+/// caller sees to it that this runs once.
+static inline void dl_stop_signals_request(void) {
+    int expected = 0;
+    if (dl_stop_pipe_write < 0) return;
+    if (!__atomic_compare_exchange_n(&dl_stop_signal_count, &expected, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return;
+    unsigned char byte = (unsigned char)SIGTERM;
+    (void)!write(dl_stop_pipe_write, &byte, 1);
+}
+
 /// How many stop signals arrived so far (0, or 1: a second one exits).
 static inline int dl_stop_signals_received(void) {
     return __atomic_load_n(&dl_stop_signal_count, __ATOMIC_SEQ_CST);

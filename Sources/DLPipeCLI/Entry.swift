@@ -45,6 +45,9 @@ struct Entry {
         case "status":
             arguments.removeFirst()
             return try await StatusCommand.run(arguments)
+        case "queue":
+            arguments.removeFirst()
+            return try await QueueCommand.run(arguments)
         case "check":
             arguments.removeFirst()
             return try await CheckCommand.run(arguments)

@@ -11,6 +11,8 @@ enum HelpText {
           check JOB.lua           load and validate a job and its hooks; no network
           status [DIR]            what the state of an output directory holds (--json);
                                   status --queue URL [--name NAME]: a shared queue's jobs
+          queue SUBCOMMAND        steer a shared queue's job: failures, runs, retry,
+                                  pause, resume, cancel, stop, purge (queue --help)
           lua-defs                print the dl API for editors (LuaLS): dlpipe lua-defs > dl.d.lua
 
         OPTIONS:
@@ -214,6 +216,45 @@ enum HelpText {
         \(shared)
         EXIT CODES:
           0 all finished or skipped, 1 at least one failed, 2 usage error
+
+        """
+
+    static let queue = """
+        OVERVIEW: steer a job of a shared queue (docs/scale-out.md, "Steering a job")
+
+        USAGE: dlpipe queue <subcommand> --queue URL --name NAME [options]
+
+        SUBCOMMANDS:
+          failures                every failed download of the job's latest run
+            --run N               of run N instead
+            --host HOST           only those of HOST
+            --kind KIND           only errors of KIND (http, network, timeout, tls, ...)
+          retry --failed          the failed downloads of the latest run are ready again
+                                  in that run, reopened if it had ended: running workers
+                                  claim them at once, a worker started now joins the run
+            --host HOST           only those of HOST
+            --kind KIND           only errors of KIND
+          runs                    the job's runs, newest first, with each worker's counts
+          pause                   no worker claims anything new until resume (transfers
+                                  that run finish; claims held ahead go back to the queue)
+          resume                  the workers claim again, at once
+          cancel                  the open run's waiting and running downloads end
+                                  cancelled and the run ends (done runs once)
+          stop                    every live worker of the job, on every machine, gives
+                                  back what it holds and exits 130, as on SIGTERM
+          purge --older-than D    delete the runs that ended more than D ago (30d, 12h,
+                                  90m, 1d12h) and their workers' counts; never an open
+                                  run, never the per-URL state, the files or dl.store
+
+        OPTIONS:
+          --queue URL             the queue's PostgreSQL database (default: $DLPIPE_QUEUE)
+          --name NAME             the job (as the workers' --name)
+          --json                  one JSON document on stdout
+
+        EXIT CODES:
+          0 done, 1 no queue, no such job, or the database refused it (a schema
+          older than this dlpipe's: start a worker of it once), 2 usage error,
+          4 the database cannot be reached
 
         """
 }

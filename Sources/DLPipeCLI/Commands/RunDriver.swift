@@ -32,6 +32,10 @@ enum RunDriver {
         let reporter = connectOutput(options, engine: engine, worker: worker)
         let stopper = installStopSignals(engine: engine, reporter: reporter, worker: worker, stdout: options.stdout)
         endEarlyWhenStuck(session, engine: engine, reporter: reporter, worker: worker, stdout: options.stdout)
+        worker?.whenStopAsked {
+            Terminal.error("dlpipe: the job's control plane asked its workers to stop (dlpipe queue stop)")
+            stopper.requestStop()
+        }
         startWorker(worker, engine: engine, reporter: reporter)
         session?.start(with: engine)
         // In one step, so that none starts before all are queued: one by one,

@@ -69,6 +69,13 @@ final class StopSignals: Sendable {
         }
     }
 
+    /// Stops as the first SIGTERM does (its line, the clean stop, exit 130),
+    /// for a stop asked through the shared queue; nothing when a signal
+    /// already began one. A later Ctrl-C quits at once, as a second signal.
+    func requestStop() {
+        dl_stop_signals_request()
+    }
+
     /// Parks the caller while the stop task finishes and exits the process.
     func waitForever() async {
         while true { try? await Task.sleep(nanoseconds: 1_000_000_000) }

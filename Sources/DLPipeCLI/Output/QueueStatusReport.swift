@@ -10,7 +10,8 @@ enum QueueStatusReport {
     static func text(_ report: QueueReport, address: PostgresAddress) -> String {
         var out = "queue: \(Terminal.clean(address.description))\n"
         out += schemaLine(report.schemaVersion)
-        var limits = ["per host \(report.perHost)"]
+        var limits = report.job.pausedAgo.map { ["paused \(age($0)) ago: no new claims until dlpipe queue resume"] } ?? []
+        limits.append("per host \(report.perHost)")
         if report.hostDelay > 0 { limits.append("host delay \(String(format: "%g", report.hostDelay)) s") }
         if let max = report.maxDownloads { limits.append("at most \(max) downloads") }
         out += "job: \(Terminal.clean(report.job.name)) (\(limits.joined(separator: ", ")))\n"
@@ -133,7 +134,8 @@ enum QueueStatusReport {
         out += "jobs:\n"
         for job in list.jobs {
             let downloads = counts(job.counts)
-            out += "  \(Terminal.clean(job.name)): \(downloads == "none" ? "no downloads" : downloads); workers: \(workers(alive: job.workersAlive, expired: job.workersExpired))\n"
+            let paused = job.pausedAgo == nil ? "" : " (paused)"
+            out += "  \(Terminal.clean(job.name))\(paused): \(downloads == "none" ? "no downloads" : downloads); workers: \(workers(alive: job.workersAlive, expired: job.workersExpired))\n"
         }
         return out
     }
@@ -159,6 +161,8 @@ enum QueueStatusReport {
         for (name, count) in job.counts.named { object.add(name, count) }
         object.add("workers_alive", job.workersAlive)
         object.add("workers_expired", job.workersExpired)
+        object.add("paused", job.pausedAgo != nil)
+        object.add("paused_ago", job.pausedAgo)
     }
 
     /// An older schema is read as it is; say that a worker will migrate it.
@@ -176,7 +180,7 @@ enum QueueStatusReport {
 
     /// What a worker holds: "4 transferring, 20 held ahead, 1 placing"
     /// (the counts that are not zero), or "nothing held".
-    private static func held(_ worker: QueueWorkerStatus) -> String {
+    static func held(_ worker: QueueWorkerStatus) -> String {
         let parts = [("transferring", worker.transferring), ("held ahead", worker.heldAhead), ("placing", worker.placing)]
             .filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }
         return parts.isEmpty ? "nothing held" : parts.joined(separator: ", ")

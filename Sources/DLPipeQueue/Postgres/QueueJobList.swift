@@ -16,4 +16,6 @@ package struct QueueJobSummary: Sendable, Equatable {
     /// Workers not stopped whose lease ran out: dead, their claims not yet
     /// taken back (the next worker that polls does it).
     package let workersExpired: Int64
+    /// Seconds since `dlpipe queue pause` paused the job; nil while it is not.
+    package var pausedAgo: Double? = nil
 }

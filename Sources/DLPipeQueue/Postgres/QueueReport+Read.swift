@@ -50,7 +50,7 @@ extension QueueReport {
 
     /// Workers not stopped, the live and the dead whose claims are not yet
     /// taken back, with what each holds.
-    private static func workers(of job: Int64, version: Int, on connection: PostgresConnection) throws(PostgresError) -> [QueueWorkerStatus] {
+    static func workers(of job: Int64, version: Int, on connection: PostgresConnection) throws(PostgresError) -> [QueueWorkerStatus] {
         try connection.execute(
             """
             SELECT w.id, w.hostname, w.pid,
@@ -162,7 +162,7 @@ enum QueueSnapshot {
     /// The schema's version, nil when there is no queue: no `dlpipe` schema,
     /// or one that no migration finished (version 0). A newer version than
     /// this build knows is refused as `SchemaMigrator` refuses it.
-    private static func version(_ connection: PostgresConnection) throws(PostgresError) -> Int? {
+    static func version(_ connection: PostgresConnection) throws(PostgresError) -> Int? {
         // to_regclass: NULL for a table that does not exist, where naming it
         // in a SELECT would abort the transaction.
         let present = try connection.execute("SELECT to_regclass('dlpipe.schema_version') IS NOT NULL AS present").rows[0]
@@ -192,7 +192,8 @@ enum QueueSnapshot {
     static func summarySQL(version: Int) -> String { """
         SELECT j.id, j.name, j.per_host, extract(epoch FROM j.host_delay)::float8 AS host_delay, j.max_downloads,
           c.ready, c.scheduled, c.running, c.transferring, c.held_ahead, c.paused, c.finished, c.skipped, c.failed, c.handled, c.cancelled,
-          w.alive, w.expired
+          w.alive, w.expired, \(version >= QueueSchema.controlsVersion
+            ? "CASE WHEN j.paused_at IS NOT NULL THEN greatest(0, extract(epoch FROM now() - j.paused_at))::float8 END" : "NULL::float8") AS paused_ago
         FROM dlpipe.jobs j
         CROSS JOIN LATERAL (
           SELECT count(*) FILTER (WHERE d.status = 'ready' AND d.run_at <= now() AND NOT coalesce(h.next_at > now(), false)) AS ready,
@@ -235,6 +236,7 @@ enum QueueSnapshot {
         counts.cancelled = try row.int("cancelled")
         return QueueJobSummary(
             id: try row.int("id"), name: try row.text("name"), counts: counts,
-            workersAlive: try row.int("alive"), workersExpired: try row.int("expired"))
+            workersAlive: try row.int("alive"), workersExpired: try row.int("expired"),
+            pausedAgo: try row.optionalDouble("paused_ago"))
     }
 }

@@ -22,7 +22,7 @@ extension SharedQueue {
             """
             WITH job AS (
               SELECT 1 FROM dlpipe.jobs j
-              WHERE j.id = $1 AND j.host_delay = '0' AND EXISTS (
+              WHERE j.id = $1 AND j.host_delay = '0' AND j.paused_at IS NULL AND \(QueueSchema.openRunNotCancelled) AND EXISTS (
                 SELECT 1 FROM dlpipe.workers w WHERE w.id = $2 AND w.job_id = $1 AND w.stopped_at IS NULL)
             ),
             plenty AS (
@@ -89,13 +89,13 @@ extension SharedQueue {
     /// the order given; the hosts' rows are locked, so the count is exact.
     /// For claims held ahead that no transfer of their worker will hand a
     /// slot to (its transfers of that host all ended). Returns the ids that
-    /// got one: they may transfer now.
+    /// got one: they may transfer now. None while the job is paused.
     package func promoteAhead(_ claims: [(id: Int64, token: Int64)], on connection: PostgresConnection) throws(PostgresError) -> Set<Int64> {
         guard !claims.isEmpty else { return [] }
         let rows = try connection.executePrepared(
             "dlpipe_promote_ahead",
             """
-            WITH job AS (SELECT j.per_host FROM dlpipe.jobs j WHERE j.id = $1),
+            WITH job AS (SELECT j.per_host FROM dlpipe.jobs j WHERE j.id = $1 AND j.paused_at IS NULL AND \(QueueSchema.openRunNotCancelled)),
             wanted AS (
               SELECT d.id, d.host, row_number() OVER (PARTITION BY d.host ORDER BY w.position) AS turn
               FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS w(id, token, position)

@@ -37,6 +37,12 @@ extension SharedQueue {
                 AND NOT EXISTS (
                   SELECT 1 FROM dlpipe.workers w
                   WHERE w.run_id = r.id AND w.id <> $2 AND w.stopped_at IS NULL AND w.lease_until > now())
+                -- A run `dlpipe queue retry` reopened waits for its first
+                -- worker: orphaned only once a worker was in it since (and
+                -- stopped, or its lease ran out).
+                AND (r.reopened_at IS NULL OR EXISTS (
+                  SELECT 1 FROM dlpipe.workers w
+                  WHERE w.run_id = r.id AND coalesce(w.stopped_at, w.lease_until) >= r.reopened_at))
               RETURNING r.id
             ),
             -- Claims are by row: a live worker (one of an older run that

@@ -14,12 +14,14 @@ extension SharedQueue {
     /// holds claims ahead: a moment with none of their transfers running,
     /// which small files often see, gives those claims a slot, `promoteAhead`).
     /// One index probe per host the claim could serve, as the claim's own
-    /// `free_hosts`.
+    /// `free_hosts`. Also true while the job is paused (`dlpipe queue
+    /// pause`): the worker then gives back its claims held ahead, as for a
+    /// starving host, and holds no new ones.
     package func hostsStarve(holding: [String] = [], on connection: PostgresConnection) throws(PostgresError) -> Bool {
         try connection.executePrepared(
             "dlpipe_hosts_starve",
             """
-            SELECT EXISTS (
+            SELECT EXISTS (SELECT 1 FROM dlpipe.jobs WHERE id = $1 AND paused_at IS NOT NULL) OR EXISTS (
               SELECT 1 FROM dlpipe.jobs j JOIN dlpipe.hosts h ON h.job_id = j.id
               WHERE j.id = $1 AND j.per_host > 0 AND h.in_flight = 0 AND h.next_at <= now()
                 AND h.host <> ALL($2::text[])

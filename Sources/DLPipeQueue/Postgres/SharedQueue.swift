@@ -229,6 +229,8 @@ package struct SharedQueue: Sendable {
     /// slot: 0 when one may be now, nil when there is none. A worker waits
     /// that long for its next claim instead of its poll interval, so that
     /// host delays and retries are kept to the moment, not to the next poll.
+    /// Nil while the job is paused: nothing comes due until it is resumed
+    /// (its NOTIFY wakes the workers).
     package func nextDue(on connection: PostgresConnection) throws(PostgresError) -> Double? {
         try connection.executePrepared(
             "dlpipe_next_due",
@@ -240,7 +242,7 @@ package struct SharedQueue: Sendable {
                 SELECT min(d.run_at) AS run_at FROM dlpipe.downloads d
                 WHERE d.job_id = $1 AND d.host = h.host AND d.status = 'ready'
               ) r
-              WHERE j.id = $1 AND h.in_flight < j.per_host AND r.run_at IS NOT NULL
+              WHERE j.id = $1 AND j.paused_at IS NULL AND \(QueueSchema.openRunNotCancelled) AND h.in_flight < j.per_host AND r.run_at IS NOT NULL
             ) due WHERE due.wait IS NOT NULL
             """, [.int(job)]
         ).rows.first?.optionalDouble("wait")
@@ -252,14 +254,15 @@ package struct SharedQueue: Sendable {
     /// claim is taking from are skipped, not waited for), their `in_flight`
     /// read under the lock and raised in the same statement. Highest priority
     /// first, then the hosts served least recently; with a host delay, one
-    /// download per host and claim. A worker declared dead claims nothing.
+    /// download per host and claim. A worker declared dead claims nothing,
+    /// and no worker claims while the job is paused (`dlpipe queue pause`).
     package func claim(worker: Int64, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [ClaimedDownload] {
         let rows = try connection.executePrepared(
             "dlpipe_claim",
             """
             WITH job AS (
               SELECT j.per_host, j.host_delay FROM dlpipe.jobs j
-              WHERE j.id = $1 AND EXISTS (
+              WHERE j.id = $1 AND j.paused_at IS NULL AND \(QueueSchema.openRunNotCancelled) AND EXISTS (
                 SELECT 1 FROM dlpipe.workers w WHERE w.id = $2 AND w.job_id = $1 AND w.stopped_at IS NULL)
             ),
             free_hosts AS (

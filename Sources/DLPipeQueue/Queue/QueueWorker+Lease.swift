@@ -30,6 +30,11 @@ extension QueueWorker {
             do {
                 let (acknowledged, takenBack) = try heartbeatLink.run(patience: every) { connection throws(PostgresError) in
                     let acknowledged = try queue.heartbeat(worker: worker, on: connection)
+                    if acknowledged != nil {
+                        let asked = try controlsAsked(on: connection)
+                        if asked.stop { stopWasAsked() }
+                        if asked.cancel { cancelEverythingHeld() }
+                    }
                     let now = QueueClock.now()
                     if acknowledged != nil, now - state.withLock({ $0.lastAcknowledged }) > lease {
                         takeBackFrom = now + lease
@@ -120,6 +125,8 @@ extension QueueWorker {
                         let own = loopSession.load(ordering: .relaxed)
                         noteHeldHosts(received, job: job)
                         applyPassedOn(received, job: job)
+                        if received.contains(where: { $0.payload == job + QueueSchema.stopSuffix }) { stopWasAsked() }
+                        if received.contains(where: { $0.payload == job + QueueSchema.cancelInfix + String(run) }) { cancelEverythingHeld() }
                         if received.contains(where: { $0.payload == ended }) {
                             // The run ended: look at it now, not at the next poll.
                             state.withLock { $0.lookWanted = true }

@@ -28,7 +28,9 @@ extension QueueWorker {
             state.lastLook = QueueClock.now()
         }
         let look = try loopLink.run(patience: settings.outage) { connection throws(PostgresError) in
-            try queue.look(run: run, settle: settings.settle, on: connection)
+            // A cancelled run's work that came back ready ends cancelled first.
+            try queue.sweepCancelled(run: run, on: connection)
+            return try queue.look(run: run, settle: settings.settle, on: connection)
         }
         if look.ended {
             if settings.follow {
@@ -134,6 +136,11 @@ extension QueueWorker {
             noteFollowedEnd(missed)
         }
         followsEndedRun.withLock { $0 = next == nil || next == run }
+        if let next, next == run {
+            // The run this worker was told had ended is open again (`dlpipe
+            // queue retry --failed` reopened it): its next end is told too.
+            endedRunTold.withLock { told in if told == next { told = next - 1 } }
+        }
         if let next, next != run {
             runBox.withLock { $0 = next }
             _ = try? loopLink.run(patience: settings.outage) { connection throws(PostgresError) in

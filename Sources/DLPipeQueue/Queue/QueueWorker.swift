@@ -109,6 +109,8 @@ package final class QueueWorker: QueueParticipant, @unchecked Sendable {
     var onRunEnded: (@Sendable (FollowedRunEnd) -> Void)?
     /// The last run whose end `onRunEnded` was told of.
     let endedRunTold = Mutex<Int64>(0)
+    /// Run once when `dlpipe queue stop` asks this worker to leave (`whenStopAsked`).
+    let stopHandler = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// Connects, migrates the schema and registers in the job; `joinRun`
     /// joins its run, once the worker may write into its directory.

@@ -1,0 +1,49 @@
+import DLPipe
+
+/// `dlpipe queue stop`: the job's workers, on every machine, leave as on
+/// SIGTERM, asked through the database. The listener hears the NOTIFY at
+/// once; the heartbeat reads the mark on the worker's row, for a worker
+/// whose listener was reconnecting when the NOTIFY went out.
+extension QueueWorker {
+    /// `body` runs once, on the worker's listener or heartbeat thread, when
+    /// the job's control plane asks this worker to stop. The command line
+    /// stops as on SIGTERM there.
+    package func whenStopAsked(_ body: @escaping @Sendable () -> Void) {
+        stopHandler.withLock { $0 = body }
+    }
+
+    /// Runs the stop's handler, once.
+    func stopWasAsked() {
+        let handler = stopHandler.withLock { $0.take() }
+        handler?()
+    }
+
+    /// Whether a stop was asked of this worker, and whether its run was
+    /// cancelled: read on the heartbeat's connection after its heartbeat.
+    func controlsAsked(on connection: PostgresConnection) throws(PostgresError) -> (stop: Bool, cancel: Bool) {
+        guard let row = try connection.execute(
+            """
+            SELECT w.stop_asked_at IS NOT NULL AS stop, EXISTS (
+              SELECT 1 FROM dlpipe.runs r WHERE r.id = $2 AND r.ended_at IS NULL AND r.cancel_asked_at IS NOT NULL) AS cancel
+            FROM dlpipe.workers w WHERE w.id = $1
+            """, [.int(worker), .int(run)]
+        ).rows.first else { return (false, false) }
+        return (try row.bool("stop"), try row.bool("cancel"))
+    }
+
+    /// `dlpipe queue cancel` of this worker's run: every download it holds
+    /// (in its engine, held ahead, on its way in, handed back for a retry)
+    /// ends cancelled, as a handler's `dl.cancel` ends it; the engine
+    /// prints and counts each. On the listener's or the heartbeat's thread.
+    func cancelEverythingHeld() {
+        guard let engine = engineBox.withLock({ $0 }) else { return }
+        let held = state.withLock { state in
+            Array(state.claims.keys) + state.ends.filter { if case .retry = $0.outcome { true } else { false } }.map(\.id)
+        }
+        for id in held {
+            if let download = engine.downloadID(number: Int(id)) { engine.cancel(download) }
+        }
+        state.withLock { $0.lookWanted = true }
+        signal()
+    }
+}
