@@ -160,14 +160,15 @@ import TestSupport
     /// under its job file's name, as a run without a queue names the add's
     /// line (it said `[] warning: ...`, naming nothing).
     @Test func aTopLevelRefusedByTheRunsLimitNamesItsJobFile() async throws {
-        let urls = try files(8, size: 100_000)
+        let urls = try files(8, size: 400_000)
         let first = try job.write("a/job.lua", "dl.config{ max_downloads = 5 }\n"
             + urls.prefix(5).map { "dl.add('\($0)')" }.joined(separator: "\n"))
         let second = try job.write("b/mirror.lua", "dl.config{ max_downloads = 5 }\n"
             + urls.suffix(3).map { "dl.add('\($0)')" }.joined(separator: "\n"))
         let one = try spawnWorker(first, ["--settle", "1"])
-        // The second joins the run once the first queued its five (1 s each
-        // at 100 KB/s, two at a time: the run lasts about 3 s).
+        // The second joins the run once the first queued its five (4 s each
+        // at 100 KB/s, two at a time: the run lasts about 12 s, so that a
+        // loaded machine's slow start of the second still finds it open).
         let deadline = Date().addingTimeInterval(60)
         // (No schema yet before the first worker made it.)
         func queued() -> Int64 {
