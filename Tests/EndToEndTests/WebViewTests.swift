@@ -185,3 +185,24 @@ import TestSupport
         #expect(cli.contains("libmicrohttpd"), "\(cli)")
     }
 }
+
+/// docs/operating.md's Prometheus examples are what Prometheus accepts:
+/// `promtool check config` on the scrape configuration and `promtool check
+/// rules` on the alerting rules, as an operator would paste them.
+@Suite struct OperatingDocTests {
+    @Test func theScrapeConfigAndAlertingRulesPassPromtool() throws {
+        let doc = try String(contentsOfFile: Paths.repository + "/docs/operating.md", encoding: .utf8)
+        let blocks = doc.components(separatedBy: "```yaml\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+        try #require(blocks.count == 2, "a scrape configuration and the rules")
+        let folder = try TempDir.make("promtool")
+        let tokenFile = folder + "/token"
+        try "t0ken\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let config = blocks[0].replacingOccurrences(of: "/etc/prometheus/dlpipe.token", with: tokenFile)
+        try config.write(toFile: folder + "/prometheus.yml", atomically: true, encoding: .utf8)
+        try blocks[1].write(toFile: folder + "/rules.yml", atomically: true, encoding: .utf8)
+        let checkedConfig = try Subprocess("/usr/bin/promtool", ["check", "config", folder + "/prometheus.yml"], timeout: 30).finish()
+        #expect(checkedConfig.status == 0, "\(checkedConfig.stdout)\(checkedConfig.stderr)")
+        let checkedRules = try Subprocess("/usr/bin/promtool", ["check", "rules", folder + "/rules.yml"], timeout: 30).finish()
+        #expect(checkedRules.status == 0 && checkedRules.stdout.contains("2 rules found"), "\(checkedRules.stdout)\(checkedRules.stderr)")
+    }
+}
