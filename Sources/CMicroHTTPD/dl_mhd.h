@@ -15,7 +15,8 @@ typedef enum MHD_Result (*dl_mhd_handler)(void *cls, struct MHD_Connection *conn
 /// clients at once; an idle client is dropped after `idle_seconds`.
 static inline struct MHD_Daemon *dl_mhd_start(const struct sockaddr *address, int ipv6, unsigned connections,
                                               unsigned idle_seconds, dl_mhd_handler handler, void *cls) {
-    unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD;
+    // ITC: a stop wakes the polling thread at once, whatever its clients do.
+    unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC;
     if (ipv6) flags |= MHD_USE_IPv6;
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, cls,
                             MHD_OPTION_SOCK_ADDR, address,

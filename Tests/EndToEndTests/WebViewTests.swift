@@ -115,18 +115,49 @@ import TestSupport
 
     @Test func readOnlyAndOnlyLoopbackHostNames() async throws {
         let (run, base) = try await startRun(["--web", "127.0.0.1:0"])
-        let (post, rebound, head) = try await offThePool {
+        let (post, rebound, missing, head) = try await offThePool {
             Result {
                 (try WebReply.fetch(base + "api/run", method: "POST"),
                  try WebReply.fetch(base + "api/run", headers: ["Host: attacker.example:80"]),
-                 try WebReply.fetch(base + "nothing"))
+                 try WebReply.fetch(base + "nothing"), try WebReply.fetch(base + "metrics", method: "HEAD"))
             }
         }.get()
         #expect(post.status == 405 && post.headers["allow"] == "GET, HEAD", "\(post)")
         #expect(rebound.status == 403, "a page renamed to 127.0.0.1 by its DNS reads nothing: \(rebound)")
-        #expect(head.status == 404)
+        #expect(missing.status == 404)
+        #expect(head.status == 200 && head.body.isEmpty && head.headers["content-type"]?.hasPrefix("text/plain") == true, "\(head)")
         run.signal(SIGTERM)
         #expect(await offThePool { run.waitForExit(within: 20) } == 130)
+    }
+
+    /// Clients that connect and stall (more than the server serves at once)
+    /// hold no transfer: the run goes on and ends as without them.
+    @Test func stalledClientsHoldNoTransfer() async throws {
+        let body = try server.put("slow.bin", randomBytes: 600_000, seed: 9)
+        let run = try Subprocess(
+            Paths.binary, ["get", server.url("/files/slow.bin?throttle=300000"), "-d", out, "--json", "--web", "127.0.0.1:0"], timeout: 60)
+        let port = await offThePool { () -> Int? in
+            while let line = run.readStdoutLine() {
+                if let found = line.firstMatch(of: /"event":"web".*"port":(\d+)/) { return Int(found.1) }
+            }
+            return nil
+        }
+        let webPort = try #require(port)
+        let stalled = (0..<80).compactMap { _ in StalledClient(port: webPort) }
+        #expect(stalled.count >= 64, "connected: \(stalled.count)")
+        // 600,000 bytes at 300,000 a second: about 2 s. The server's stop at
+        // the run's end does not wait for the stalled clients either (they
+        // would hold it for their 30 s idle timeout).
+        let (status, stdout, stderr, seconds) = await offThePool { () -> (Int32, String, String, Double) in
+            let started = Date()
+            let (status, stdout, stderr) = run.finish()
+            return (status, stdout, stderr, Date().timeIntervalSince(started))
+        }
+        #expect(status == 0, "\(stderr)")
+        #expect(seconds < 20, "the run ended \(seconds) s after the clients stalled")
+        #expect(stdout.contains("\"event\":\"finished\""))
+        #expect(sameBytes(out + "/slow.bin", body))
+        withExtendedLifetime(stalled) {}
     }
 
     @Test func aTokenGuardsEveryRequest() async throws {

@@ -9,7 +9,7 @@ struct WebReply: Sendable {
     var body: String
 
     static func fetch(_ url: String, method: String = "GET", headers: [String] = []) throws -> WebReply {
-        var arguments = ["-s", "-i", "--max-time", "10", "-X", method, url]
+        var arguments = ["-s", "-i", "--max-time", "10"] + (method == "HEAD" ? ["-I"] : ["-X", method]) + [url]
         for header in headers { arguments += ["-H", header] }
         let (status, out, err) = try Subprocess("/usr/bin/curl", arguments, timeout: 20).finish()
         guard status == 0 else { throw WebClientError(description: "curl \(url): exit \(status): \(err)") }
@@ -32,4 +32,29 @@ struct WebReply: Sendable {
 
 struct WebClientError: Error, CustomStringConvertible {
     let description: String
+}
+
+/// A client that connects and stalls: it sends the start of a request and
+/// then nothing, and never reads. Closed when released.
+final class StalledClient {
+    private let fd: Int32
+
+    init?(port: Int) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        let start = Array("GET /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8)
+        guard connected == 0, write(fd, start, start.count) == start.count else {
+            close(fd)
+            return nil
+        }
+    }
+
+    deinit { close(fd) }
 }
