@@ -160,6 +160,36 @@ import TestSupport
         withExtendedLifetime(stalled) {}
     }
 
+    /// `run`: the page is named for the job file, and a handler's added
+    /// downloads count as the command line's do.
+    @Test func aJobsViewIsNamedForItsFile() async throws {
+        let job = try LuaJob()
+        try job.write("mirror.lua", """
+            dl.on("finished", function(d) if d.name == "a.bin" then dl.add("\(urls[3])") end end)
+            dl.add("\(urls[0])")
+            """)
+        let run = try Subprocess(Paths.binary, ["run", job.directory + "/mirror.lua", "-d", out, "--json", "--web", "127.0.0.1:0"], timeout: 60)
+        let base = await offThePool { () -> String? in
+            var url: String?
+            while let line = run.readStdoutLine() {
+                if let found = line.firstMatch(of: /"event":"web","url":"([^"]+)"/) { url = String(found.1).replacingOccurrences(of: "\\/", with: "/") }
+                if line.contains("\"event\":\"response\"") && line.contains("stall=1000") { return url }
+            }
+            return nil
+        }
+        let page = try #require(base)
+        let api = try await offThePool {
+            Result { try pollUntil(seconds: 10) { () -> WebReply? in
+                let reply = try WebReply.fetch(page + "api/run")
+                return reply.json["in_flight"] as? Int == 1 ? reply : nil
+            } }
+        }.get().json
+        #expect(api["title"] as? String == "mirror.lua" && api["command"] as? String == "run", "\(api)")
+        #expect((api["counts"] as? [String: Int])?["finished"] == 1 && api["files_total"] as? Int == 2, "\(api)")
+        run.signal(SIGTERM)
+        #expect(await offThePool { run.waitForExit(within: 20) } == 130)
+    }
+
     @Test func aTokenGuardsEveryRequest() async throws {
         let token = "s3cret-TOKEN_0123456789"
         let (run, base) = try await startRun(["--web", "127.0.0.1:0", "--web-token", token, "-q"])
