@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// GETs (and other methods) against `--web`'s server through curl, as an
 /// operator's script would: the status, the headers (names in lower case)
@@ -51,10 +52,14 @@ final class StalledClient {
         }
         let start = Array("GET /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8)
         guard connected == 0, write(fd, start, start.count) == start.count else {
-            close(fd)
+            Self.lastError.withLock { $0 = errno }
             return nil
         }
     }
 
-    deinit { close(fd) }
+    /// errno of the last client that could not connect or send, for a failure's message.
+    static let lastError = Mutex<Int32>(0)
+
+    // Also after a failed init: the descriptor is this object's from `socket` on.
+    deinit { if fd >= 0 { close(fd) } }
 }
