@@ -32,6 +32,9 @@ let package = Package(
         .systemLibrary(
             name: "CIDN", pkgConfig: "libidn2",
             providers: [.apt(["libidn2-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
         // The engine: queue, state machine, transport, naming. C stays internal.
         .target(name: "DLPipe", dependencies: ["CCurl", "CCrypto", "CPosix", "CSQLite", "CIDN"]),
         // The shared queue in PostgreSQL and its worker: a participant of the
@@ -46,14 +49,17 @@ let package = Package(
                 .embedInCode("Bridge/prelude.lua"), .embedInCode("Bridge/api.lua"), .embedInCode("Bridge/kit.lua"),
                 .embedInCode("Bridge/luadefs.lua"), .embedInCode("Bridge/lint.lua"),
             ]),
+        // `--web`: a run's live page, /metrics and /api over libmicrohttpd.
+        // Only the command line links it; library users do not.
+        .target(name: "DLPipeWeb", dependencies: ["DLPipe", "CMicroHTTPD"], resources: [.embedInCode("page.html")]),
         // The command-line tool.
-        .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "DLPipeQueue", "CPosix"]),
+        .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "DLPipeQueue", "DLPipeWeb", "CPosix"]),
         // A small program that uses the library the way an app would.
         .executableTarget(name: "DLPipeExample", dependencies: ["DLPipe"]),
         // What the test targets share (a seedable generator, waits that cannot
         // hang, Lua calls).
         .target(name: "TestSupport", dependencies: ["DLPipeLua"], path: "Tests/TestSupport"),
-        .testTarget(name: "DLPipeTests", dependencies: ["DLPipe", "DLPipeQueue", "TestSupport"]),
+        .testTarget(name: "DLPipeTests", dependencies: ["DLPipe", "DLPipeQueue", "DLPipeWeb", "TestSupport"]),
         .testTarget(name: "DLPipeLuaTests", dependencies: ["DLPipeLua", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DLPipe", "DLPipeQueue", "TestSupport"]),
     ]

@@ -39,6 +39,10 @@ enum HelpText {
           -Y, --speed-limit B     an attempt slower than B bytes/s over --speed-time fails
           -y, --speed-time S      the seconds --speed-limit is measured over (default: 30)
           --rate BYTES[/s]        total speed cap; K, M, G suffixes (e.g. 500K, 2M)
+          --web ADDR:PORT         serve a live page, /metrics and /api/run while the run lasts
+                                  (port 0: a free one; the URL goes to stderr); an address
+                                  beyond loopback needs a token: DLPIPE_WEB_TOKEN,
+                                  --web-token-file FILE or --web-token TOKEN (docs/operating.md)
           --var NAME=VALUE        a value for scripts (dl.var.NAME; every script reads it)
           --allow-env NAME        let scripts read this environment variable with os.getenv
                                   (repeatable; no other is answered)

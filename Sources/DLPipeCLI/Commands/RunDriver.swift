@@ -16,7 +16,9 @@ enum RunDriver {
         if queue != nil { configuration.statePath = nil }
         let lock: RunLock?
         let started: StartedEngine
+        let web: RunWeb?
         do throws(EarlyExit) {
+            web = try startWeb(options, queue: queue)
             lock = try takeLock(options, configuration, shared: queue != nil)
             if configuration.transport.insecure {
                 // Every run, even with -q: a setting left in a cron line must keep saying so.
@@ -30,6 +32,7 @@ enum RunDriver {
         let engine = started.engine
         let worker = started.worker
         let reporter = connectOutput(options, engine: engine, worker: worker)
+        web?.observe(engine)
         let stopper = installStopSignals(engine: engine, reporter: reporter, worker: worker, stdout: options.stdout)
         endEarlyWhenStuck(session, engine: engine, reporter: reporter, worker: worker, stdout: options.stdout)
         worker?.whenStopAsked {
@@ -48,7 +51,21 @@ enum RunDriver {
         // removed download's record then stays, and its missing file is fetched again.
         if !stopper.stopping { session?.finish() }
         if stopper.stopping { await stopper.waitForever() }
+        web?.stop()
         return finish(summary, hookCode: hookCode, engine: engine, reporter: reporter, options: options, queue: queue)
+    }
+
+    /// `--web`: listening before anything else starts, so that a port in use
+    /// ends the run before it does anything.
+    private static func startWeb(_ options: RunOptions, queue: QueueSetup?) throws(EarlyExit) -> RunWeb? {
+        let job = options.scripts.jobPath.map { ($0 as NSString).lastPathComponent }
+        let title = (job ?? "dlpipe get") + (queue.map { " (queue \($0.name))" } ?? "")
+        do {
+            return try RunWeb.start(options.web, title: title, command: job == nil ? "get" : "run", json: options.json)
+        } catch {
+            Terminal.error("dlpipe: --web: \(error.description)")
+            throw EarlyExit(status: ExitCode.failed)
+        }
     }
 
     /// A step that ends the run before the engine runs, with this exit status

@@ -43,6 +43,8 @@ struct RunOptions {
     var cookieJar: String?
     /// `--host-delay S`: seconds between requests to one host.
     var hostDelay: Double?
+    /// `--web ADDR:PORT` and its token (WebArguments).
+    var web: WebOptions?
 
     /// Takes the shared options out of `args`, in this order (the first
     /// mistake is the one reported).
@@ -59,6 +61,7 @@ struct RunOptions {
         try options.takeScripts(&args)
         options.files = try FileArguments.parse(&args)
         try options.takeRefresh(&args)
+        options.web = try WebOptions.take(&args, environment: ProcessInfo.processInfo.environment)
         return options
     }
 

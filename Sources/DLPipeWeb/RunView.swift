@@ -1,0 +1,87 @@
+import DLPipe
+import Foundation
+import Synchronization
+
+/// A run's web view: the engine's events are folded into a `RunModel` (on
+/// the engine's thread, O(1) each), and a thread of its own turns the model
+/// into the `/api/run` document and the `/metrics` text twice a second. The
+/// server sends the latest of those, swapped under a lock: a request never
+/// waits for the engine, and the engine never waits for a request.
+public final class RunView: WebSource, @unchecked Sendable {
+    // @unchecked: `timer` is set once in init; the mutable state is all in Mutexes.
+    private let model: Mutex<RunModel>
+    private let published = Mutex<(api: [UInt8], metrics: [UInt8])>(([], []))
+    /// The run's speed, one sample a second, the latest `samplesKept`.
+    private let throughput = Mutex<[(at: Double, speed: Double)]>([])
+    private let header: RunHeader
+    private let timer: DispatchSourceTimer
+    private let start: Double
+    private static let samplesKept = 300
+
+    /// A view of a run named `title` (the job file, or the command).
+    public init(title: String, command: String) {
+        start = Self.now()
+        header = RunHeader(title: title, command: command, pid: Int(getpid()), startedAt: Date())
+        model = Mutex(RunModel(start: start))
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "dlpipe-web-view"))
+        publish()
+        var tick = 0
+        timer.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
+        timer.setEventHandler { [weak self] in
+            ThreadName.enter("dlpipe-webview")
+            tick += 1
+            self?.publish(sample: tick % 2 == 0)
+        }
+        timer.resume()
+    }
+
+    deinit { timer.cancel() }
+
+    /// Folds one event; called on the engine's thread.
+    public func record(_ event: DownloadEvent) {
+        let now = Self.now()
+        model.withLock { $0.record(event, at: now) }
+    }
+
+    /// Stops refreshing (the run ended); what was published stays.
+    public func stop() {
+        timer.cancel()
+        publish()
+    }
+
+    public func api(_ name: String) -> [UInt8]? {
+        name == "run" ? published.withLock { $0.api } : nil
+    }
+
+    public func metrics() -> [UInt8] { published.withLock { $0.metrics } }
+
+    public var page: [UInt8] { PackageResources.page_html }
+
+    /// Builds both documents from a copy of the model, outside its lock.
+    private func publish(sample: Bool = false) {
+        let now = Self.now()
+        let copy = model.withLock { $0 }
+        let overall = copy.meter.overall(at: now)
+        let samples = throughput.withLock { samples in
+            if sample {
+                samples.append((now - start, overall.figures.speed ?? 0))
+                if samples.count > Self.samplesKept { samples.removeFirst(samples.count - Self.samplesKept) }
+            }
+            return samples
+        }
+        let api = RunDocument.json(header, copy, overall: overall, throughput: samples, at: now, start: start)
+        let metrics = RunMetrics.text(copy, startedAt: header.startedAt)
+        published.withLock { $0 = (api, Array(metrics.utf8)) }
+    }
+
+    /// Seconds on a clock that only goes forward.
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+}
+
+/// What a run's document says of the run itself.
+struct RunHeader: Sendable {
+    var title: String
+    var command: String
+    var pid: Int
+    var startedAt: Date
+}

@@ -1,0 +1,14 @@
+/// What the web server shows: the documents of `/api/...` and the text of
+/// `/metrics`, ready to send. The server asks on its own thread for every
+/// request, so a source answers from what it already built (a snapshot
+/// swapped under a lock), never by calling into an engine or a database.
+/// A run's view (`RunView`) is one; a shared queue's or a directory's state
+/// can be another, behind the same server and token rules.
+public protocol WebSource: Sendable {
+    /// The JSON document at `/api/NAME`, or nil when there is none (404).
+    func api(_ name: String) -> [UInt8]?
+    /// The Prometheus text exposition (format 0.0.4).
+    func metrics() -> [UInt8]
+    /// The HTML page at `/` (it reads only `/api`).
+    var page: [UInt8] { get }
+}

@@ -1,0 +1,69 @@
+@testable import DLPipe
+@testable import DLPipeWeb
+import Foundation
+import Testing
+
+/// The web view's parts without a server: the fold of events into the
+/// run's figures, the metrics' escaping, the token rules and the addresses.
+@Suite struct WebViewModelTests {
+    private func info(_ id: Int, _ url: String, attempt: Int = 1) -> DownloadInfo {
+        DownloadInfo(id: DownloadID(id), url: url, directory: "", attempt: attempt, meta: [:])
+    }
+
+    @Test func eventsFoldIntoCountsHostsBytesAndFailures() {
+        var model = RunModel(start: 0)
+        let a = info(1, "http://user:pw@a.example/x.bin")
+        let b = info(2, "http://b.example:8080/y.bin")
+        let c = info(3, "http://b.example:8080/z.bin")
+        for d in [a, b, c] { model.record(.queued(d), at: 0) }
+        #expect(model.waiting == 3 && model.hosts["b.example:8080"] == RunModel.HostLoad(inFlight: 0, waiting: 2))
+        model.record(.response(a, ResponseInfo(status: 200, length: 100, filename: "x.bin", url: a.url)), at: 1)
+        model.record(.response(b, ResponseInfo(status: 206, length: 100, filename: "y.bin", url: b.url, resumedFrom: 40)), at: 1)
+        model.record(.progress(b, ProgressInfo(bytes: 70, total: 100, rate: 0)), at: 2)
+        #expect(model.receivedBytes == 30, "a resume's kept bytes are not received again")
+        #expect(model.transfers[DownloadID(1)]?.url == "http://***@a.example/x.bin", "the password is not shown")
+        #expect(model.hosts["b.example:8080"] == RunModel.HostLoad(inFlight: 1, waiting: 1) && model.waiting == 1)
+        model.record(.finished(a, FinishedInfo(path: "/x", bytes: 100, type: "", seconds: 0.3, unchanged: false)), at: 3)
+        model.record(.retrying(b, DownloadError(.timeout, "slow"), delay: 1), at: 3)
+        #expect(model.retries == 1 && model.transfers.count == 0 && model.hosts["b.example:8080"]?.waiting == 2)
+        model.record(.failed(c, DownloadError(.http, "HTTP 404", status: 404)), at: 4)
+        model.record(.failed(b, DownloadError(.timeout, "slow")), at: 5)
+        #expect(model.receivedBytes == 130 && model.hosts.isEmpty && model.waiting == 0)
+        #expect(model.counts["finished"] == 1 && model.counts["failed"] == 2)
+        #expect(model.failures.map(\.url) == [c.url, b.url] && model.failures[0].status == 404 && model.failures[0].at == 4)
+        #expect(model.durationCounts[2] == 1 && model.durationSum == 0.3, "0.3 s is in the bucket up to 0.5 s")
+    }
+
+    @Test func metricsEscapeLabelValues() {
+        #expect(RunMetrics.label("a\"b\\c\nd") == "a\\\"b\\\\c\\nd")
+        #expect(RunMetrics.number(2) == "2" && RunMetrics.number(0.25) == "0.25")
+    }
+
+    @Test func tokensCompareWholeAndHostsMustBeLoopbackWithoutOne() {
+        #expect(WebAccess.same("abc", "abc") && !WebAccess.same("abc", "abd") && !WebAccess.same("ab", "abc") && !WebAccess.same("abcd", "abc"))
+        let open = WebAccess(token: nil)
+        #expect(open.verdict(authorization: nil, cookie: nil, query: nil, host: "127.0.0.1:8080") == .allowed)
+        #expect(open.verdict(authorization: nil, cookie: nil, query: nil, host: "[::1]:80") == .allowed)
+        #expect(open.verdict(authorization: nil, cookie: nil, query: nil, host: "localhost") == .allowed)
+        #expect(open.verdict(authorization: nil, cookie: nil, query: nil, host: "127.0.0.1.evil.example") == .badHost)
+        let guarded = WebAccess(token: "t0k")
+        #expect(guarded.verdict(authorization: "bearer t0k", cookie: nil, query: nil, host: "x") == .allowed)
+        #expect(guarded.verdict(authorization: "Basic t0k", cookie: nil, query: nil, host: nil) == .unauthorized)
+        #expect(guarded.verdict(authorization: nil, cookie: nil, query: "t0k", host: nil) == .setCookie)
+        #expect(WebAccess.problem(token: "a b") != nil && WebAccess.problem(token: "") != nil && WebAccess.problem(token: "Az09-_.~") == nil)
+    }
+
+    @Test func addressesParseAndSayWhetherTheyAreLoopback() throws {
+        let bare = try WebAddress(parsing: "8080")
+        #expect(bare.host == "127.0.0.1" && bare.port == 8080 && bare.isLoopback)
+        #expect(try WebAddress(parsing: "localhost:0").isLoopback)
+        #expect(try WebAddress(parsing: "127.3.4.5:1").isLoopback)
+        #expect(try WebAddress(parsing: "[::1]:9").isLoopback)
+        #expect(try WebAddress(parsing: "[::1]:9").url(port: 9) == "http://[::1]:9/")
+        #expect(try !WebAddress(parsing: "0.0.0.0:0").isLoopback)
+        #expect(try !WebAddress(parsing: "[::]:0").isLoopback)
+        #expect(throws: WebAddressError.self) { try WebAddress(parsing: ":80") }
+        #expect(throws: WebAddressError.self) { try WebAddress(parsing: "127.0.0.1:70000") }
+        #expect(throws: WebAddressError.self) { try WebAddress(parsing: "::1:80") }
+    }
+}
