@@ -43,6 +43,8 @@ struct RunOptions {
     var cookieJar: String?
     /// `--host-delay S`: seconds between requests to one host.
     var hostDelay: Double?
+    /// `--robots`: obey each host's robots.txt.
+    var robots: Bool?
 
     /// Takes the shared options out of `args`, in this order (the first
     /// mistake is the one reported).
@@ -117,6 +119,7 @@ struct RunOptions {
             }
             hostDelay = seconds
         }
+        if args.flag("--robots") { robots = true }
     }
 
     /// How the run reports: `-q` and `--progress`.
@@ -220,6 +223,7 @@ struct RunOptions {
         config.cookieFile = cookieFile ?? job?.cookie
         config.cookieJar = cookieJar ?? job?.cookieJar
         config.hostDelay = hostDelay ?? job?.hostDelay ?? 0
+        config.robots = robots ?? job?.robots ?? false
         config.overwrite = files.overwrite ?? job?.overwrite ?? false
         return config
     }

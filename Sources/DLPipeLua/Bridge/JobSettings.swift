@@ -32,6 +32,8 @@ public struct JobSettings: Sendable {
     public var hostDelay: Double?
     /// `overwrite` (`--overwrite`).
     public var overwrite: Bool?
+    /// `robots` (`--robots`): obey each host's robots.txt.
+    public var robots: Bool?
     /// `queue`: the shared queue's PostgreSQL address (`--queue`), checked
     /// as an address at load; whether it answers is the command line's business.
     public var queue: String?
@@ -101,6 +103,7 @@ extension JobSettings {
         maxDone = try whole("max_done")
         hostDelay = try seconds("host_delay")
         overwrite = table["overwrite"]?.bool
+        robots = table["robots"]?.bool
         rate = try byteRate("rate", like: "500000, \"500K\" or \"2M\"")
         if let value = table["refresh"]?.text {
             guard ["conditional", "never", "always"].contains(value) else {

@@ -110,6 +110,8 @@ final class EngineLoop {
     /// `requestGeneration` when set).
     var hostTurns = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
     var hostPacing: HostPacing
+    /// Each host's robots.txt, known or on its way (`--robots`).
+    let robots = RobotsBook()
     /// Transfers paused until this turn's state commit names their part files.
     var awaitingCommit: [Transfer] = []
     /// Checked files waiting for their data to be durable before they get their names.
@@ -329,6 +331,7 @@ final class EngineLoop {
                 scheduler.finished(id)
                 continue
             }
+            if robotsHolds(job) { continue }
             let actions = job.state.handle(.start)
             if actions.isEmpty {
                 scheduler.finished(id)  // not startable any more (cancelled meanwhile)
