@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+
+/// robots.txt (`--robots`, `dl.config{ robots = true }`): fetched once per
+/// host before its first request, obeyed for dlpipe and `*`, its Crawl-delay
+/// taken as the host's delay, and asked conditionally on a re-run.
+@Suite struct RobotsTests {
+    private func serverWithFiles() throws -> FaultServer {
+        let server = try FaultServer()
+        for name in ["a.bin", "b.bin", "private/p.bin", "private/open/o.bin"] {
+            try server.put(name, randomBytes: 100, seed: UInt64(name.count))
+        }
+        return server
+    }
+
+    private func url(_ server: FaultServer, _ name: String) -> String { server.url("/files/" + name) }
+
+    @Test func aDisallowedURLIsSkippedAndNeverRequested() async throws {
+        let server = try serverWithFiles()
+        try server.put("robots.txt", bytes: Array("""
+            User-agent: *
+            Disallow: /
+
+            User-agent: dlpipe
+            Disallow: /files/private/
+            Allow: /files/private/open/
+            """.utf8))
+        let out = try TempDir.make("robots")
+        let urls = ["a.bin", "private/p.bin", "private/open/o.bin"].map { url(server, $0) }
+        let run = try await DLPipeRun.run(["get", "--robots", "--json", "-d", out] + urls)
+        #expect(run.status == 0, "a skip is not a failure: \(run.stderr)")
+        let skipped = run.events("skipped")
+        #expect(skipped.count == 1, "\(run.stdout)")
+        #expect(skipped.first?["reason"] as? String == "robots.txt")
+        #expect((skipped.first?["url"] as? String)?.hasSuffix("/private/p.bin") == true)
+        #expect(run.events("finished").count == 2)
+        #expect(try server.requests(matching: "/files/private/p.bin").isEmpty, "never requested")
+        #expect(try server.requests(matching: "/robots.txt").count == 1, "once per host per run")
+        let robotsRequest = try server.requests(matching: "/robots.txt").first
+        #expect((robotsRequest?["headers"] as? [String: String])?["user-agent"]?.hasPrefix("dlpipe/") == true)
+        let lines = try await DLPipeRun.run(["get", "--robots", "-d", try TempDir.make("robots-lines")] + urls)
+        #expect(lines.stderr.contains("1 skipped"), "the summary counts it: \(lines.stderr)")
+        #expect(lines.stderr.contains("private/p.bin: robots.txt"), "\(lines.stderr)")
+    }
+
+    @Test func withoutTheOptionRobotsTxtIsNeitherAskedNorObeyed() async throws {
+        let server = try serverWithFiles()
+        try server.put("robots.txt", bytes: Array("User-agent: *\nDisallow: /\n".utf8))
+        let run = try await DLPipeRun.run(["get", "--json", "-d", try TempDir.make("robots-off"), url(server, "a.bin")])
+        #expect(run.status == 0 && run.events("finished").count == 1, "\(run.stderr)")
+        #expect(try server.requests(matching: "/robots.txt").isEmpty)
+    }
+
+    @Test func aMissingRobotsTxtAllowsAllAndAnUnreachableOneDisallowsAll() async throws {
+        let missing = try serverWithFiles()
+        let allowed = try await DLPipeRun.run(["get", "--robots", "--json", "-d", try TempDir.make("robots-404"), url(missing, "private/p.bin")])
+        #expect(allowed.status == 0 && allowed.events("finished").count == 1, "a 404 allows all: \(allowed.stdout)")
+        let down = try serverWithFiles()
+        try down.put("robots.status", bytes: Array("503\n".utf8))
+        let refused = try await DLPipeRun.run(["get", "--robots", "--json", "-d", try TempDir.make("robots-503"), url(down, "a.bin")])
+        #expect(refused.status == 0, "\(refused.stderr)")
+        #expect(refused.events("skipped").first?["reason"] as? String == "robots.txt", "a 503 disallows all: \(refused.stdout)")
+        #expect(try down.requests(matching: "/files/").isEmpty)
+    }
+
+    @Test func crawlDelayIsTheHostsDelayWhenLonger() async throws {
+        let server = try serverWithFiles()
+        try server.put("robots.txt", bytes: Array("User-agent: *\nCrawl-delay: 0.5\n".utf8))
+        let job = try LuaJob()
+        let run = try await job.run(source: """
+            dl.config{ robots = true, host_delay = 0.1, per_host = 4 }
+            dl.add("\(url(server, "a.bin"))")
+            dl.add("\(url(server, "b.bin"))")
+            dl.add("\(url(server, "private/open/o.bin"))")
+            """, out: try TempDir.make("robots-delay"))
+        #expect(run.status == 0 && run.events("finished").count == 3, "\(run.stderr)")
+        let times = try server.requests(matching: "/").compactMap { $0["time"] as? Double }.sorted()
+        // robots.txt and three downloads: each start half a second after the one before.
+        #expect(times.count == 4, "\(times)")
+        if let first = times.first, let last = times.last {
+            #expect(last - first >= 3 * 0.5 - 0.1, "\(times)")
+        }
+        #expect(run.seconds >= 1.5, "\(run.seconds) s")
+    }
+
+    @Test func aReRunAsksForRobotsTxtConditionallyAndA304KeepsItsRules() async throws {
+        let server = try serverWithFiles()
+        try server.put("robots.txt", bytes: Array("User-agent: *\nDisallow: /files/private/\n".utf8))
+        let out = try TempDir.make("robots-rerun")
+        let urls = [url(server, "a.bin"), url(server, "private/p.bin")]
+        let first = try await DLPipeRun.run(["get", "--robots", "--json", "-d", out] + urls)
+        #expect(first.status == 0 && first.events("skipped").count == 1, "\(first.stdout)")
+        let second = try await DLPipeRun.run(["get", "--robots", "--json", "-d", out] + urls)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.events("skipped").first?["reason"] as? String == "robots.txt", "the stored rules still apply: \(second.stdout)")
+        let asked = try server.requests(matching: "/robots.txt")
+        #expect(asked.count == 2, "once per run")
+        let headers = asked.last?["headers"] as? [String: String] ?? [:]
+        #expect(headers["if-none-match"] != nil && headers["if-modified-since"] != nil, "\(headers)")
+        #expect(try server.requests(matching: "/files/private/").isEmpty)
+    }
+}
