@@ -100,3 +100,34 @@ import Testing
         #expect(try server.requests(matching: "/files/private/").isEmpty)
     }
 }
+
+/// examples/crawl: robots.txt, a depth limit and a host delay together,
+/// against the example site.
+@Suite struct PoliteCrawlExampleTests {
+    @Test func theCrawlKeepsOutOfWhatRobotsTxtDisallowsAndStopsAtItsDepth() async throws {
+        let site = Paths.repository + "/examples/site"
+        let server = try FaultServer(root: site)
+        let out = try TempDir.make("crawl")
+        let run = try await DLPipeRun.run([
+            "run", Paths.repository + "/examples/crawl/job.lua", "-d", out, "--json", "--no-hooks",
+            "--var", "start=\(server.url("/files/index.html"))", "--var", "depth=1",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        for path in ["index.html", "gallery.html", "notes.txt"] {
+            #expect(sameBytes(out + "/" + path, bytes(at: site + "/" + path)), "\(path)")
+        }
+        let skipped = run.events("skipped")
+        #expect(skipped.compactMap { $0["reason"] as? String } == ["robots.txt"], "\(run.stdout)")
+        #expect((skipped.first?["url"] as? String)?.hasSuffix("/files/docs/index.html") == true)
+        #expect(try server.requests(matching: "/files/docs/").isEmpty, "disallowed: never requested")
+        #expect(try server.requests(matching: "/files/img/").isEmpty, "the gallery's images are past depth 1")
+        #expect(try server.requests(matching: "/robots.txt").count == 1)
+        // robots.txt, then three pages: each start at least the Crawl-delay (0.3 s,
+        // longer than the job's 0.2) after the one before.
+        let times = try server.requests(matching: "/").compactMap { $0["time"] as? Double }.sorted()
+        #expect(times.count == 4, "\(times)")
+        for (earlier, later) in zip(times, times.dropFirst()) {
+            #expect(later - earlier >= 0.3 - 0.05, "\(times)")
+        }
+    }
+}
