@@ -131,3 +131,17 @@ import Testing
         }
     }
 }
+
+/// The `robots` key is part of the job API: `check` accepts it and `lua-defs` describes it.
+@Suite struct RobotsKeyTests {
+    @Test func checkAcceptsTheKeyAndLuaDefsDescribesIt() async throws {
+        let job = try LuaJob()
+        let path = try job.write("job.lua", "dl.config{ robots = true }\ndl.add(\"http://127.0.0.1:9/a\")\n")
+        let check = try await DLPipeRun.run(["check", path])
+        #expect(check.status == 0, "\(check.stderr)")
+        let wrong = try job.write("wrong.lua", "dl.config{ robots = \"yes\" }\n")
+        #expect(try await DLPipeRun.run(["check", wrong]).status == 2, "a non-boolean is a load error")
+        let defs = try await DLPipeRun.run(["lua-defs"])
+        #expect(defs.stdout.contains("---@field robots boolean?"), "\(defs.stdout.prefix(200))")
+    }
+}
