@@ -163,6 +163,11 @@ final class StateWriter: @unchecked Sendable {
         queue.async { [state] in try? state.setValue(key, json) }
     }
 
+    /// `DownloadState.claimValue`, in line with the commits.
+    func claimValue(_ key: String, _ value: String) throws(StateFailure) -> Bool {
+        try queue.sync { Result { () throws(StateFailure) in try state.claimValue(key, value) } }.get()
+    }
+
     func startRun() throws(StateFailure) -> Int64 {
         try queue.sync { Result { () throws(StateFailure) in try state.startRun() } }.get()
     }

@@ -318,6 +318,7 @@ final class EngineLoop {
             hostTurnCame(id, generation: generation)
         }
         if !fencedPlacements.isEmpty && fenceCheckDue <= now { placeFencedAgain() }
+        if robots.awaitsPeers { pollSharedRobots(now: now) }
     }
 
     private func startQueued() {

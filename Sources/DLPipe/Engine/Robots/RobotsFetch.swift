@@ -42,7 +42,7 @@ final class RobotsFetch {
         easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(timeout.rounded(.up))))
         options.apply(to: easy, url: url, firstHost: host)
         var lines: [String] = []
-        if let stored {
+        if let stored, stored.hasValidators {
             if let etag = stored.etag { lines.append("If-None-Match: \(etag)") }
             if let date = stored.lastModified { lines.append("If-Modified-Since: \(date)") }
         }
@@ -54,29 +54,24 @@ final class RobotsFetch {
         easy.set(CURLOPT_HEADERDATA, pointer: context)
     }
 
-    /// The rules the answer gives (RFC 9309 2.3.1): a 2xx body is parsed, a 304
-    /// keeps the stored file, 4xx (but 429) allows everything, and 5xx, 429
-    /// or no answer at all disallows everything. Also what the state keeps
-    /// for the next run (nil: nothing new).
-    func outcome(code: Int) -> (rules: RobotsRules, keep: StoredRobots?) {
+    /// The answer as the state keeps it (RFC 9309 2.3.1): a 2xx body is
+    /// parsed, a 304 keeps the stored file, 4xx (but 429) allows everything,
+    /// and 5xx, 429 or no answer at all disallows everything.
+    func outcome(code: Int) -> StoredRobots {
         let status = easy.long(CURLINFO_RESPONSE_CODE)
         let read = code == Int(CURLE_OK.rawValue) || (truncated && code == Int(CURLE_WRITE_ERROR.rawValue))
-        if code == Int(CURLE_TOO_MANY_REDIRECTS.rawValue) { return (.allowAll, nil) }
-        guard read else { return (.disallowAll, nil) }
+        if code == Int(CURLE_TOO_MANY_REDIRECTS.rawValue) { return StoredRobots(verdict: .allow) }
+        guard read else { return StoredRobots(verdict: .disallow) }
         switch status {
         case 200..<300:
-            let keep = StoredRobots(body: Data(body), etag: etag, lastModified: lastModified)
-            return (RobotsRules(parsing: body), keep)
+            return StoredRobots(verdict: .body, body: Data(body), etag: etag, lastModified: lastModified)
         case 304:
-            guard let stored else { return (.allowAll, nil) }
-            return (RobotsRules(parsing: stored.body), nil)
+            return stored ?? StoredRobots(verdict: .allow)
         case 429, 500...:
-            return (.disallowAll, nil)
-        case 400..<500:
-            return (.allowAll, nil)
+            return StoredRobots(verdict: .disallow)
         default:
-            // 3xx left over (a redirect without Location), 1xx: unavailable.
-            return (.allowAll, nil)
+            // 4xx; a 3xx left over (a redirect without Location) or a 1xx: unavailable.
+            return StoredRobots(verdict: .allow)
         }
     }
 
@@ -107,20 +102,48 @@ final class RobotsFetch {
     }
 }
 
-/// A robots.txt as the state keeps it between runs, with its validators.
+/// A robots.txt as the state keeps it: its body and validators, or the
+/// verdict of an answer without one; in a shared queue, the run it was
+/// fetched in, so that the other workers of that run take it as it is.
 struct StoredRobots: Codable, Equatable {
-    var body: Data
+    enum Verdict: String, Codable {
+        case body, allow, disallow
+    }
+
+    var verdict: Verdict
+    var body: Data?
     var etag: String?
     var lastModified: String?
+    var run: Int64?
 
     enum CodingKeys: String, CodingKey {
-        case body, etag
+        case verdict, body, etag, run
         case lastModified = "last_modified"
     }
+
+    init(verdict: Verdict, body: Data? = nil, etag: String? = nil, lastModified: String? = nil) {
+        self.verdict = verdict
+        self.body = body
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    var rules: RobotsRules {
+        switch verdict {
+        case .body: RobotsRules(parsing: body ?? Data())
+        case .allow: .allowAll
+        case .disallow: .disallowAll
+        }
+    }
+
+    /// Whether a new request may ask conditionally for this copy.
+    var hasValidators: Bool { verdict == .body && (etag != nil || lastModified != nil) }
 
     /// The state's key for an origin's robots.txt: in the `dl.store` table
     /// under a prefix no job's key has (`JobStore` keys start with U+001F).
     static func stateKey(_ origin: String) -> String { "\u{1E}robots\u{1E}" + origin }
+    /// The key whose value names the run whose worker fetches the origin's file.
+    static func claimKey(_ origin: String) -> String { "\u{1E}robots-fetch\u{1E}" + origin }
 
     static func decode(_ json: String) -> StoredRobots? {
         try? JSONDecoder().decode(StoredRobots.self, from: Data(json.utf8))
