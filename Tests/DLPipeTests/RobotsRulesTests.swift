@@ -135,3 +135,20 @@ import Testing
         #expect(stars.allows(path: "/" + String(repeating: "a", count: 4000)), "many stars stay polynomial")
     }
 }
+
+/// Crawl-delay in the host pacing: a host's own delay when longer than the run's.
+@Suite struct RobotsCrawlDelayPacingTests {
+    @Test func aHostsOwnDelayIsUsedOnlyWhenLonger() {
+        var pacing = HostPacing(delay: 0.5)
+        pacing.setDelay(2, for: "slow:80")
+        pacing.setDelay(0.1, for: "fast:80")
+        #expect(pacing.reserve("slow:80", now: 10) == 0)
+        #expect(pacing.reserve("slow:80", now: 10) == 2, "the Crawl-delay, longer than the run's")
+        #expect(pacing.reserve("fast:80", now: 10) == 0)
+        #expect(pacing.reserve("fast:80", now: 10) == 0.5, "a shorter one does not shorten the run's")
+        var none = HostPacing(delay: 0)
+        #expect(!none.isActive)
+        none.setDelay(1, for: "a:80")
+        #expect(none.isActive, "a host's own delay makes the pacing look at requests")
+    }
+}
