@@ -64,9 +64,11 @@ package struct RobotsRules: Equatable, Sendable {
 
     /// The path and query of an absolute URL ("/" when it has no path).
     package static func pathAndQuery(of url: String) -> String {
-        var rest = Substring(url)
-        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
-        rest = rest.prefix { $0 != "#" }
+        var rest = Substring(url).prefix { $0 != "#" }
+        // After the scheme's "://" (the first ":" of an absolute URL).
+        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") {
+            rest = rest[rest.index(colon, offsetBy: 3)...]
+        }
         guard let start = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
         let path = rest[start...]
         return path.first == "?" ? "/" + path : String(path)
