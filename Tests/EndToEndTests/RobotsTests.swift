@@ -101,6 +101,31 @@ import Testing
     }
 }
 
+/// `--record` keeps the robots.txt answer and `--replay` answers with it: a
+/// replayed run skips what the recorded one skipped, with the server gone.
+@Suite struct RobotsReplayTests {
+    @Test func aReplayedRunObeysTheRecordedRobotsTxt() async throws {
+        let recording = try TempDir.make("robots-recording") + "/rec"
+        let job = try LuaJob()
+        var urls: [String] = []
+        do {
+            let server = try FaultServer()
+            try server.put("robots.txt", bytes: Array("User-agent: *\nDisallow: /files/private/\n".utf8))
+            try server.put("a.bin", randomBytes: 100)
+            try server.put("private/p.bin", randomBytes: 100)
+            urls = [server.url("/files/a.bin"), server.url("/files/private/p.bin")]
+            try job.write("job.lua", "dl.config{ robots = true }\n" + urls.map { "dl.add('\($0)')\n" }.joined())
+            let recorded = try await job.run("job.lua", out: try TempDir.make("robots-recorded"), ["--record", recording])
+            #expect(recorded.status == 0 && recorded.events("skipped").count == 1, "\(recorded.stdout)")
+        }
+        // The server is gone: only the recording answers.
+        let replayed = try await job.run("job.lua", out: try TempDir.make("robots-replayed"), ["--replay", recording])
+        #expect(replayed.status == 0, "\(replayed.stderr)")
+        #expect(replayed.events("finished").count == 1, "\(replayed.stdout)")
+        #expect(replayed.events("skipped").first?["reason"] as? String == "robots.txt", "\(replayed.stdout)")
+    }
+}
+
 /// examples/crawl: robots.txt, a depth limit and a host delay together,
 /// against the example site.
 @Suite struct PoliteCrawlExampleTests {

@@ -78,9 +78,16 @@ extension EngineLoop {
 
     private func startRobotsFetch(origin: String, host: String, stored: StoredRobots?, waiting: [DownloadID]) {
         let fetch = RobotsFetch(origin: origin, host: host, stored: stored)
+        if let replay = configuration.replay, !replay.has(fetch.url) {
+            // A recording without the file: as a server without one (404).
+            learn(.allowAll, origin: origin, host: host, run: configuration.queue?.runNumber, fetchedAt: nil)
+            return requeue(waiting)
+        }
+        fetch.recording = configuration.recorder?.begin(url: fetch.url)
         fetch.configure(
             userAgent: configuration.userAgent, timeout: configuration.timeout,
-            options: TransferOptions(options: configuration.transport, caFile: configuration.caFile))
+            options: TransferOptions(options: configuration.transport, caFile: configuration.caFile),
+            replay: configuration.replay)
         robots.entries[origin] = .fetching(fetch, waiting: waiting)
         robots.inFlight[fetch.easy.handle] = origin
         multi.add(fetch.easy)

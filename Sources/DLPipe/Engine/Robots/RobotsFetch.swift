@@ -17,6 +17,11 @@ final class RobotsFetch {
     private(set) var truncated = false
     private(set) var etag: String?
     private(set) var lastModified: String?
+    /// `--record`: the final response goes into the recording like a download's.
+    var recording: ResponseRecording?
+
+    /// The URL of the origin's robots.txt.
+    var url: String { origin + "/robots.txt" }
 
     init(origin: String, host: String, stored: StoredRobots?) {
         self.origin = origin
@@ -26,8 +31,7 @@ final class RobotsFetch {
 
     /// Sets up the request: redirects followed by curl, at most five (RFC 9309 2.3.1.2),
     /// http and https only.
-    func configure(userAgent: String, timeout: Double, options: TransferOptions) {
-        let url = origin + "/robots.txt"
+    func configure(userAgent: String, timeout: Double, options: TransferOptions, replay: ReplayServer?) {
         easy.set(CURLOPT_URL, url)
         easy.set(CURLOPT_NOSIGNAL, 1)
         easy.set(CURLOPT_FOLLOWLOCATION, 1)
@@ -42,6 +46,12 @@ final class RobotsFetch {
         easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(timeout.rounded(.up))))
         options.apply(to: easy, url: url, firstHost: host)
         var lines: [String] = []
+        if let replay {
+            // The recording answers for the URL, as it does for downloads (ReplayServer).
+            easy.set(CURLOPT_URL, replay.address)
+            easy.set(CURLOPT_PROXY, "")
+            lines.append("\(ReplayServer.urlHeader): \(RedactedURL.text(url))")
+        }
         if let stored, stored.hasValidators {
             if let etag = stored.etag { lines.append("If-None-Match: \(etag)") }
             if let date = stored.lastModified { lines.append("If-Modified-Since: \(date)") }
@@ -58,6 +68,7 @@ final class RobotsFetch {
     /// parsed, a 304 keeps the stored file, 4xx (but 429) allows everything,
     /// and 5xx, 429 or no answer at all disallows everything.
     func outcome(code: Int) -> StoredRobots {
+        recording?.finish(code == Int(CURLE_OK.rawValue) ? .whole : truncated ? .stopped : .broken)
         let status = easy.long(CURLINFO_RESPONSE_CODE)
         let read = code == Int(CURLE_OK.rawValue) || (truncated && code == Int(CURLE_WRITE_ERROR.rawValue))
         if code == Int(CURLE_TOO_MANY_REDIRECTS.rawValue) { return StoredRobots(verdict: .allow) }
@@ -78,6 +89,7 @@ final class RobotsFetch {
     fileprivate func write(_ data: UnsafeRawBufferPointer) -> Bool {
         let room = RobotsRules.parseLimit - body.count
         body.append(contentsOf: data.prefix(room))
+        recording?.body(UnsafeRawBufferPointer(rebasing: data.prefix(room)))
         if data.count > room {
             truncated = true
             return false
@@ -86,6 +98,7 @@ final class RobotsFetch {
     }
 
     fileprivate func header(_ data: UnsafeRawBufferPointer) {
+        recording?.header(data)
         let line = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {
             // A new response (a redirect's next hop): only the last one's validators count.
