@@ -63,6 +63,22 @@ import Testing
         #expect(try down.requests(matching: "/files/").isEmpty)
     }
 
+    @Test func aHostWaitsForItsRobotsTxtWithoutItsSlotAndOtherHostsGoOn() async throws {
+        let slow = try serverWithFiles()
+        try slow.put("robots.delay", bytes: Array("2\n".utf8))
+        let fast = try serverWithFiles()
+        let out = try TempDir.make("robots-wait")
+        // One transfer at a time: the slow host's download must not hold it while its file comes.
+        let run = try await DLPipeRun.run(
+            ["get", "--robots", "--json", "-j", "1", "-d", out, url(slow, "a.bin"), url(fast, "b.bin")])
+        #expect(run.status == 0 && run.events("finished").count == 2, "held, not failed: \(run.stdout) \(run.stderr)")
+        let asked = try #require(try slow.requests(matching: "/robots.txt").first?["time"] as? Double)
+        let slowFile = try #require(try slow.requests(matching: "/files/").first?["time"] as? Double)
+        let fastFile = try #require(try fast.requests(matching: "/files/").first?["time"] as? Double)
+        #expect(slowFile >= asked + 1.9, "the host's download waited for its robots.txt")
+        #expect(fastFile < asked + 1.5, "the other host went on meanwhile: \(fastFile - asked) s")
+    }
+
     @Test func crawlDelayIsTheHostsDelayWhenLonger() async throws {
         let server = try serverWithFiles()
         try server.put("robots.txt", bytes: Array("User-agent: *\nCrawl-delay: 0.5\n".utf8))

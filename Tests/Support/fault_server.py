@@ -302,7 +302,12 @@ class Handler(BaseHTTPRequestHandler):
             elif path == "/robots.txt":
                 # The root's robots.txt with /files/'s validators and 304s; a
                 # file robots.status in the root answers with that status
-                # instead; neither: 404.
+                # instead; neither: 404. A file robots.delay holds the answer
+                # back that many seconds.
+                pause = os.path.join(self.server.root, "robots.delay")
+                if os.path.isfile(pause):
+                    with open(pause) as f:
+                        time.sleep(float(f.read().strip()))
                 status = os.path.join(self.server.root, "robots.status")
                 if os.path.isfile(status):
                     with open(status) as f:

@@ -328,6 +328,7 @@ final class EngineLoop {
                 if let job = jobs[id] { startTransfer(job) } else { scheduler.finished(id) }
                 continue
             }
+            if robotsDefers(id) { continue }
             guard let job = job(id) else {
                 scheduler.finished(id)
                 continue

@@ -8,16 +8,18 @@ import Foundation
 /// the configured one (docs/design/robots.md).
 final class RobotsBook {
     enum Entry {
-        /// The file is on its way; these downloads wait for it.
-        case fetching(RobotsFetch, waiting: [DownloadID])
+        /// The file is on its way; the origin's downloads wait (`waiting`).
+        case fetching(RobotsFetch)
         /// Another worker of the shared run fetches it: its copy is read
         /// from the state until it is there (`pollSharedRobots`).
-        case awaitingPeer(host: String, waiting: [DownloadID], since: Double)
+        case awaitingPeer(host: String, since: Double)
         /// The rules, and the shared run they are for (nil on its own).
         case known(RobotsRules, run: Int64?)
     }
 
     var entries: [String: Entry] = [:]
+    /// The downloads waiting for each origin's file, in the order they came.
+    var waiting: [String: [DownloadID]] = [:]
     /// The origin of each fetch in flight, by its curl handle.
     var inFlight: [UnsafeMutableRawPointer: String] = [:]
     /// Entries waiting for another worker's fetch.
@@ -32,6 +34,32 @@ final class RobotsBook {
 }
 
 extension EngineLoop {
+    /// Whether the download of `id` waits for its origin's robots.txt, on its
+    /// way: it gives its slot back and waits out of line, and one not started
+    /// yet stays a bare request (no `Job` is made for it until it may start).
+    func robotsDefers(_ id: DownloadID) -> Bool {
+        guard configuration.robots else { return false }
+        let url: String
+        if let job = jobs[id] {
+            guard job.state.phase == .queued else { return false }
+            url = job.currentURL
+        } else if let queued = waiting[id] {
+            url = queued.request.url
+        } else {
+            return false
+        }
+        guard let parts = URLParts(url) else { return false }
+        let origin = parts.scheme + "://" + parts.hostPort
+        switch robots.entries[origin] {
+        case .fetching, .awaitingPeer:
+            scheduler.finished(id)
+            robots.waiting[origin, default: []].append(id)
+            return true
+        case .known, nil:
+            return false
+        }
+    }
+
     /// Whether robots.txt keeps the job from starting now: its host's file is
     /// not known yet (the job waits out of line, its slot given back), or it
     /// disallows the URL (the job ends skipped). False: the job starts.
@@ -47,12 +75,9 @@ extension EngineLoop {
             scheduler.finished(job.id)
             job.state.endBeforeStart(.skipped)
             finish(job, .skipped(RobotsBook.skipReason))
-        case .fetching(let fetch, let waiting):
+        case .fetching, .awaitingPeer:
             scheduler.finished(job.id)
-            robots.entries[origin] = .fetching(fetch, waiting: waiting + [job.id])
-        case .awaitingPeer(let host, let waiting, let since):
-            scheduler.finished(job.id)
-            robots.entries[origin] = .awaitingPeer(host: host, waiting: waiting + [job.id], since: since)
+            robots.waiting[origin, default: []].append(job.id)
         case .known, nil:
             let stored = storedRobots(origin)
             if let run, let stored, stored.run == run {
@@ -61,11 +86,12 @@ extension EngineLoop {
                 return robotsHolds(job)
             }
             scheduler.finished(job.id)
+            robots.waiting[origin, default: []].append(job.id)
             if let run, (try? store?.claimValue(StoredRobots.claimKey(origin), String(run))) == false {
-                robots.entries[origin] = .awaitingPeer(host: parts.hostPort, waiting: [job.id], since: EngineLoop.now())
+                robots.entries[origin] = .awaitingPeer(host: parts.hostPort, since: EngineLoop.now())
                 robots.awaitsPeers = true
             } else {
-                startRobotsFetch(origin: origin, host: parts.hostPort, stored: stored, waiting: [job.id])
+                startRobotsFetch(origin: origin, host: parts.hostPort, stored: stored)
             }
         }
         return true
@@ -76,19 +102,19 @@ extension EngineLoop {
         return StoredRobots.decode(json)
     }
 
-    private func startRobotsFetch(origin: String, host: String, stored: StoredRobots?, waiting: [DownloadID]) {
+    private func startRobotsFetch(origin: String, host: String, stored: StoredRobots?) {
         let fetch = RobotsFetch(origin: origin, host: host, stored: stored)
         if let replay = configuration.replay, !replay.has(fetch.url) {
             // A recording without the file: as a server without one (404).
             learn(.allowAll, origin: origin, host: host, run: configuration.queue?.runNumber, fetchedAt: nil)
-            return requeue(waiting)
+            return requeue(origin)
         }
         fetch.recording = configuration.recorder?.begin(url: fetch.url)
         fetch.configure(
             userAgent: configuration.userAgent, timeout: configuration.timeout,
             options: TransferOptions(options: configuration.transport, caFile: configuration.caFile),
             replay: configuration.replay)
-        robots.entries[origin] = .fetching(fetch, waiting: waiting)
+        robots.entries[origin] = .fetching(fetch)
         robots.inFlight[fetch.easy.handle] = origin
         multi.add(fetch.easy)
     }
@@ -96,14 +122,14 @@ extension EngineLoop {
     /// Takes a finished robots.txt fetch (true), or says the handle is not one.
     func robotsFetchEnded(_ completion: CurlMulti.Completion) -> Bool {
         guard let origin = robots.inFlight.removeValue(forKey: completion.easy) else { return false }
-        guard case .fetching(let fetch, let waiting) = robots.entries[origin] else { return true }
+        guard case .fetching(let fetch) = robots.entries[origin] else { return true }
         multi.remove(fetch.easy)
         var answer = fetch.outcome(code: completion.code)
         let run = configuration.queue?.runNumber
         answer.run = run
         if let json = answer.json { store?.setValue(StoredRobots.stateKey(origin), json) }
         learn(answer.rules, origin: origin, host: fetch.host, run: run, fetchedAt: fetch.startedAt)
-        requeue(waiting)
+        requeue(origin)
         return true
     }
 
@@ -116,12 +142,16 @@ extension EngineLoop {
         if let fetchedAt { _ = hostPacing.reserve(host, now: fetchedAt) }
     }
 
-    /// Downloads that waited for robots.txt go back in line (not those a
-    /// pause or a cancel took meanwhile).
-    private func requeue(_ waiting: [DownloadID]) {
-        for id in waiting {
-            guard let job = jobs[id], job.state.phase == .queued, !pausedJobs.contains(id) else { continue }
-            scheduler.enqueue(id, host: job.host, priority: job.request.priority)
+    /// The downloads that waited for the origin's robots.txt go back in line
+    /// (not those a pause or a cancel took meanwhile).
+    private func requeue(_ origin: String) {
+        for id in robots.waiting.removeValue(forKey: origin) ?? [] {
+            if let job = jobs[id] {
+                guard job.state.phase == .queued, !pausedJobs.contains(id) else { continue }
+                scheduler.enqueue(id, host: job.host, priority: job.request.priority)
+            } else if let queued = waiting[id] {
+                scheduler.enqueue(id, host: queued.host, priority: queued.request.priority)
+            }
         }
     }
 
@@ -134,13 +164,13 @@ extension EngineLoop {
         let run = configuration.queue?.runNumber
         var still = false
         for (origin, entry) in robots.entries {
-            guard case .awaitingPeer(let host, let waiting, let since) = entry else { continue }
+            guard case .awaitingPeer(let host, let since) = entry else { continue }
             let stored = storedRobots(origin)
             if let run, let stored, stored.run == run {
                 learn(stored.rules, origin: origin, host: host, run: run, fetchedAt: nil)
-                requeue(waiting)
+                requeue(origin)
             } else if now - since > max(10, 2 * configuration.timeout) {
-                startRobotsFetch(origin: origin, host: host, stored: stored, waiting: waiting)
+                startRobotsFetch(origin: origin, host: host, stored: stored)
             } else {
                 still = true
             }
