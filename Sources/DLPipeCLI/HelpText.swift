@@ -73,6 +73,8 @@ enum HelpText {
           -b, --cookie FILE       send the cookies of a Netscape cookie file
           -c, --cookie-jar FILE   write the session's cookies to FILE at the end
           --host-delay S          at least S seconds between requests to one host
+          --robots                obey each host's robots.txt (skip what it disallows,
+                                  take its Crawl-delay when longer)
           --digest, --anyauth     HTTP Digest, or whichever scheme the server offers
           --compressed            ask for compressed transfers, store decoded bytes
                                   (compressed files such as .gz are stored as sent)

@@ -299,6 +299,22 @@ class Handler(BaseHTTPRequestHandler):
                 n = int(n)
                 self._redirect(("/redirect/%d/%s" % (n - 1, rest) if n > 0
                                 else "/" + rest) + suffix)
+            elif path == "/robots.txt":
+                # The root's robots.txt with /files/'s validators and 304s; a
+                # file robots.status in the root answers with that status
+                # instead; neither: 404. A file robots.delay holds the answer
+                # back that many seconds.
+                pause = os.path.join(self.server.root, "robots.delay")
+                if os.path.isfile(pause):
+                    with open(pause) as f:
+                        time.sleep(float(f.read().strip()))
+                status = os.path.join(self.server.root, "robots.status")
+                if os.path.isfile(status):
+                    with open(status) as f:
+                        code = int(f.read().strip())
+                    self._simple(code, "robots status %d\n" % code)
+                else:
+                    self._files("robots.txt", q)
             elif path == "/loop":
                 self._redirect("/loop")
             elif path == "/redirect-to":

@@ -133,6 +133,11 @@ public struct EngineConfiguration: Sendable {
     /// `--host-delay S`: the fewest seconds between the starts of two requests
     /// to one host (redirect hops included); 0 for none.
     public var hostDelay: Double
+    /// `--robots`: each host's robots.txt is fetched before its first request
+    /// and obeyed (RFC 9309); a URL it disallows ends skipped with the reason
+    /// `robots.txt`, and its Crawl-delay slows the host when longer than
+    /// `hostDelay`. Default off.
+    public var robots = false
     /// The worker of a shared queue this engine runs for (docs/scale-out.md):
     /// its adds go into the queue, its claims run here, its part files are
     /// the worker's and placed only while its lease holds. Nil for an engine

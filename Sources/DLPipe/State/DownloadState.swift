@@ -40,6 +40,10 @@ package protocol DownloadState: AnyObject, Sendable {
     func setValue(_ key: String, _ json: String) throws(StateFailure)
     /// Bytes the `dl.store` values whose keys start with `prefix` take (keys and values).
     func storedBytes(keyPrefix prefix: String) throws(StateFailure) -> Int
+    /// Sets a key/value row to `value` unless it holds it already, at once
+    /// and atomically among every process sharing the state; whether it
+    /// changed (the caller's claim: robots.txt fetched by one worker a run).
+    func claimValue(_ key: String, _ value: String) throws(StateFailure) -> Bool
 
     // Files that scripts wrote (`dl.write`, `dl.append`) and downloads' files
     // that scripts remove (`dl.remove`); each change committed at once.
@@ -71,6 +75,16 @@ extension DownloadState {
     package func readAhead(key: String) -> DownloadRecord?? { nil }
     /// A state file beside the outputs unless a state says otherwise.
     package var durableBySyncOfOutput: Bool { true }
+}
+
+extension DownloadState {
+    /// A state only one process writes at a time (the run lock) needs no
+    /// more than a read and a write.
+    package func claimValue(_ key: String, _ value: String) throws(StateFailure) -> Bool {
+        if try self.value(key) == value { return false }
+        try setValue(key, value)
+        return true
+    }
 }
 
 extension DownloadState {

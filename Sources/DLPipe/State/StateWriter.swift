@@ -152,6 +152,22 @@ final class StateWriter: @unchecked Sendable {
         return try queue.sync { Result { () throws(StateFailure) in try state.isDownloadFile(path) } }.get()
     }
 
+    /// A value of the state's key/value table, read in line with the commits.
+    func value(_ key: String) throws(StateFailure) -> String? {
+        try queue.sync { Result { () throws(StateFailure) in try state.value(key) } }.get()
+    }
+
+    /// Sets a value of the state's key/value table, on the state thread; a
+    /// failure loses only this value (it is asked for again next run).
+    func setValue(_ key: String, _ json: String) {
+        queue.async { [state] in try? state.setValue(key, json) }
+    }
+
+    /// `DownloadState.claimValue`, in line with the commits.
+    func claimValue(_ key: String, _ value: String) throws(StateFailure) -> Bool {
+        try queue.sync { Result { () throws(StateFailure) in try state.claimValue(key, value) } }.get()
+    }
+
     func startRun() throws(StateFailure) -> Int64 {
         try queue.sync { Result { () throws(StateFailure) in try state.startRun() } }.get()
     }

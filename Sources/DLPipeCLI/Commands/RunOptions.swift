@@ -45,6 +45,8 @@ struct RunOptions {
     var hostDelay: Double?
     /// `--web ADDR:PORT` and its token (WebArguments).
     var web: WebOptions?
+    /// `--robots`: obey each host's robots.txt.
+    var robots: Bool?
 
     /// Takes the shared options out of `args`, in this order (the first
     /// mistake is the one reported).
@@ -120,6 +122,7 @@ struct RunOptions {
             }
             hostDelay = seconds
         }
+        if args.flag("--robots") { robots = true }
     }
 
     /// How the run reports: `-q` and `--progress`.
@@ -223,6 +226,7 @@ struct RunOptions {
         config.cookieFile = cookieFile ?? job?.cookie
         config.cookieJar = cookieJar ?? job?.cookieJar
         config.hostDelay = hostDelay ?? job?.hostDelay ?? 0
+        config.robots = robots ?? job?.robots ?? false
         config.overwrite = files.overwrite ?? job?.overwrite ?? false
         config.verify = files.verify ?? job?.verify ?? false
         return config

@@ -34,6 +34,8 @@ public struct JobSettings: Sendable {
     public var overwrite: Bool?
     /// `verify` (`--verify`).
     public var verify: Bool?
+    /// `robots` (`--robots`): obey each host's robots.txt.
+    public var robots: Bool?
     /// `queue`: the shared queue's PostgreSQL address (`--queue`), checked
     /// as an address at load; whether it answers is the command line's business.
     public var queue: String?
@@ -104,6 +106,7 @@ extension JobSettings {
         hostDelay = try seconds("host_delay")
         overwrite = table["overwrite"]?.bool
         verify = table["verify"]?.bool
+        robots = table["robots"]?.bool
         rate = try byteRate("rate", like: "500000, \"500K\" or \"2M\"")
         if let value = table["refresh"]?.text {
             guard ["conditional", "never", "always"].contains(value) else {

@@ -48,6 +48,8 @@ local CONFIG = {
     default = "250000" },
   { "host_delay", "number?", "at least this long between the starts of two requests to one host, redirect hops and retries included (`--host-delay`); a 429 or 503 with `Retry-After` holds back the whole host in any case", range = { 0, 86400 },
     default = "0" },
+  { "robots", "boolean?", "fetch each host's `/robots.txt` before its first request (once per run, asked conditionally on a re-run) and obey it for dlpipe's user agent and `*` by RFC 9309: a URL it disallows ends skipped with the reason `robots.txt` and is never requested, and its `Crawl-delay` (at most 60 s) is the host's delay when longer than `host_delay` (`--robots`; either one turns it on)",
+    default = "false" },
   { "max_depth", "integer?", "the deepest `d.depth` `dl.add` queues; a deeper add returns nil and warns once (`max_depth = 0`: only the job's own adds)", range = { 0, 1000000 },
     default = "none" },
   { "max_done", "integer?", "the most times `done` fires in a run: a `done` handler that adds downloads starts the queue again, and past this many one warning is shown, the handlers run no more and the run ends normally", range = { 1, 1000000 },

@@ -246,6 +246,7 @@ extension EngineLoop: TransferOwner {
     func handleCompletions(_ done: [CurlMulti.Completion]) -> Int {
         assertOnEngineThread()
         for completion in done {
+            if robotsFetchEnded(completion) { continue }
             guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
             idleHandles.append(transfer.easy)

@@ -114,6 +114,8 @@ final class EngineLoop {
     /// `requestGeneration` when set).
     var hostTurns = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
     var hostPacing: HostPacing
+    /// Each host's robots.txt, known or on its way (`--robots`).
+    let robots = RobotsBook()
     /// Transfers paused until this turn's state commit names their part files.
     var awaitingCommit: [Transfer] = []
     /// Checked files waiting for their data to be durable before they get their names.
@@ -320,6 +322,7 @@ final class EngineLoop {
             hostTurnCame(id, generation: generation)
         }
         if !fencedPlacements.isEmpty && fenceCheckDue <= now { placeFencedAgain() }
+        if robots.awaitsPeers { pollSharedRobots(now: now) }
     }
 
     private func startQueued() {
@@ -329,10 +332,12 @@ final class EngineLoop {
                 if let job = jobs[id] { startTransfer(job) } else { scheduler.finished(id) }
                 continue
             }
+            if robotsDefers(id) { continue }
             guard let job = job(id) else {
                 scheduler.finished(id)
                 continue
             }
+            if robotsHolds(job) { continue }
             let actions = job.state.handle(.start)
             if actions.isEmpty {
                 scheduler.finished(id)  // not startable any more (cancelled meanwhile)

@@ -71,10 +71,15 @@ package protocol QueueParticipant: Sendable {
     /// Passes a control of download `number` on to the worker that holds
     /// it, when another live worker does; whether it was passed on.
     func forward(_ control: QueueControl, of number: Int) -> Bool
+    /// The shared run this worker works for now (robots.txt is fetched once
+    /// a run for every worker); nil for an engine on its own.
+    var runNumber: Int64? { get }
 }
 
 extension QueueParticipant {
     package func addTopLevel(_ requests: [DownloadRequest]) -> [Int] { add(requests) }
+    /// The shared run this worker works for now; nil without one.
+    package var runNumber: Int64? { nil }
 }
 
 /// The participant of an engine on its own: every file may be placed and

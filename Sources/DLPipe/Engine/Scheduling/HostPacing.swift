@@ -10,17 +10,26 @@ struct HostPacing {
     private var nextAllowed: [String: Double] = [:]
     /// Until when a Retry-After holds each host back; dropped when found past.
     private var heldUntil: [String: Double] = [:]
+    /// Hosts whose own delay is longer than `delay` (robots.txt's Crawl-delay).
+    private var hostDelays: [String: Double] = [:]
 
     init(delay: Double) { self.delay = max(0, delay) }
 
     /// Whether anything can hold a request back: a delay, or a host slowed by
     /// Retry-After. Without either, requests skip the URL parse entirely.
-    var isActive: Bool { delay > 0 || !nextAllowed.isEmpty }
+    var isActive: Bool { delay > 0 || !nextAllowed.isEmpty || !hostDelays.isEmpty }
+
+    /// Gives `host` a delay of its own when longer than `delay`.
+    mutating func setDelay(_ seconds: Double, for host: String) {
+        guard seconds > delay else { return }
+        hostDelays[host] = seconds
+    }
 
     /// Reserves the host's next turn for a request that wants to start at
     /// `now`; returns how long it must wait (0: go now).
     mutating func reserve(_ host: String, now: Double) -> Double {
         let slot = max(now, nextAllowed[host] ?? now)
+        let delay = hostDelays[host] ?? self.delay
         if delay > 0 {
             nextAllowed[host] = slot + delay
         } else if slot <= now {

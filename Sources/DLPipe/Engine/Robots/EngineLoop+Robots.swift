@@ -1,0 +1,180 @@
+import Foundation
+
+/// robots.txt (`dl.config{ robots = true }`, `--robots`): before the first
+/// request to a host, its robots.txt is fetched once per run, on a handle of
+/// its own; that host's downloads wait for it out of line, other hosts go on.
+/// A URL it disallows ends skipped with the reason `robots.txt` and is never
+/// requested; its Crawl-delay becomes the host's delay when longer than
+/// the configured one (docs/design/robots.md).
+final class RobotsBook {
+    enum Entry {
+        /// The file is on its way; the origin's downloads wait (`waiting`).
+        case fetching(RobotsFetch)
+        /// Another worker of the shared run fetches it: its copy is read
+        /// from the state until it is there (`pollSharedRobots`).
+        case awaitingPeer(host: String, since: Double)
+        /// The rules, and the shared run they are for (nil on its own).
+        case known(RobotsRules, run: Int64?)
+    }
+
+    var entries: [String: Entry] = [:]
+    /// The downloads waiting for each origin's file, in the order they came.
+    var waiting: [String: [DownloadID]] = [:]
+    /// The origin of each fetch in flight, by its curl handle.
+    var inFlight: [UnsafeMutableRawPointer: String] = [:]
+    /// Entries waiting for another worker's fetch.
+    var awaitsPeers = false
+    var lastPeerPoll = 0.0
+    /// A Crawl-delay longer than this is taken as this: a file cannot stall a crawl for hours.
+    static let maxCrawlDelay = 60.0
+    /// The reason of a download robots.txt disallows.
+    static let skipReason = "robots.txt"
+    /// How often the state is read for another worker's copy.
+    static let peerPollInterval = 0.25
+}
+
+extension EngineLoop {
+    /// Whether the download of `id` waits for its origin's robots.txt, on its
+    /// way: it gives its slot back and waits out of line, and one not started
+    /// yet stays a bare request (no `Job` is made for it until it may start).
+    func robotsDefers(_ id: DownloadID) -> Bool {
+        guard configuration.robots else { return false }
+        let url: String
+        if let job = jobs[id] {
+            guard job.state.phase == .queued else { return false }
+            url = job.currentURL
+        } else if let queued = waiting[id] {
+            url = queued.request.url
+        } else {
+            return false
+        }
+        guard let parts = URLParts(url) else { return false }
+        let origin = parts.scheme + "://" + parts.hostPort
+        switch robots.entries[origin] {
+        case .fetching, .awaitingPeer:
+            scheduler.finished(id)
+            robots.waiting[origin, default: []].append(id)
+            return true
+        case .known, nil:
+            return false
+        }
+    }
+
+    /// Whether robots.txt keeps the job from starting now: its host's file is
+    /// not known yet (the job waits out of line, its slot given back), or it
+    /// disallows the URL (the job ends skipped). False: the job starts.
+    func robotsHolds(_ job: Job) -> Bool {
+        guard configuration.robots, job.state.phase == .queued,
+            let parts = URLParts(job.currentURL), parts.isHTTP, !parts.hostPort.isEmpty
+        else { return false }
+        let origin = parts.scheme + "://" + parts.hostPort
+        let run = configuration.queue?.runNumber
+        switch robots.entries[origin] {
+        case .known(let rules, let knownRun) where knownRun == run:
+            guard !rules.allows(url: job.currentURL) else { return false }
+            scheduler.finished(job.id)
+            job.state.endBeforeStart(.skipped)
+            finish(job, .skipped(RobotsBook.skipReason))
+        case .fetching, .awaitingPeer:
+            scheduler.finished(job.id)
+            robots.waiting[origin, default: []].append(job.id)
+        case .known, nil:
+            let stored = storedRobots(origin)
+            if let run, let stored, stored.run == run {
+                // Another worker of this run fetched it already.
+                learn(stored.rules, origin: origin, host: parts.hostPort, run: run, fetchedAt: nil)
+                return robotsHolds(job)
+            }
+            scheduler.finished(job.id)
+            robots.waiting[origin, default: []].append(job.id)
+            if let run, (try? store?.claimValue(StoredRobots.claimKey(origin), String(run))) == false {
+                robots.entries[origin] = .awaitingPeer(host: parts.hostPort, since: EngineLoop.now())
+                robots.awaitsPeers = true
+            } else {
+                startRobotsFetch(origin: origin, host: parts.hostPort, stored: stored)
+            }
+        }
+        return true
+    }
+
+    private func storedRobots(_ origin: String) -> StoredRobots? {
+        guard let json = try? store?.value(StoredRobots.stateKey(origin)) else { return nil }
+        return StoredRobots.decode(json)
+    }
+
+    private func startRobotsFetch(origin: String, host: String, stored: StoredRobots?) {
+        let fetch = RobotsFetch(origin: origin, host: host, stored: stored)
+        if let replay = configuration.replay, !replay.has(fetch.url) {
+            // A recording without the file: as a server without one (404).
+            learn(.allowAll, origin: origin, host: host, run: configuration.queue?.runNumber, fetchedAt: nil)
+            return requeue(origin)
+        }
+        fetch.recording = configuration.recorder?.begin(url: fetch.url)
+        fetch.configure(
+            userAgent: configuration.userAgent, timeout: configuration.timeout,
+            options: TransferOptions(options: configuration.transport, caFile: configuration.caFile),
+            replay: configuration.replay)
+        robots.entries[origin] = .fetching(fetch)
+        robots.inFlight[fetch.easy.handle] = origin
+        multi.add(fetch.easy)
+    }
+
+    /// Takes a finished robots.txt fetch (true), or says the handle is not one.
+    func robotsFetchEnded(_ completion: CurlMulti.Completion) -> Bool {
+        guard let origin = robots.inFlight.removeValue(forKey: completion.easy) else { return false }
+        guard case .fetching(let fetch) = robots.entries[origin] else { return true }
+        multi.remove(fetch.easy)
+        var answer = fetch.outcome(code: completion.code)
+        let run = configuration.queue?.runNumber
+        answer.run = run
+        if let json = answer.json { store?.setValue(StoredRobots.stateKey(origin), json) }
+        learn(answer.rules, origin: origin, host: fetch.host, run: run, fetchedAt: fetch.startedAt)
+        requeue(origin)
+        return true
+    }
+
+    /// The origin's rules are known: its Crawl-delay paces the host.
+    private func learn(_ rules: RobotsRules, origin: String, host: String, run: Int64?, fetchedAt: Double?) {
+        robots.entries[origin] = .known(rules, run: run)
+        guard let delay = rules.crawlDelay, delay > configuration.hostDelay else { return }
+        hostPacing.setDelay(min(delay, RobotsBook.maxCrawlDelay), for: host)
+        // The fetch was the host's first request: the next waits a delay after it.
+        if let fetchedAt { _ = hostPacing.reserve(host, now: fetchedAt) }
+    }
+
+    /// The downloads that waited for the origin's robots.txt go back in line
+    /// (not those a pause or a cancel took meanwhile).
+    private func requeue(_ origin: String) {
+        for id in robots.waiting.removeValue(forKey: origin) ?? [] {
+            if let job = jobs[id] {
+                guard job.state.phase == .queued, !pausedJobs.contains(id) else { continue }
+                scheduler.enqueue(id, host: job.host, priority: job.request.priority)
+            } else if let queued = waiting[id] {
+                scheduler.enqueue(id, host: queued.host, priority: queued.request.priority)
+            }
+        }
+    }
+
+    /// Reads the state for the copies other workers of the run fetch; one
+    /// that is not there after twice the stall timeout (its worker died) is
+    /// fetched here.
+    func pollSharedRobots(now: Double) {
+        guard now - robots.lastPeerPoll >= RobotsBook.peerPollInterval else { return }
+        robots.lastPeerPoll = now
+        let run = configuration.queue?.runNumber
+        var still = false
+        for (origin, entry) in robots.entries {
+            guard case .awaitingPeer(let host, let since) = entry else { continue }
+            let stored = storedRobots(origin)
+            if let run, let stored, stored.run == run {
+                learn(stored.rules, origin: origin, host: host, run: run, fetchedAt: nil)
+                requeue(origin)
+            } else if now - since > max(10, 2 * configuration.timeout) {
+                startRobotsFetch(origin: origin, host: host, stored: stored)
+            } else {
+                still = true
+            }
+        }
+        robots.awaitsPeers = still
+    }
+}
