@@ -633,30 +633,26 @@ for event in pairs(API.events) do STRICT[event] = strict(event, (event == "finis
 -- straight to the table (a table __index, Lua's fast path), every write
 -- comes here. pairs and dl.json.encode (through __dlfields) see the fields.
 -- One write is kept: `f.sha256 = nil` forgets the digest, so the next read
--- hashes the file again (after the handler changed it). The functions are
--- shared; SHOWN finds a view's table (a closure per event cost allocations
--- on the handlers' hot path).
-local SHOWN = setmetatable({}, { __mode = "k" })
-local WRITABLE_FIELDS = "writable: d." .. WRITABLE_NAMES:gsub(", ", ", d.")
-local function view_pairs(view) return next, SHOWN[view], nil end
-local READ_ONLY = {}
-for event in pairs(API.events) do
-  local names, letter = API.events[event], API.defs.event_args[event]
-  local hashed = event == "finished" or event == "placed"
-  READ_ONLY[event] = function(view, k, v)
-    if hashed and k == "sha256" and v == nil then return rawset(SHOWN[view], "sha256", nil) end
-    if not EVENT_FIELDS[k] then error(letter .. "." .. tostring(k) .. ": " .. unknown(event .. " field", k, names), 2) end
-    error(letter .. "." .. tostring(k) .. " is read-only: an event's fields are (" .. WRITABLE_FIELDS .. ")", 2)
+-- hashes the file again (after the handler changed it).
+local function refuse_write(event, shown, k, v)
+  if event == "finished" and k == "sha256" and v == nil then return rawset(shown, "sha256", nil) end
+  local letter = API.defs.event_args[event]
+  if not EVENT_FIELDS[k] then
+    error(letter .. "." .. tostring(k) .. ": " .. unknown(event .. " field", k, API.events[event]), 2)
   end
+  error(letter .. "." .. tostring(k) .. " is read-only: an event's fields are (writable: d."
+    .. WRITABLE_NAMES:gsub(", ", ", d.") .. ")", 2)
 end
 function host.begin(event, fields, arg)
   context = event
   if arg then
     local shown = setmetatable(arg, STRICT[event])
     arg = setmetatable({}, {
-      __index = shown, __dlfields = shown, __newindex = READ_ONLY[event], __pairs = view_pairs, __metatable = false,
+      __index = shown, __dlfields = shown, __metatable = false,
+      -- A tail call: refuse_write's error level 2 is the handler's line.
+      __newindex = function(_, k, v) return refuse_write(event, shown, k, v) end,
+      __pairs = function() return next, shown, nil end,
     })
-    SHOWN[arg] = shown
   end
   current = fields and make_download(fields) or nil
   current_arg = arg
