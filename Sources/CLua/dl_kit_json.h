@@ -454,18 +454,7 @@ static inline void dl_json_put(dl_json_enc *e, int index) {
         dl_json_put_string(e, s, len);
         return;
     }
-    case LUA_TTABLE: {
-        /* An event's read-only view (f, r, s...) encodes as the fields it shows. */
-        int fields = luaL_getmetafield(e->L, index, "__dlfields");
-        if (fields == LUA_TTABLE) {
-            dl_json_put_table(e, lua_gettop(e->L));
-            lua_pop(e->L, 1);
-            return;
-        }
-        if (fields != LUA_TNIL) lua_pop(e->L, 1);
-        dl_json_put_table(e, index);
-        return;
-    }
+    case LUA_TTABLE: dl_json_put_table(e, index); return;
     case LUA_TLIGHTUSERDATA:
         if (lua_touserdata(e->L, index) == NULL) { dl_kit_buf_add(e->L, e->b, "null", 4); return; }
         /* fall through */

@@ -82,13 +82,6 @@ extension LuaRuntime {
             guard depth < LuaValue.maxDepth, let identity = lua_topointer(L, index),
                 seen.insert(identity).inserted, lua_checkstack(L, 3) != 0
             else { return .opaque("table") }
-            // An event's read-only view (the prelude's): the fields it shows.
-            let fields = luaL_getmetafield(L, index, "__dlfields")
-            if fields == LUA_TTABLE {
-                defer { dl_pop(L, 1) }
-                return value(at: lua_gettop(L), on: L, depth: depth, seen: &seen)
-            }
-            if fields != LUA_TNIL { dl_pop(L, 1) }
             var table: [LuaValue: LuaValue] = [:]
             lua_pushnil(L)
             while lua_next(L, index) != 0 {

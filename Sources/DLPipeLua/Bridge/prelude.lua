@@ -629,31 +629,9 @@ end
 -- One metatable per event, made once.
 local STRICT = {}
 for event in pairs(API.events) do STRICT[event] = strict(event, (event == "finished" or event == "placed") and lazy_sha256 or nil) end
--- What a handler gets is a read-only view of the event's table: reads go
--- straight to the table (a table __index, Lua's fast path), every write
--- comes here. pairs and dl.json.encode (through __dlfields) see the fields.
--- One write is kept: `f.sha256 = nil` forgets the digest, so the next read
--- hashes the file again (after the handler changed it).
-local function refuse_write(event, shown, k, v)
-  if event == "finished" and k == "sha256" and v == nil then return rawset(shown, "sha256", nil) end
-  local letter = API.defs.event_args[event]
-  if not EVENT_FIELDS[k] then
-    error(letter .. "." .. tostring(k) .. ": " .. unknown(event .. " field", k, API.events[event]), 2)
-  end
-  error(letter .. "." .. tostring(k) .. " is read-only: an event's fields are (writable: d."
-    .. WRITABLE_NAMES:gsub(", ", ", d.") .. ")", 2)
-end
 function host.begin(event, fields, arg)
   context = event
-  if arg then
-    local shown = setmetatable(arg, STRICT[event])
-    arg = setmetatable({}, {
-      __index = shown, __dlfields = shown, __metatable = false,
-      -- A tail call: refuse_write's error level 2 is the handler's line.
-      __newindex = function(_, k, v) return refuse_write(event, shown, k, v) end,
-      __pairs = function() return next, shown, nil end,
-    })
-  end
+  if arg then setmetatable(arg, STRICT[event]) end
   current = fields and make_download(fields) or nil
   current_arg = arg
   return #handlers[event]
