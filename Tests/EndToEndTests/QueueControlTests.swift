@@ -303,8 +303,9 @@ import TestSupport
     }
 
     @Test func aWorkerKilledWhileARetryTransfersLeavesItToTheWorkerThatJoins() async throws {
-        // Missing in the first run; then 300 KB at 100 KiB/s, so that the
-        // retry still transfers when its worker is killed.
+        // Missing in the first run; then 1 MB at 100 KiB/s, so that the
+        // retry still transfers when its worker is killed (the second
+        // worker's start on a loaded machine takes seconds).
         let slow = "/slow" + dir + "/late.bin"
         let url = nginx.url(slow, host: hosts[0], tls: false)
         let jobFile = try job.write("job.lua", "dl.add('\(url)')")
@@ -312,7 +313,7 @@ import TestSupport
         let extra = ["-j", "2", "--retries", "0", "--json"]
         let first = await offThePool { try? worker(jobFile, name: name, extra).finish() }
         #expect(first?.status == 1)
-        let bytes = try nginx.put(slow, randomBytes: 300_000, seed: 120)
+        let bytes = try nginx.put(slow, randomBytes: 1_000_000, seed: 120)
         #expect(await control(["retry", "--failed"], name: name).stdout.contains("the run is open again"))
         let doomed = try worker(jobFile, name: name, extra)
         _ = await offThePool { doomed.waitForLine(containing: "\"event\":\"progress\"") }
