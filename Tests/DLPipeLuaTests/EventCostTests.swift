@@ -6,9 +6,9 @@ import Testing
 
 /// What the handler path costs the Lua state, counted in blocks its allocator makes
 /// (tables, strings, closures): counts, unlike times, do not move with the machine's
-/// load. The bounds are what the bridge needs now (31 and 6 blocks; 40 and 7 with a state
-/// table per proxy and a headers table per add); a change that adds a table per
-/// event or per add shows here before it shows in the benchmark.
+/// load. The bounds sit a little above what the bridge makes (31 blocks per download, 6 per
+/// add): a change that adds a table per event or per add shows here before it shows in the
+/// benchmark.
 @Suite struct EventCostTests {
     static func host(job: String) throws -> ScriptHost {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dlpipe-eventcost-\(UUID().uuidString)")
