@@ -65,6 +65,8 @@ typedef struct dl_lua_ctl {
     unsigned c_steps;     /* calls of the sandbox's sort comparator (a clock read every 1024) */
     struct dl_watch *watch; /* what the watchdog thread shares (outside the block: the runtime
                              * saves and restores the block around nested calls) */
+    size_t blocks_made;   /* blocks the allocator made: what an event costs, counted (after
+                           * `watch`, so the restore after a call leaves it running) */
 } dl_lua_ctl;
 
 /* Shared with the watchdog thread (LuaWatchdog.swift), which wakes a few times a second. */
@@ -115,6 +117,7 @@ static inline void *dl_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize
         c->refusals++;
         return NULL;
     }
+    if (ptr == NULL) c->blocks_made++;
     c->in_use = c->in_use - old + nsize;
     return p;
 }

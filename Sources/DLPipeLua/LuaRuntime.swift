@@ -89,6 +89,9 @@ public final class LuaRuntime {
     /// Bytes the state holds now.
     public var memoryInUse: Int { Int(ctl.pointee.in_use) }
 
+    /// Blocks the state has allocated so far (each table, string, closure...).
+    var blocksMade: Int { Int(ctl.pointee.blocks_made) }
+
     /// Runs a full garbage collection (the cap is off: Swift asked for it).
     public func collectGarbage() {
         dl_gc_collect(currentState)

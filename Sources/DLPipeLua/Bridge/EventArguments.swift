@@ -110,6 +110,12 @@ struct LuaFieldWriter {
 
     func set(_ key: StaticString, _ value: String?) {
         guard let value else { return }
+        set(key, value)
+    }
+
+    /// A string that is always there: passed as it is, since wrapping it in an
+    /// Optional for the setter above retained it (and released it) once more.
+    func set(_ key: StaticString, _ value: String) {
         LuaRuntime.pushString(value, on: L)
         setField(key)
     }

@@ -24,7 +24,7 @@ final class HandlerBackstop: Sendable {
     /// The event whose handlers run now, and how to answer it without them.
     private struct Watched {
         let event: String
-        let abandon: @Sendable (String) -> Void
+        let abandon: any HandlerReply
     }
 
     private struct State {
@@ -58,7 +58,7 @@ final class HandlerBackstop: Sendable {
     }
 
     /// On the Lua thread, around the handlers of one event.
-    func watch(event: String, abandon: @escaping @Sendable (String) -> Void) {
+    func watch(event: String, abandon: any HandlerReply) {
         state.withLock { $0.current = Watched(event: event, abandon: abandon) }
     }
 
@@ -82,7 +82,8 @@ final class HandlerBackstop: Sendable {
             s.abandoned = (overdue.sequence, Date(), message)
             guard let current = s.current else { return nil }
             s.current = nil
-            return (current.abandon, message)
+            let reply = current.abandon
+            return ({ reply.abandon($0) }, message)
         }
         if let (act, message) = action { act(message) }
     }
@@ -98,18 +99,43 @@ final class HandlerBackstop: Sendable {
     }
 }
 
-/// A reply the engine takes once: from the Lua thread, or from the backstop when it gave up
-/// waiting (then the handler's late verdict is dropped).
-final class ReplyOnce<Verdict: Sendable>: Sendable {
-    private let reply: @Sendable (Verdict) -> Void
-    private let sent = Atomic<Bool>(false)
+/// A handler's reply to the engine: sent with its batch (`sendHeld`), or by the backstop
+/// when it gave up on the handler (`abandon`). A class (the existential then holds a
+/// reference and allocates nothing): a closure for each cost an allocation per event.
+protocol HandlerReply: AnyObject, Sendable {
+    func abandon(_ message: String)
+    func sendHeld()
+}
 
-    init(_ reply: @escaping @Sendable (Verdict) -> Void) { self.reply = reply }
+/// A reply the engine takes once: from the Lua thread, or from the backstop when it gave up
+/// waiting (then the handler's late verdict is dropped). `abandoned` is the verdict the
+/// backstop sends then; for the usual events it captures nothing, so it costs no allocation.
+final class ReplyOnce<Verdict: Sendable>: HandlerReply {
+    private let reply: @Sendable (Verdict) -> Void
+    private let abandoned: @Sendable (String) -> Verdict
+    private let sent = Atomic<Bool>(false)
+    /// The verdict the Lua thread decided, sent with its batch's replies (`sendHeld`).
+    /// Set and read on the Lua thread only, in one batch.
+    nonisolated(unsafe) private var held: Verdict?
+
+    init(_ reply: @escaping @Sendable (Verdict) -> Void, abandoned: @escaping @Sendable (String) -> Verdict) {
+        self.reply = reply
+        self.abandoned = abandoned
+    }
 
     /// Whether the engine has its answer already (a late handler's report is then dropped too).
     var answered: Bool { sent.load(ordering: .acquiring) }
 
     func callAsFunction(_ verdict: Verdict) {
         if !sent.exchange(true, ordering: .acquiringAndReleasing) { reply(verdict) }
+    }
+
+    func abandon(_ message: String) { self(abandoned(message)) }
+
+    /// Keeps `verdict` to send later, from its batch (a closure per reply cost an allocation).
+    func hold(_ verdict: Verdict) { held = verdict }
+
+    func sendHeld() {
+        if let verdict = held { self(verdict) }
     }
 }

@@ -16,7 +16,7 @@ final class LuaHooks: @unchecked Sendable {
     /// Each call leaves its reply in the batch's list instead of sending it, and
     /// the replies go out together when the batch is done: the engine then wakes
     /// once per batch, not once per reply.
-    private typealias Call = @Sendable (inout [@Sendable () -> Void]) -> Void
+    private typealias Call = @Sendable (inout [any HandlerReply]) -> Void
     private let turn = Mutex<[Call]>([])
     /// Where hook errors that cannot fail a download (done handlers) are reported.
     private let report: @Sendable (String) -> Void
@@ -51,8 +51,7 @@ final class LuaHooks: @unchecked Sendable {
     /// Runs the handlers of one event with the backstop watching: if they overrun their
     /// budget past its grace, `abandon` answers for them (on the backstop's thread).
     private func dispatch(
-        _ event: String, _ download: DownloadInfo?, _ argument: EventArgument,
-        abandon: @escaping @Sendable (String) -> Void
+        _ event: String, _ download: DownloadInfo?, _ argument: EventArgument, abandon: any HandlerReply
     ) -> DispatchOutcome {
         backstop.watch(event: event, abandon: abandon)
         defer { backstop.unwatch() }
@@ -67,16 +66,17 @@ final class LuaHooks: @unchecked Sendable {
         let batch = turn.takeAll()
         guard !batch.isEmpty else { return }
         thread.async {
-            var replies: [@Sendable () -> Void] = []
+            var replies: [any HandlerReply] = []
+            replies.reserveCapacity(batch.count)
             for work in batch { work(&replies) }
-            for reply in replies { reply() }
+            for reply in replies { reply.sendHeld() }
         }
     }
 
     func response(_ download: DownloadInfo, _ response: ResponseInfo, reply: @escaping @Sendable (ResponseVerdict) -> Void) {
-        let reply = ReplyOnce(reply)
+        let reply = ReplyOnce(reply) { .fail(DownloadError(.hook, $0)) }
         enqueue { [self] replies in
-            let outcome = dispatch("response", download, .response(response)) { reply(.fail(DownloadError(.hook, $0))) }
+            let outcome = dispatch("response", download, .response(response), abandon: reply)
             let verdict: ResponseVerdict
             if let error = outcome.error {
                 verdict = .fail(DownloadError(.hook, error.message))
@@ -85,14 +85,15 @@ final class LuaHooks: @unchecked Sendable {
             } else {
                 verdict = outcome.renamed ? .proceed(name: outcome.name, directory: outcome.directory ?? "") : .proceed()
             }
-            replies.append { reply(verdict) }
+            reply.hold(verdict)
+            replies.append(reply)
         }
     }
 
     func request(_ download: DownloadInfo, _ request: RequestInfo, reply: @escaping @Sendable (RequestVerdict) -> Void) {
-        let reply = ReplyOnce(reply)
+        let reply = ReplyOnce(reply) { .fail(DownloadError(.hook, $0)) }
         enqueue { [self] replies in
-            let outcome = dispatch("request", download, .request(request)) { reply(.fail(DownloadError(.hook, $0))) }
+            let outcome = dispatch("request", download, .request(request), abandon: reply)
             let verdict: RequestVerdict
             if let error = outcome.error {
                 verdict = .fail(DownloadError(.hook, error.message))
@@ -102,7 +103,8 @@ final class LuaHooks: @unchecked Sendable {
                 case .failure(let problem): verdict = .fail(DownloadError(.hook, problem.message))
                 }
             }
-            replies.append { reply(verdict) }
+            reply.hold(verdict)
+            replies.append(reply)
         }
     }
 
@@ -112,18 +114,20 @@ final class LuaHooks: @unchecked Sendable {
             return pending[download.id] == nil
         }
         guard first else { return }  // a call is queued already; it will take the latest values
+        // Only the id is captured: the values are in `pendingProgress` (a copy of the
+        // download's fields here cost a retain of each).
+        let id = download.id
         enqueue { [self] _ in
-            guard let (download, progress) = pendingProgress.withLock({ $0.removeValue(forKey: download.id) }) else { return }
-            let engine = host.engine
-            let outcome = dispatch("progress", download, .progress(progress)) { engine?.fail(download.id, DownloadError(.hook, $0)) }
+            guard let (download, progress) = pendingProgress.withLock({ $0.removeValue(forKey: id) }) else { return }
+            let outcome = dispatch("progress", download, .progress(progress), abandon: FailOnAbandon(host.engine, download.id))
             if let error = outcome.error { host.engine?.fail(download.id, DownloadError(.hook, error.message)) }
         }
     }
 
     func finished(_ download: DownloadInfo, _ result: FinishedInfo, reply: @escaping @Sendable (FinishedVerdict) -> Void) {
-        let reply = ReplyOnce(reply)
+        let reply = ReplyOnce(reply) { .fail(DownloadError(.hook, $0)) }
         enqueue { [self] replies in
-            let outcome = dispatch("finished", download, .finished(result)) { reply(.fail(DownloadError(.hook, $0))) }
+            let outcome = dispatch("finished", download, .finished(result), abandon: reply)
             let verdict: FinishedVerdict
             if let error = outcome.error {
                 verdict = .fail(DownloadError(.hook, error.message))
@@ -132,7 +136,8 @@ final class LuaHooks: @unchecked Sendable {
                 verdict = outcome.renamed
                     ? .keep(name: outcome.name, directory: outcome.directory ?? "", sha256: digest) : .keep(sha256: digest)
             }
-            replies.append { reply(verdict) }
+            reply.hold(verdict)
+            replies.append(reply)
         }
     }
 
@@ -140,25 +145,25 @@ final class LuaHooks: @unchecked Sendable {
     /// file where it ended up. Nothing to decide: an error is reported, and
     /// the download stays finished.
     func placed(_ download: DownloadInfo, _ result: FinishedInfo, reply: @escaping @Sendable () -> Void) {
-        let reply = ReplyOnce<Bool> { _ in reply() }
+        let id = download.id
+        let reply = ReplyOnce<Bool>({ _ in reply() }) { [report] in
+            report("placed handler for download \(id): \($0)")
+            return true
+        }
         enqueue { [self] replies in
-            let outcome = dispatch("placed", download, .finished(result)) { [report] in
-                report("placed handler for download \(download.id): \($0)")
-                reply(true)
-            }
+            let outcome = dispatch("placed", download, .finished(result), abandon: reply)
             if let error = outcome.error, !reply.answered {
                 report("placed handler for download \(download.id): \(error.message)")
             }
-            replies.append { reply(true) }
+            reply.hold(true)
+            replies.append(reply)
         }
     }
 
     func retrying(_ download: DownloadInfo, _ error: DownloadError, delay: Double, reply: @escaping @Sendable (RetryVerdict) -> Void) {
-        let reply = ReplyOnce(reply)
+        let reply = ReplyOnce(reply) { .fail(DownloadError(.hook, $0)) }
         enqueue { [self] replies in
-            let outcome = dispatch("retrying", download, .failure(error, attempt: download.attempt, retryAfter: delay)) {
-                reply(.fail(DownloadError(.hook, $0)))
-            }
+            let outcome = dispatch("retrying", download, .failure(error, attempt: download.attempt, retryAfter: delay), abandon: reply)
             let verdict: RetryVerdict
             if let failure = outcome.error {
                 verdict = .fail(DownloadError(.hook, failure.message))
@@ -169,17 +174,19 @@ final class LuaHooks: @unchecked Sendable {
                 default: verdict = .proceed
                 }
             }
-            replies.append { reply(verdict) }
+            reply.hold(verdict)
+            replies.append(reply)
         }
     }
 
     func failed(_ download: DownloadInfo, _ error: DownloadError, reply: @escaping @Sendable (FailureVerdict) -> Void) {
-        let reply = ReplyOnce(reply)
+        let id = download.id
+        let reply = ReplyOnce<FailureVerdict>(reply) { [report] in
+            report("failed handler for download \(id): \($0)")
+            return .giveUp
+        }
         enqueue { [self] replies in
-            let outcome = dispatch("failed", download, .failure(error, attempt: download.attempt, retryAfter: error.retryAfter)) { [report] in
-                report("failed handler for download \(download.id): \($0)")
-                reply(.giveUp)
-            }
+            let outcome = dispatch("failed", download, .failure(error, attempt: download.attempt, retryAfter: error.retryAfter), abandon: reply)
             let verdict: FailureVerdict
             if let failure = outcome.error {
                 if !reply.answered { report("failed handler for download \(download.id): \(failure.message)") }
@@ -191,21 +198,37 @@ final class LuaHooks: @unchecked Sendable {
                 default: verdict = .giveUp
                 }
             }
-            replies.append { reply(verdict) }
+            reply.hold(verdict)
+            replies.append(reply)
         }
     }
 
     func drained(_ summary: RunSummary, reply: @escaping @Sendable (Int?) -> Void) {
-        let reply = ReplyOnce(reply)
+        let reply = ReplyOnce<Int?>(reply) { [report] in
+            report("done handler: \($0)")
+            return nil
+        }
         enqueue { [self] replies in
-            let outcome = dispatch("done", nil, .summary(summary)) { [report] in
-                report("done handler: \($0)")
-                reply(nil)
-            }
+            let outcome = dispatch("done", nil, .summary(summary), abandon: reply)
             if let error = outcome.error, !reply.answered { report("done handler: \(error.message)") }
             // A code an earlier handler returned stands even when a later one failed.
             let code = outcome.verdict == "exit" ? outcome.extra.int.map { Int($0) } : nil
-            replies.append { reply(code) }
+            reply.hold(code)
+            replies.append(reply)
         }
     }
+}
+
+/// A progress handler given up on fails its download: progress has no reply to send.
+private final class FailOnAbandon: HandlerReply {
+    private let engine: DownloadEngine?
+    private let id: DownloadID
+
+    init(_ engine: DownloadEngine?, _ id: DownloadID) {
+        self.engine = engine
+        self.id = id
+    }
+
+    func abandon(_ message: String) { engine?.fail(id, DownloadError(.hook, message)) }
+    func sendHeld() {}
 }

@@ -30,8 +30,13 @@ extension ScriptHost {
         return try add(fields).values
     }
 
-    private func add(_ fields: [LuaValue: LuaValue]) throws(LuaCallError) -> AddOutcome {
-        guard let url = fields[LuaValue("url")]?.text else { throw LuaCallError("url must be a string") }
+    private func add(_ table: [LuaValue: LuaValue]) throws(LuaCallError) -> AddOutcome {
+        // Keyed by Swift strings (the names are short: no allocation each): a
+        // lookup by `LuaValue(name)` made a byte array for each of the 17 names.
+        var fields: [String: LuaValue] = [:]
+        fields.reserveCapacity(table.count)
+        for (key, value) in table { if let name = key.text { fields[name] = value } }
+        guard let url = fields["url"]?.text else { throw LuaCallError("url must be a string") }
         // Past the limit, refused before any work on it: one hostile link must not hold the run.
         if let problem = URLLimit.problem(url) { return .refused(problem) }
         // The first ":"-separated part that is not empty (as `split` gives it),
@@ -59,8 +64,8 @@ extension ScriptHost {
     /// unsafe, or a number past api.lua's range, is an error of the dl.add call:
     /// a load error at the job's top level, a failure of the handler's download
     /// in a handler.
-    private func request(_ url: String, _ fields: [LuaValue: LuaValue]) throws(LuaCallError) -> DownloadRequest {
-        func field(_ key: String) -> LuaValue? { fields[LuaValue(key)] }
+    private func request(_ url: String, _ fields: [String: LuaValue]) throws(LuaCallError) -> DownloadRequest {
+        func field(_ key: String) -> LuaValue? { fields[key] }
         var headers: [String: String] = [:]
         if case .table(let table)? = field("headers") {
             for (key, value) in table { if let k = key.text, let v = value.text { headers[k] = v } }

@@ -82,7 +82,9 @@ local newest_id = 0       -- the highest id dl.add has returned (the engine numb
 local warned_limit = {}   -- the limits dl.add has warned about (once each)
 -- Where we are: "job" or "hook" at top level while loading, else the event name.
 local context = "job"
-local current = nil       -- the download a handler runs for: { fields, proxy }
+local current = nil       -- the fields of the download a handler runs for
+local current_proxy = nil -- what its handlers get as `d`
+local current_changed = false -- a handler assigned d.name or d.dir
 local current_arg = nil
 local SKIP, RETRY, HANDLED = {}, {}, {}
 -- The verdict a call of dl.skip, dl.retry or dl.handled made in the running
@@ -287,9 +289,11 @@ function dl.add(spec)
     if not ADD_KEYS[k] then fail("dl.add: " .. unknown("field", k, ADD_ORDER)) end
   end
   if type(spec.url) ~= "string" then fail("dl.add: url must be a string") end
-  local headers = {}
+  -- No table for an add without headers (most of them): Swift reads none then.
+  local headers = nil
   if spec.headers ~= nil then
     if type(spec.headers) ~= "table" then fail("dl.add: headers must be a table") end
+    headers = {}
     for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
   end
   -- What Swift's __dl.add takes (ScriptHost+Add.swift): the fields as checked
@@ -323,13 +327,13 @@ function dl.add(spec)
     request.body = spec.body
   end
   if spec.meta ~= nil then request.meta_json = meta_json(spec.meta) end
-  local parent = current and current.fields.id or nil
+  local parent = current and current.id or nil
   request.parent = parent
   -- d.depth: 0 for the job's own adds (top level, done), the parent's + 1 for
   -- an add from a handler of a download. Past max_depth, or past
   -- max_downloads, the add returns nil and warns once: the download whose
   -- handler made it does not fail.
-  local depth = parent and ((depths[parent] or current.fields.depth or 0) + 1) or 0
+  local depth = parent and ((depths[parent] or current.depth or 0) + 1) or 0
   if depth > 0 then request.depth = depth end
   if config.max_depth ~= nil and depth > config.max_depth then
     if not warned_limit.max_depth then
@@ -473,7 +477,7 @@ dl.var = raw.vars
 local function line(write, ...)
   local parts = {}
   for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
-  local id = current and current.fields.id or nil
+  local id = current and current.id or nil
   write((script_position()), id, table_concat(parts, "\t"))
 end
 function dl.log(...) line(raw.log, ...) end
@@ -526,13 +530,13 @@ for _, name in ipairs(API.download) do DOWNLOAD_FIELDS[name] = true end
 for name in pairs(WRITABLE) do WRITABLE_NAMES[#WRITABLE_NAMES + 1] = name end
 table.sort(WRITABLE_NAMES)
 WRITABLE_NAMES = table_concat(WRITABLE_NAMES, ", ")
--- One metatable for every proxy; each proxy finds its state in a weak table.
+-- One metatable for every proxy; each proxy finds its fields in a weak table.
 -- (A metatable with three fresh closures per event was most of an event's
--- cost in the Lua interpreter.)
+-- cost in the Lua interpreter; a state table per proxy cost allocations.)
 local states = setmetatable({}, { __mode = "k" })
 local PROXY = {
   __index = function(proxy, k)
-    local fields = states[proxy].fields
+    local fields = states[proxy]
     if k == "meta" then
       local id = fields.id
       if not metas_known[id] and fields.meta_json then
@@ -553,8 +557,7 @@ local PROXY = {
     return value
   end,
   __newindex = function(proxy, k, v)
-    local state = states[proxy]
-    local fields = state.fields
+    local fields = states[proxy]
     local want = WRITABLE[k]
     if want == nil then
       if not DOWNLOAD_FIELDS[k] then error("d." .. tostring(k) .. ": " .. unknown("download field", k, API.download), 2) end
@@ -575,16 +578,19 @@ local PROXY = {
       local problem = raw.checkpath(dir, name)
       if problem then error(problem, 2) end
     end
-    if k == "meta" then metas[fields.id] = v; metas_known[fields.id] = true else fields[k] = v; state.changed = true end
+    if k == "meta" then metas[fields.id] = v; metas_known[fields.id] = true else
+      fields[k] = v
+      -- A proxy kept past its event renames nothing.
+      if fields == current then current_changed = true end
+    end
   end,
-  __tostring = function(proxy) return "download " .. tostring(states[proxy].fields.id) end,
+  __tostring = function(proxy) return "download " .. tostring(states[proxy].id) end,
   __metatable = false,
 }
-local function make_download(fields)
-  local state = { fields = fields }
-  state.proxy = setmetatable({}, PROXY)
-  states[state.proxy] = state
-  return state
+local function make_proxy(fields)
+  local proxy = setmetatable({}, PROXY)
+  states[proxy] = fields
+  return proxy
 end
 
 -- Called by Swift around each event: begin, one call per handler, finish.
@@ -632,7 +638,8 @@ for event in pairs(API.events) do STRICT[event] = strict(event, (event == "finis
 function host.begin(event, fields, arg)
   context = event
   if arg then setmetatable(arg, STRICT[event]) end
-  current = fields and make_download(fields) or nil
+  current, current_changed = fields, false
+  current_proxy = fields and make_proxy(fields) or nil
   current_arg = arg
   return #handlers[event]
 end
@@ -659,7 +666,7 @@ function host.run(event, index)
   local handler = handlers[event][index]
   running, recorded = handler, nil
   -- done has no download: its handlers get the summary first (and second).
-  local first = current and current.proxy or current_arg
+  local first = current_proxy or current_arg
   local result, extra = handler(first, current_arg)
   running = nil
   if result == nil then
@@ -683,10 +690,10 @@ end
 -- headers table (q.headers) as the handlers left it.
 function host.finish()
   local out = nil
-  if current and current.changed then out = { name = current.fields.name, dir = current.fields.dir } end
+  if current_changed then out = { name = current.name, dir = current.dir } end
   local headers = nil
   if context == "request" and current_arg then headers = current_arg.headers end
-  context, current, current_arg = "job", nil, nil
+  context, current, current_proxy, current_arg, current_changed = "job", nil, nil, nil, false
   return out, headers
 end
 
@@ -696,7 +703,10 @@ end
 function host.once(event, fields, arg)
   host.begin(event, fields, arg)
   local verdict, extra = host.run(event, 1)
-  return verdict, extra, host.finish()
+  local out, headers = host.finish()
+  -- Nothing to say (the usual event): no values, so Swift builds no list of them.
+  if verdict == nil and out == nil and headers == nil then return end
+  return verdict, extra, out, headers
 end
 
 function host.counts()
