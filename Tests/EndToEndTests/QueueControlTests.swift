@@ -107,6 +107,9 @@ import TestSupport
         let rerun = try #require(try json(await control(["runs", "--json"], name: name).stdout) as? [[String: Any]])
         #expect(rerun.first?["unchanged"] as? Int == 6 && rerun.first?["finished"] as? Int == 0)
 
+        // A run that is not there (never made, or purged) is not "no failure".
+        let noRun = await control(["failures", "--run", "99"], name: name)
+        #expect(noRun.status == 1 && noRun.stderr.contains("has no run #99") && noRun.stdout.isEmpty, "\(noRun)")
         let usage = await control(["purge", "--older-than", "30"], name: name)
         #expect(usage.status == 2)
         let unknown = await control(["runs"], name: "no-such-job")

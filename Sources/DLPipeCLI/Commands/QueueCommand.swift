@@ -50,6 +50,11 @@ enum QueueCommand {
                 let reading = try await session.perform { connection throws(PostgresError) in
                     try QueueControlPlane.failures(job: name, run: run.map(Int64.init), host: host, kind: kind, on: connection)
                 }
+                if let run, case .found(let list) = reading, list.run == nil {
+                    // A run never made, or purged: not "no failure" (exit 1, as an unknown job).
+                    Terminal.error("dlpipe: job \(Terminal.clean(name.debugDescription)) has no run #\(run) (`dlpipe queue runs` lists its runs)")
+                    return ExitCode.failed
+                }
                 return show(reading, address: address, name: name) { QueueControlReport.failures($0, json: json) }
             case "runs":
                 let reading = try await session.perform { connection throws(PostgresError) in try QueueControlPlane.runs(job: name, on: connection) }

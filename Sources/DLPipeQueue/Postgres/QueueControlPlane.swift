@@ -15,11 +15,10 @@ package enum QueueControlPlane {
     ) throws(PostgresError) -> QueueReading<QueueFailureList> {
         try QueueSnapshot.reading(connection) { _ throws(PostgresError) -> QueueReading<QueueFailureList> in
             guard let job = try jobID(name, on: connection) else { return try unknown(on: connection) }
-            var chosen = run
-            if chosen == nil {
-                chosen = try connection.execute(
-                    "SELECT max(id) AS id FROM dlpipe.runs WHERE job_id = $1", [.int(job)]).rows[0].optionalInt("id")
-            }
+            // The run asked for when the job has it (not purged), else the latest; nil when neither.
+            let chosen = try connection.execute(
+                "SELECT max(id) AS id FROM dlpipe.runs WHERE job_id = $1 AND ($2::bigint IS NULL OR id = $2::bigint)",
+                [.int(job), run.map { .int($0) } ?? .null]).rows[0].optionalInt("id")
             guard let chosen else { return .found(QueueFailureList(run: nil, failures: [])) }
             let rows = try connection.execute(
                 """

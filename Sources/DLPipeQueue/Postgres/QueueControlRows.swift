@@ -2,7 +2,7 @@ import DLPipe
 
 /// The failures `dlpipe queue failures` lists.
 package struct QueueFailureList: Sendable, Equatable {
-    /// The run they are of; nil when the job has no run.
+    /// The run they are of; nil when the job has no run (or not the one asked for).
     package let run: Int64?
     package let failures: [QueueFailedDownload]
 }
