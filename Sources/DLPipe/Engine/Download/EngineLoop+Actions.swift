@@ -46,8 +46,7 @@ extension EngineLoop {
                     queue.handBack(job.id.rawValue, after: delay, error, request: job.request, attempts: job.state.attempt)
                     break
                 }
-                job.retryGeneration += 1
-                timers.push((EngineLoop.now() + delay, job.id, job.retryGeneration))
+                timers.push((EngineLoop.now() + delay, job.id, job.turns.retryTimerSet()))
             case .enqueue:
                 if job.slotGivenBack {
                     // A shared queue's download resumed after its transfer
@@ -67,7 +66,7 @@ extension EngineLoop {
                 if isShared, !job.slotGivenBack {
                     // A shared queue's host slot counts transfers: it goes
                     // back now, while the file waits for its batch.
-                    job.slotGivenBack = true
+                    job.turns.slotWentBack()
                     queue.transferEnded(job.id.rawValue)
                 }
             case .emitRetrying(let error, let delay):
@@ -95,7 +94,7 @@ extension EngineLoop {
     /// Otherwise it is taken back, and the stop applies.
     private func withdrawHeldBody(_ job: Job) {
         if let held = job.held, held.withdraw() {
-            job.held = nil
+            job.heldBodyGone()
             inbox.heldBodiesWithdrawn.add(1, ordering: .relaxed)
             feed(job, .heldBodyWithdrawn)
         } else {
@@ -108,9 +107,9 @@ extension EngineLoop {
         // A hash still being made, a request hook's reply or a host
         // turn still to come is for a start that no longer comes.
         job.attempt.stop()
-        job.paced = false
+        job.turns.turnEnded()
         guard let transfer = job.transfer else { return }
-        if abort(transfer) { job.receivedThisRun += transfer.received }
+        if abort(transfer) { job.progress.received(transfer.received) }
         job.attempt.transferEnded()
         job.claim.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
         job.claim.dropPartUnlessResumable()
@@ -205,7 +204,7 @@ extension EngineLoop {
                     }
                 } else {
                     targets.removePart(old)
-                    job.partFileMayExist = false  // the new name's part file must be new
+                    job.claim.partFile(mayExist: false)  // the new name's part file must be new
                 }
             }
             // A new name is never one this job wrote before.
@@ -251,7 +250,7 @@ extension EngineLoop {
             // The whole body came while the hook decided: no part file for it.
             job.attempt.transferEnded()
             transfer.keepWholeBody()
-            job.receivedThisRun += transfer.received
+            job.progress.received(transfer.received)
             return bodyComplete(job, transfer)
         }
         // The record names the part file before it exists.
@@ -263,7 +262,7 @@ extension EngineLoop {
         // so account for them and finish.
         job.attempt.transferEnded()
         job.claim.partHolds(transfer.resumeOffset + transfer.received)
-        job.receivedThisRun += transfer.received
+        job.progress.received(transfer.received)
         transfer.file?.finish()
         bodyComplete(job, transfer)
     }
@@ -272,7 +271,7 @@ extension EngineLoop {
     func applyFinishedVerdict(_ id: DownloadID, _ verdict: FinishedVerdict) {
         guard let job = jobs[id], job.state.phase == .finalizing else { return }
         if case .fail(let error) = verdict { return failFinished(job, error) }
-        if case .keep(_, _, let digest?) = verdict, job.result?.sha256 == nil { job.result?.sha256 = digest }
+        if case .keep(_, _, let digest?) = verdict { job.finishedHash(digest) }
         guard case .keep(let name, let directory, _) = verdict, name != nil || directory != nil,
             let old = job.target
         else { return feed(job, .finishedVerdict(verdict)) }
@@ -288,7 +287,7 @@ extension EngineLoop {
                     // the download's file is the one there.
                     targets.drop(old, for: wanted)
                     job.claim.move(to: wanted)
-                    job.result?.path = targets.finalPath(wanted)
+                    job.finishedFile(movedTo: targets.finalPath(wanted))
                 } else {
                     // The download's own file is no collision: when the name
                     // asked for is taken and the next free one is where the file
@@ -301,7 +300,7 @@ extension EngineLoop {
                         }
                         targets.release(old)
                         job.claim.move(to: moved)
-                        job.result?.path = targets.finalPath(moved)
+                        job.finishedFile(movedTo: targets.finalPath(moved))
                     }
                 }
             }
@@ -364,14 +363,8 @@ extension EngineLoop {
 
     /// A progress event to the streams and the hooks when `bytes` moved.
     private func reportProgress(_ job: Job, bytes: Int64, now: Double) {
-        guard bytes != job.reportedBytes else { return }
-        if job.reportedBytes >= 0 && now > job.reportedAt {
-            let instant = Double(bytes - job.reportedBytes) / (now - job.reportedAt)
-            job.rate = job.rate == 0 ? instant : job.rate * 0.7 + instant * 0.3
-        }
-        job.reportedBytes = bytes
-        job.reportedAt = now
-        let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.rate)
+        guard job.progress.report(bytes, at: now) else { return }
+        let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.progress.rate)
         let info = job.info(root: root)
         emit(.progress(info, progress))
         hooks?.progress?(info, progress)

@@ -5,9 +5,9 @@ internal import CCurl
 extension EngineLoop {
     /// Configures a handle for the job's next request and adds it to the multi handle.
     func startTransfer(_ job: Job) {
-        if job.startedAt == nil { job.startedAt = EngineLoop.now() }
+        job.progress.starts(at: EngineLoop.now())
         guard hopMayStart(job) else { return }
-        job.paced = false
+        job.turns.turnEnded()
         let easy = idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)

@@ -57,7 +57,7 @@ extension EngineLoop {
         if let error = targets.ensureFolder(of: target) { return attemptFailed(job, error) }
         let held = HeldFile(
             directory: target.directory, name: target.name, wanted: job.wantedTarget?.name ?? target.name, bytes: body)
-        job.held = held
+        job.hold(held)
         // The record names the file before it appears under its name (committed
         // when the batch starts), with its size as the total: a run killed
         // between the link and the finished record then finds it whole.
@@ -280,10 +280,10 @@ extension EngineLoop {
         job.claim.move(to: final)
         if configuration.remoteTime && !timeSet { setRemoteTime(job, targets.finalPath(final)) }
         job.claim.dropPart()
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false,
-            warning: localChangeWarning(job, final), headers: job.response?.headers ?? [:])
+            warning: localChangeWarning(job, final), headers: job.response?.headers ?? [:]))
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 
@@ -299,7 +299,7 @@ extension EngineLoop {
     private func settleHeld(_ placement: Placement, _ held: HeldFile) {
         let job = placement.job
         heldBytes -= held.bytes.count
-        if job.held === held { job.held = nil }
+        if job.held === held { job.heldBodyGone() }
         guard let target = job.target else { return }
         switch held.current {
         case .withdrawn:

@@ -42,8 +42,7 @@ extension EngineLoop {
             targets.reserveExactly(target)  // false: another download of this run has it
         else { return false }
         // Held from here; let go below when the name turns out to be another's.
-        job.knownSHA256 = record.sha256
-        job.knownType = record.mediaType
+        job.claim.recorded(sha256: record.sha256, type: record.mediaType)
         return claimRecordedName(job, target, record)
     }
 
@@ -72,7 +71,7 @@ extension EngineLoop {
             // empty one too: a new part file is opened O_EXCL, and this one
             // would push the download to a numbered name.
             job.claim.take(target, owning: mayReplace)
-            job.partFileMayExist = true
+            job.claim.partFile(mayExist: true)
             // Only a file of ours is claimed: one `--overwrite` may replace stays the user's until it is.
             if ownership.ownsFile { job.claim.recall(placed: ownership.foundFile) }
             // A part file already at full length (killed between the batch sync
@@ -106,13 +105,13 @@ extension EngineLoop {
         job.claim.recall(placed: ownership.foundFile)
         // A stale part file beside a whole one (a power loss undid the
         // rename's commit): opened as the job's own, never O_EXCL.
-        job.partFileMayExist = partSize != nil
+        job.claim.partFile(mayExist: partSize != nil)
         switch configuration.refresh {
         case .never:
             return keepWithoutAsking(job, targets.finalPath(target), size: finalSize, record)
         case .conditional:
             if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {
-                job.conditional = (record.etag, record.lastModified)
+                job.claim.revalidate(etag: record.etag, lastModified: record.lastModified)
             }
         case .always:
             break
@@ -123,9 +122,9 @@ extension EngineLoop {
     /// A file kept without a request (refresh "never"): it ends at once, and
     /// its `finished` event and hook run as for a 304 (unchanged).
     private func keepWithoutAsking(_ job: Job, _ final: String, size: Int64?, _ record: DownloadRecord) -> Bool {
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: final, bytes: size ?? 0, sha256: record.sha256, type: record.mediaType ?? "",
-            seconds: 0, unchanged: true)
+            seconds: 0, unchanged: true))
         feed(job, .alreadyFinished(askHook: interests.contains(.finished)))
         return true
     }
@@ -151,7 +150,7 @@ extension EngineLoop {
             // replacing run's (killed before its part file) are a version
             // never placed: then the body is fetched.
             if record.status == .finished, record.etag != nil || record.lastModified != nil {
-                job.conditional = (record.etag, record.lastModified)
+                job.claim.revalidate(etag: record.etag, lastModified: record.lastModified)
             }
         case .always:
             break
@@ -166,7 +165,7 @@ extension EngineLoop {
         // A memory download has no file and keeps no record (it is fetched
         // again on every run).
         guard let store, job.request.into == .file else { return }
-        job.responseUnrecorded = false
+        job.recorded()
         let headers = job.response?.headers ?? [:]
         store.save(DownloadRecord(
             // A name held for an adoption is not the download's until the 304 proves it.

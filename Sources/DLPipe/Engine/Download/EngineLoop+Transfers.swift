@@ -29,7 +29,7 @@ extension EngineLoop: TransferOwner {
         {
             // curl would decode an archive the server encoded once more: ask
             // again, for the server's own bytes (rare: an extra request).
-            job.wantsIdentity = true
+            job.askForIdentity()
             return .discard(.restart)
         }
         let asked = AskedFor(
@@ -48,7 +48,7 @@ extension EngineLoop: TransferOwner {
                 adopt(job, adoption, head)
             }
             // A 304 that names a type names the current one; else the state's stays.
-            if !type.isEmpty { job.knownType = type }
+            job.claim.unchanged(type: type)
             return .discard(.unchanged)
         case .redirect:
             return .discard(.redirect)
@@ -135,7 +135,7 @@ extension EngineLoop: TransferOwner {
             // (`continueTransfer`, `completeTransfer`). One whose part file
             // or file may be on disk records the new response at once.
             if transfer.resumeOffset == 0 && !job.ownsTarget && !job.partFileMayExist {
-                job.responseUnrecorded = true
+                job.responseAskedUnrecorded()
             } else {
                 saveState(job, .partial)
             }
@@ -265,7 +265,7 @@ extension EngineLoop: TransferOwner {
             job.attempt.transferEnded()
             if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
             job.claim.partHolds(transfer.resumeOffset + transfer.received)
-            job.receivedThisRun += transfer.received
+            job.progress.received(transfer.received)
             transferEnded(job, transfer, code: completion.code)
         }
         return done.count
@@ -332,9 +332,9 @@ extension EngineLoop: TransferOwner {
     private func keepUnchanged(_ job: Job, headers: [String: String]) {
         guard let target = job.target else { return }
         let path = targets.finalPath(target)
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256, type: job.knownType ?? "",
-            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true, headers: headers)
+            seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true, headers: headers))
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

@@ -27,7 +27,7 @@ extension EngineLoop {
         job.attempt.transferEnded()
         transfer.collectInMemory()
         transfer.keepWholeBody()
-        job.receivedThisRun += transfer.received
+        job.progress.received(transfer.received)
         memoryBodyComplete(job, transfer)
     }
 
@@ -45,10 +45,10 @@ extension EngineLoop {
         case .failure(let error): return attemptFailed(job, error)
         }
         job.claim.dropPart()
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: "", bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false, body: body,
-            headers: job.response?.headers ?? [:])
+            headers: job.response?.headers ?? [:]))
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

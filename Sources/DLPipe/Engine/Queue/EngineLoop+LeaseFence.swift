@@ -13,7 +13,7 @@ extension EngineLoop {
     /// and its host turn, already taken, is not taken twice.
     func waitsForLease(_ job: Job) -> Bool {
         guard !queue.mayStart() else { return false }
-        job.paced = true
+        job.turns.waitForTurn()
         hostTurns.push((EngineLoop.now() + Self.leaseCheckInterval, job.id, job.requestGeneration))
         return true
     }

@@ -7,7 +7,7 @@ extension EngineLoop {
         let now = EngineLoop.now()
         let wait = hostPacing.reserve(host, now: now)
         guard wait > 0 else { return false }
-        job.paced = true
+        job.turns.waitForTurn()
         hostTurns.push((now + wait, job.id, job.requestGeneration))
         return true
     }
@@ -20,7 +20,7 @@ extension EngineLoop {
             job.state.phase == .requesting, job.transfer == nil
         else { return }
         if let host = URLParts(job.currentURL)?.hostPort, hostPacing.isHeld(host, now: EngineLoop.now()) {
-            job.paced = false
+            job.turns.turnEnded()
             if waitsForHostTurn(job) { return }
         }
         startTransfer(job)
