@@ -46,7 +46,7 @@ extension EngineLoop {
                     queue.handBack(job.id.rawValue, after: delay, error, request: job.request, attempts: job.state.attempt)
                     break
                 }
-                timers.push((EngineLoop.now() + delay, job.id, job.turns.retryTimerSet()))
+                schedule.timers.push((EngineLoop.now() + delay, job.id, job.turns.retryTimerSet()))
             case .enqueue:
                 if job.slotGivenBack {
                     // A shared queue's download resumed after its transfer
@@ -57,7 +57,7 @@ extension EngineLoop {
                     queue.handBack(job.id.rawValue, after: 0, nil, request: job.request, attempts: job.state.attempt)
                     break
                 }
-                if pausedJobs.remove(job.id) != nil { queue.pauseChanged(job.id.rawValue, paused: false) }
+                if schedule.pausedJobs.remove(job.id) != nil { queue.pauseChanged(job.id.rawValue, paused: false) }
                 scheduler.enqueue(job.id, host: job.host, priority: job.request.priority)
             case .dequeue:
                 scheduler.withdraw(job.id)
@@ -82,7 +82,7 @@ extension EngineLoop {
             case .emitCancelled:
                 finish(job, .cancelled)
             case .emitPaused:
-                pausedJobs.insert(job.id)
+                schedule.pausedJobs.insert(job.id)
                 queue.pauseChanged(job.id.rawValue, paused: true)
                 emit(.paused(job.info(root: root)))
             }
@@ -154,29 +154,29 @@ extension EngineLoop {
         case .finished(let result):
             // Unchanged files (304, or refresh "never") are counted apart from
             // the ones downloaded; bytes are what this run received.
-            if result.unchanged { summary.unchanged += 1 } else { summary.finished += 1 }
-            summary.bytes += job.receivedThisRun
+            if result.unchanged { ledger.summary.unchanged += 1 } else { ledger.summary.finished += 1 }
+            ledger.summary.bytes += job.receivedThisRun
             emit(.finished(info, result))
         case .failed(let error):
-            summary.failed += 1
+            ledger.summary.failed += 1
             emit(.failed(info, error))
         case .handled(let error):
-            summary.handled += 1
+            ledger.summary.handled += 1
             emit(.handled(info, error))
         case .skipped(let reason):
-            summary.skipped += 1
+            ledger.summary.skipped += 1
             emit(.skipped(info, reason: reason))
         case .cancelled:
-            summary.cancelled += 1
+            ledger.summary.cancelled += 1
             emit(.cancelled(info))
         case .stopped:
             emit(.stopped(info))
         }
-        for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(outcome) }
+        for reply in ledger.outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(outcome) }
         // Only the outcome stays: an ended job's response, paths and request are
         // most of the memory of a long run.
         jobs[job.id] = nil
-        if configuration.keepsOutcomes { outcomes[job.id] = outcome }
+        if configuration.keepsOutcomes { ledger.outcomes[job.id] = outcome }
     }
 
     /// The response hook answered: rename if asked, then let the bytes flow.
@@ -232,7 +232,7 @@ extension EngineLoop {
         guard let transfer = job.transfer else { return }
         if job.request.into == .memory { return continueIntoMemory(job, transfer) }
         if store != nil {
-            awaitingCommit.append(transfer)
+            disk.awaitingCommit.append(transfer)
             return
         }
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
@@ -327,12 +327,12 @@ extension EngineLoop {
     /// outlive the timeout.)
     func tickProgress() {
         let now = EngineLoop.now()
-        guard now >= nextProgressTick else { return }
+        guard now >= pool.nextProgressTick else { return }
         // A download's own timeout may be shorter than the engine's: the check
         // runs often enough for the shortest one in flight.
         var shortest = configuration.timeout
         var stalled: [Transfer] = []
-        for transfer in transfers.values {
+        for transfer in pool.transfers.values {
             shortest = min(shortest, transfer.stallTimeout)
             // Waiting for a hook or for the speed cap is not a stall.
             if transfer.activity != transfer.watchedActivity || transfer.body.pausesCurl || transfer.pacing == .waiting {
@@ -342,13 +342,13 @@ extension EngineLoop {
                 stalled.append(transfer)
             }
         }
-        nextProgressTick = now + min(configuration.progressInterval, shortest / 4, shortestLimitCheck())
+        pool.nextProgressTick = now + min(configuration.progressInterval, shortest / 4, shortestLimitCheck())
         for transfer in stalled {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(transfer.stallTimeout.secondsText) s"))
         }
         checkTimeAndSpeedLimits(now: now)
-        for transfer in transfers.values {
+        for transfer in pool.transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
             reportProgress(job, bytes: job.bytes + transfer.collectedCount, now: now)
         }

@@ -187,8 +187,8 @@ extension EngineLoop {
     func flushState(force: Bool = false) {
         guard let store, store.pendingCount > 0 else { return }
         let now = EngineLoop.now()
-        guard force || store.pendingCount >= 512 || now - lastStateCommit >= EngineLoop.stateCommitInterval else { return }
-        lastStateCommit = now
+        guard force || store.pendingCount >= 512 || now - disk.lastStateCommit >= EngineLoop.stateCommitInterval else { return }
+        disk.lastStateCommit = now
         store.commit()
     }
 
@@ -213,10 +213,10 @@ extension EngineLoop {
     func endRun() {
         guard let store else { return }
         do {
-            try store.endRun(runID, summary: summary)
-            summary.stateError = nil  // what failed before is written now
+            try store.endRun(ledger.runID, summary: ledger.summary)
+            ledger.summary.stateError = nil  // what failed before is written now
         } catch {
-            summary.stateError = error.message
+            ledger.summary.stateError = error.message
         }
     }
 }

@@ -140,16 +140,16 @@ extension EngineLoop: TransferOwner {
                 saveState(job, .partial)
             }
             perform(actions, job)
-            return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
+            return pool.transfers[transfer.easy.handle] === transfer ? .buffer : .pause
         }
         if store != nil {
-            if transfers[transfer.easy.handle] !== transfer {
+            if pool.transfers[transfer.easy.handle] !== transfer {
                 // An empty body (the transfer is over): committed now, alone
                 // (openPartFile commits before it creates the file).
                 saveState(job, .partial)
                 return openPartFile(job, transfer) ? .write : .abort
             }
-            awaitingCommit.append(transfer)
+            disk.awaitingCommit.append(transfer)
             return .buffer
         }
         return openPartFile(job, transfer) ? .write : .abort
@@ -162,15 +162,15 @@ extension EngineLoop: TransferOwner {
     /// One that completed with its whole body in memory (`completed`) needs no
     /// record and no part file: it becomes a `HeldFile` (see bodyComplete).
     func openCommittedParts(completed: [CurlMulti.Completion]) {
-        guard !awaitingCommit.isEmpty else { return }
-        let waiting = awaitingCommit
-        awaitingCommit = []
-        let whole = holdsWholeBodies
+        guard !disk.awaitingCommit.isEmpty else { return }
+        let waiting = disk.awaitingCommit
+        disk.awaitingCommit = []
+        let whole = disk.holdsWholeBodies
             ? Set(completed.lazy.filter { $0.code == Int(CURLE_OK.rawValue) }.map(\.easy)) : []
         var opening: [(Job, Transfer)] = []
         for transfer in waiting {
             guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase == .receiving,
-                transfers[transfer.easy.handle] === transfer
+                pool.transfers[transfer.easy.handle] === transfer
             else { continue }
             if whole.contains(transfer.easy.handle), transfer.body == .buffering, canHold(job, transfer) {
                 transfer.keepWhenComplete()
@@ -200,8 +200,8 @@ extension EngineLoop: TransferOwner {
     /// Whether a transfer's body, all in memory, may become a `HeldFile`: a
     /// fresh file (no resume, nothing of ours to replace) within the memory cap.
     func canHold(_ job: Job, _ transfer: Transfer) -> Bool {
-        holdsWholeBodies && transfer.resumeOffset == 0 && !job.ownsTarget && !job.partFileMayExist
-            && heldBytes + transfer.bufferedCount <= EngineLoop.maxHeldBytes
+        disk.holdsWholeBodies && transfer.resumeOffset == 0 && !job.ownsTarget && !job.partFileMayExist
+            && disk.heldBytes + transfer.bufferedCount <= EngineLoop.maxHeldBytes
     }
 
     /// Picks the target for a first response: the caller's name or the server's,
@@ -245,9 +245,9 @@ extension EngineLoop: TransferOwner {
     func handleCompletions(_ done: [CurlMulti.Completion]) -> Int {
         assertOnEngineThread()
         for completion in done {
-            guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
+            guard let transfer = pool.transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
-            idleHandles.append(transfer.easy)
+            pool.idleHandles.append(transfer.easy)
             // A refusal of dlpipe's own (abortError) stopped the reading, as a skip does.
             transfer.recording?.finish(transfer.abortError != nil ? .stopped
                 : completion.code == Int(CURLE_OK.rawValue) ? .whole : .broken)
@@ -357,10 +357,10 @@ extension EngineLoop: TransferOwner {
         // A transfer that already completed has left the multi handle and the
         // pool has its easy handle back (maybe already in use by another
         // transfer): only a transfer still registered is taken out of curl.
-        guard transfers[transfer.easy.handle] === transfer else { return false }
-        transfers.removeValue(forKey: transfer.easy.handle)
+        guard pool.transfers[transfer.easy.handle] === transfer else { return false }
+        pool.transfers.removeValue(forKey: transfer.easy.handle)
         multi.remove(transfer.easy)
-        idleHandles.append(transfer.easy)
+        pool.idleHandles.append(transfer.easy)
         return true
     }
 }

@@ -12,7 +12,7 @@ extension EngineLoop {
         emit(.response(job.info(root: root), response))
         guard actions.contains(.askResponseHook) else { return .collect }
         perform(actions, job)
-        return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
+        return pool.transfers[transfer.easy.handle] === transfer ? .buffer : .pause
     }
 
     /// The response hook let a live memory download go on.

@@ -14,7 +14,7 @@ extension EngineLoop {
     func waitsForLease(_ job: Job) -> Bool {
         guard !queue.mayStart() else { return false }
         job.turns.waitForTurn()
-        hostTurns.push((EngineLoop.now() + Self.leaseCheckInterval, job.id, job.requestGeneration))
+        schedule.hostTurns.push((EngineLoop.now() + Self.leaseCheckInterval, job.id, job.requestGeneration))
         return true
     }
 }
