@@ -32,6 +32,17 @@ struct FileClaim {
     private(set) var partBytes: Int64 = 0
     /// ETag or Last-Modified of the response the part file's bytes came from.
     private(set) var validator: String?
+    /// A part file of this download may be on disk (an earlier run's, or an
+    /// earlier attempt's): its body then goes through it, never held, so that
+    /// no stale part file stays beside the final one.
+    private(set) var partFileMayExist = false
+    /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
+    private(set) var conditional: (etag: String?, lastModified: String?)?
+    /// The SHA-256 the state recorded for the file on disk (reported on a 304).
+    private(set) var knownSHA256: String?
+    /// The media type of the file on disk: `f.type` when the file is kept (a
+    /// 304 that names none, refresh "never").
+    private(set) var knownType: String?
 
     /// The name to take the next free variant of when the target is taken.
     var wantedTarget: TargetPath? { wanted ?? target }
@@ -54,6 +65,27 @@ struct FileClaim {
         take(name, owning: false)
         localChange = change
     }
+
+    /// What the state recorded of the file under the name it gave.
+    mutating func recorded(sha256: String?, type: String?) {
+        knownSHA256 = sha256
+        knownType = type
+    }
+
+    /// The file on disk is asked for again only if it changed (its record's
+    /// validators, or a 304's that proved it the server's).
+    mutating func revalidate(etag: String?, lastModified: String?) { conditional = (etag, lastModified) }
+
+    /// Under `verify`: the kept file's digest as it is now (f.sha256), and
+    /// when it differs from the known one, no validators: the server sends
+    /// the body even where it would answer 304.
+    mutating func contentHashed(_ sha256: String?, differs: Bool) {
+        if let sha256 { knownSHA256 = sha256 }
+        if differs { conditional = nil }
+    }
+
+    /// A 304 that names a type names the current one.
+    mutating func unchanged(type: String) { if !type.isEmpty { knownType = type } }
 
     /// A part file an earlier run left, resumed under If-Range `validator`.
     mutating func resume(partBytes bytes: Int64, validator tag: String?) {
@@ -115,6 +147,10 @@ struct FileClaim {
 
     /// The response the part file's bytes come from, by its validator.
     mutating func bytesFrom(validator tag: String?) { validator = tag }
+
+    /// A part file under the name is on disk (found, or opened for this
+    /// download), or not: a fresh one is then opened O_EXCL.
+    mutating func partFile(mayExist: Bool) { partFileMayExist = mayExist }
 
     /// Nothing on disk to resume from: none was written, or it is gone.
     mutating func dropPart() { partBytes = 0 }

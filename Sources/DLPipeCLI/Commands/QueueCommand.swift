@@ -50,11 +50,7 @@ enum QueueCommand {
                 let reading = try await session.perform { connection throws(PostgresError) in
                     try QueueControlPlane.failures(job: name, run: run.map(Int64.init), host: host, kind: kind, on: connection)
                 }
-                if let run, case .found(let list) = reading, list.run == nil {
-                    // A run never made, or purged: not "no failure" (exit 1, as an unknown job).
-                    Terminal.error("dlpipe: job \(Terminal.clean(name.debugDescription)) has no run #\(run) (`dlpipe queue runs` lists its runs)")
-                    return ExitCode.failed
-                }
+                if let missing = missingRun(run, reading, name: name) { return missing }
                 return show(reading, address: address, name: name) { QueueControlReport.failures($0, json: json) }
             case "runs":
                 let reading = try await session.perform { connection throws(PostgresError) in try QueueControlPlane.runs(job: name, on: connection) }
@@ -112,6 +108,14 @@ enum QueueCommand {
             throw UsageError("--older-than wants a duration with its unit (30d, 12h, 90m, 45s, 2w, 1d12h), not \(text.debugDescription)", command: "queue")
         }
         return total
+    }
+
+    /// A run asked for that the job does not have (never made, or purged):
+    /// not "no failure", but exit 1 as an unknown job.
+    private static func missingRun(_ run: Int?, _ reading: QueueReading<QueueFailureList>, name: String) -> Int32? {
+        guard let run, case .found(let list) = reading, list.run == nil else { return nil }
+        Terminal.error("dlpipe: job \(Terminal.clean(name.debugDescription)) has no run #\(run) (`dlpipe queue runs` lists its runs)")
+        return ExitCode.failed
     }
 
     private static func show<Figures>(

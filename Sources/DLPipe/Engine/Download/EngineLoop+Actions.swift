@@ -46,8 +46,7 @@ extension EngineLoop {
                     queue.handBack(job.id.rawValue, after: delay, error, request: job.request, attempts: job.state.attempt)
                     break
                 }
-                job.retryGeneration += 1
-                timers.push((EngineLoop.now() + delay, job.id, job.retryGeneration))
+                schedule.timers.push((EngineLoop.now() + delay, job.id, job.turns.retryTimerSet()))
             case .enqueue:
                 if job.slotGivenBack {
                     // A shared queue's download resumed after its transfer
@@ -58,7 +57,7 @@ extension EngineLoop {
                     queue.handBack(job.id.rawValue, after: 0, nil, request: job.request, attempts: job.state.attempt)
                     break
                 }
-                if pausedJobs.remove(job.id) != nil { queue.pauseChanged(job.id.rawValue, paused: false) }
+                if schedule.pausedJobs.remove(job.id) != nil { queue.pauseChanged(job.id.rawValue, paused: false) }
                 scheduler.enqueue(job.id, host: job.host, priority: job.request.priority)
             case .dequeue:
                 scheduler.withdraw(job.id)
@@ -67,7 +66,7 @@ extension EngineLoop {
                 if isShared, !job.slotGivenBack {
                     // A shared queue's host slot counts transfers: it goes
                     // back now, while the file waits for its batch.
-                    job.slotGivenBack = true
+                    job.turns.slotWentBack()
                     queue.transferEnded(job.id.rawValue)
                 }
             case .emitRetrying(let error, let delay):
@@ -83,7 +82,7 @@ extension EngineLoop {
             case .emitCancelled:
                 finish(job, .cancelled)
             case .emitPaused:
-                pausedJobs.insert(job.id)
+                schedule.pausedJobs.insert(job.id)
                 queue.pauseChanged(job.id.rawValue, paused: true)
                 emit(.paused(job.info(root: root)))
             }
@@ -95,7 +94,7 @@ extension EngineLoop {
     /// Otherwise it is taken back, and the stop applies.
     private func withdrawHeldBody(_ job: Job) {
         if let held = job.held, held.withdraw() {
-            job.held = nil
+            job.heldBodyGone()
             inbox.heldBodiesWithdrawn.add(1, ordering: .relaxed)
             feed(job, .heldBodyWithdrawn)
         } else {
@@ -108,9 +107,9 @@ extension EngineLoop {
         // A hash still being made, a request hook's reply or a host
         // turn still to come is for a start that no longer comes.
         job.attempt.stop()
-        job.paced = false
+        job.turns.turnEnded()
         guard let transfer = job.transfer else { return }
-        if abort(transfer) { job.receivedThisRun += transfer.received }
+        if abort(transfer) { job.progress.received(transfer.received) }
         job.attempt.transferEnded()
         job.claim.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
         job.claim.dropPartUnlessResumable()
@@ -155,30 +154,30 @@ extension EngineLoop {
         case .finished(let result):
             // Unchanged files (304, or refresh "never") are counted apart from
             // the ones downloaded; bytes are what this run received.
-            if result.unchanged { summary.unchanged += 1 } else { summary.finished += 1 }
-            summary.bytes += job.receivedThisRun
+            if result.unchanged { ledger.summary.unchanged += 1 } else { ledger.summary.finished += 1 }
+            ledger.summary.bytes += job.receivedThisRun
             emit(.finished(info, result))
             tellPlaced(info, result)
         case .failed(let error):
-            summary.failed += 1
+            ledger.summary.failed += 1
             emit(.failed(info, error))
         case .handled(let error):
-            summary.handled += 1
+            ledger.summary.handled += 1
             emit(.handled(info, error))
         case .skipped(let reason):
-            summary.skipped += 1
+            ledger.summary.skipped += 1
             emit(.skipped(info, reason: reason))
         case .cancelled:
-            summary.cancelled += 1
+            ledger.summary.cancelled += 1
             emit(.cancelled(info))
         case .stopped:
             emit(.stopped(info))
         }
-        for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(outcome) }
+        for reply in ledger.outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(outcome) }
         // Only the outcome stays: an ended job's response, paths and request are
         // most of the memory of a long run.
         jobs[job.id] = nil
-        if configuration.keepsOutcomes { outcomes[job.id] = outcome }
+        if configuration.keepsOutcomes { ledger.outcomes[job.id] = outcome }
     }
 
     /// The response hook answered: rename if asked, then let the bytes flow.
@@ -206,7 +205,7 @@ extension EngineLoop {
                     }
                 } else {
                     targets.removePart(old)
-                    job.partFileMayExist = false  // the new name's part file must be new
+                    job.claim.partFile(mayExist: false)  // the new name's part file must be new
                 }
             }
             // A new name is never one this job wrote before.
@@ -234,7 +233,7 @@ extension EngineLoop {
         guard let transfer = job.transfer else { return }
         if job.request.into == .memory { return continueIntoMemory(job, transfer) }
         if store != nil {
-            awaitingCommit.append(transfer)
+            disk.awaitingCommit.append(transfer)
             return
         }
         if !openPartFile(job, transfer) || !transfer.flushBuffer() {
@@ -252,7 +251,7 @@ extension EngineLoop {
             // The whole body came while the hook decided: no part file for it.
             job.attempt.transferEnded()
             transfer.keepWholeBody()
-            job.receivedThisRun += transfer.received
+            job.progress.received(transfer.received)
             return bodyComplete(job, transfer)
         }
         // The record names the part file before it exists.
@@ -264,7 +263,7 @@ extension EngineLoop {
         // so account for them and finish.
         job.attempt.transferEnded()
         job.claim.partHolds(transfer.resumeOffset + transfer.received)
-        job.receivedThisRun += transfer.received
+        job.progress.received(transfer.received)
         transfer.file?.finish()
         bodyComplete(job, transfer)
     }
@@ -273,7 +272,7 @@ extension EngineLoop {
     func applyFinishedVerdict(_ id: DownloadID, _ verdict: FinishedVerdict) {
         guard let job = jobs[id], job.state.phase == .finalizing else { return }
         if case .fail(let error) = verdict { return failFinished(job, error) }
-        if case .keep(_, _, let digest?) = verdict, job.result?.sha256 == nil { job.result?.sha256 = digest }
+        if case .keep(_, _, let digest?) = verdict { job.finishedHash(digest) }
         guard case .keep(let name, let directory, _) = verdict, name != nil || directory != nil,
             let old = job.target
         else { return feed(job, .finishedVerdict(verdict)) }
@@ -289,7 +288,7 @@ extension EngineLoop {
                     // the download's file is the one there.
                     targets.drop(old, for: wanted)
                     job.claim.move(to: wanted)
-                    job.result?.path = targets.finalPath(wanted)
+                    job.finishedFile(movedTo: targets.finalPath(wanted))
                 } else {
                     // The download's own file is no collision: when the name
                     // asked for is taken and the next free one is where the file
@@ -302,7 +301,7 @@ extension EngineLoop {
                         }
                         targets.release(old)
                         job.claim.move(to: moved)
-                        job.result?.path = targets.finalPath(moved)
+                        job.finishedFile(movedTo: targets.finalPath(moved))
                     }
                 }
             }
@@ -329,12 +328,12 @@ extension EngineLoop {
     /// outlive the timeout.)
     func tickProgress() {
         let now = EngineLoop.now()
-        guard now >= nextProgressTick else { return }
+        guard now >= pool.nextProgressTick else { return }
         // A download's own timeout may be shorter than the engine's: the check
         // runs often enough for the shortest one in flight.
         var shortest = configuration.timeout
         var stalled: [Transfer] = []
-        for transfer in transfers.values {
+        for transfer in pool.transfers.values {
             shortest = min(shortest, transfer.stallTimeout)
             // Waiting for a hook or for the speed cap is not a stall.
             if transfer.activity != transfer.watchedActivity || transfer.body.pausesCurl || transfer.pacing == .waiting {
@@ -344,13 +343,13 @@ extension EngineLoop {
                 stalled.append(transfer)
             }
         }
-        nextProgressTick = now + min(configuration.progressInterval, shortest / 4, shortestLimitCheck())
+        pool.nextProgressTick = now + min(configuration.progressInterval, shortest / 4, shortestLimitCheck())
         for transfer in stalled {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(transfer.stallTimeout.secondsText) s"))
         }
         checkTimeAndSpeedLimits(now: now)
-        for transfer in transfers.values {
+        for transfer in pool.transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
             reportProgress(job, bytes: job.bytes + transfer.collectedCount, now: now)
         }
@@ -365,15 +364,8 @@ extension EngineLoop {
 
     /// A progress event to the streams and the hooks when `bytes` moved.
     private func reportProgress(_ job: Job, bytes: Int64, now: Double) {
-        guard bytes != job.reportedBytes else { return }
-        let last = job.reportedBytes >= 0 ? job.reportedBytes : job.keptAtResponse
-        if now > job.reportedAt && bytes >= last {
-            let instant = Double(bytes - last) / (now - job.reportedAt)
-            job.rate = job.rate == 0 ? instant : job.rate * 0.7 + instant * 0.3
-        }
-        job.reportedBytes = bytes
-        job.reportedAt = now
-        let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.rate)
+        guard job.progress.report(bytes, at: now) else { return }
+        let progress = ProgressInfo(bytes: bytes, total: job.response?.length, rate: job.progress.rate)
         let info = job.info(root: root)
         emit(.progress(info, progress))
         hooks?.progress?(info, progress)

@@ -71,7 +71,7 @@ extension EngineLoop {
     func adopt(_ job: Job, _ adoption: Adoption, _ head: ResponseHead) {
         guard let target = job.target else { return }
         job.claim.adopt(placed: adoption.facts.placed(at: target.relative))
-        job.conditional = (head.headers["etag"], head.headers["last-modified"])
+        job.claim.revalidate(etag: head.headers["etag"], lastModified: head.headers["last-modified"])
     }
 
     /// The file is not adopted (a 200, or a 304 that proves nothing): the

@@ -15,7 +15,7 @@ extension EngineLoop {
         for _ in 0..<4 {
             guard let target = job.target else { break }
             if let file = try targets.openPart(target, keeping: offset, exclusive: fresh) {
-                job.partFileMayExist = true
+                job.claim.partFile(mayExist: true)
                 return file
             }
             // Another program has the name: read the folder again, take the next free one.

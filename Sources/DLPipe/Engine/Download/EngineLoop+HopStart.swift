@@ -5,10 +5,10 @@ internal import CCurl
 extension EngineLoop {
     /// Configures a handle for the job's next request and adds it to the multi handle.
     func startTransfer(_ job: Job) {
-        if job.startedAt == nil { job.startedAt = EngineLoop.now() }
+        job.progress.starts(at: EngineLoop.now())
         guard hopMayStart(job) else { return }
-        job.paced = false
-        let easy = idleHandles.popLast() ?? CurlEasy()
+        job.turns.turnEnded()
+        let easy = pool.idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
         job.attempt.hopStarts(at: EngineLoop.now())
@@ -29,7 +29,7 @@ extension EngineLoop {
         easy.setHeaders(lines)
         job.method.apply(to: easy)
         transfer.lastActiveAt = EngineLoop.now()
-        transfers[easy.handle] = transfer
+        pool.transfers[easy.handle] = transfer
         job.attempt.run(transfer)
         multi.add(easy)
     }
@@ -58,7 +58,7 @@ extension EngineLoop {
         }
         // Politeness: the host's turn (`--host-delay`, a Retry-After); the job
         // keeps its slot meanwhile (EngineLoop+HostPacing).
-        if hostPacing.isActive, !job.paced, waitsForHostTurn(job) { return false }
+        if schedule.hostPacing.isActive, !job.paced, waitsForHostTurn(job) { return false }
         // A shared queue's worker whose lease is not sure sends nothing.
         return !waitsForLease(job)
     }

@@ -57,18 +57,18 @@ extension EngineLoop {
         if let error = targets.ensureFolder(of: target) { return attemptFailed(job, error) }
         let held = HeldFile(
             directory: target.directory, name: target.name, wanted: job.wantedTarget?.name ?? target.name, bytes: body)
-        job.held = held
+        job.hold(held)
         // The record names the file before it appears under its name (committed
         // when the batch starts), with its size as the total: a run killed
         // between the link and the finished record then finds it whole.
         saveState(job, .partial, total: Int64(body.count))
-        heldBytes += body.count
+        disk.heldBytes += body.count
         waitForDurability(Placement(job: job, size: Int64(body.count), digest: digest, held: held))
     }
 
     private func waitForDurability(_ placement: Placement) {
-        if awaitingDurability.isEmpty { durabilityBatchStarted = EngineLoop.now() }
-        awaitingDurability.append(placement)
+        if disk.awaitingDurability.isEmpty { disk.durabilityBatchStarted = EngineLoop.now() }
+        disk.awaitingDurability.append(placement)
         // Its transfer is over: the state machine frees the slot.
         feed(placement.job, .bodyChecked(held: placement.held != nil))
     }
@@ -90,27 +90,27 @@ extension EngineLoop {
     /// places every file still waiting, here.
     func placeDurableFiles(force: Bool = false) {
         if force { return placeEveryFileNow() }
-        guard !awaitingDurability.isEmpty else { return }
+        guard !disk.awaitingDurability.isEmpty else { return }
         // "Nothing else to do" means nothing running and nothing waiting for a
         // slot: between two loop turns of a busy run, every transfer may have
         // just ended with the next ones not yet started.
-        let idle = transfers.isEmpty && scheduler.queued == 0
-        guard !syncInFlight || (idle && syncingBatches.count < 2) else { return }
-        let due = idle || awaitingDurability.count >= 128
-            || EngineLoop.now() - durabilityBatchStarted >= 0.02
+        let idle = pool.transfers.isEmpty && scheduler.queued == 0
+        guard !disk.syncInFlight || (idle && disk.syncingBatches.count < 2) else { return }
+        let due = idle || disk.awaitingDurability.count >= 128
+            || EngineLoop.now() - disk.durabilityBatchStarted >= 0.02
         guard due else { return }
-        let batch = awaitingDurability
-        awaitingDurability = []
-        let number = nextSyncBatch
-        nextSyncBatch += 1
-        syncingBatches[number] = batch
+        let batch = disk.awaitingDurability
+        disk.awaitingDurability = []
+        let number = disk.nextSyncBatch
+        disk.nextSyncBatch += 1
+        disk.syncingBatches[number] = batch
         let files = batch.compactMap(\.dataSync)
         // The blocks below run off this thread: they capture Sendable values
         // and the inbox, never `self`.
         let (inbox, output) = (inbox, output)
         if files.count == batch.count && batch.count <= EngineLoop.perFileSyncLimit {
             // No held body among them: nothing to write or link, no commit to wait for.
-            fileSyncQueue.async {
+            disk.fileSyncQueue.async {
                 if !PartFileSync.syncAll(files) { output.sync() }  // the disk refused one: as before
                 inbox.post(.synced(batch: number))
             }
@@ -120,7 +120,7 @@ extension EngineLoop {
         let refusingLinks = configuration.heldBodies == .linksRefused
         let queue = queue
         guard let store, !held.isEmpty else {
-            syncQueue.async {
+            disk.syncQueue.async {
                 HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: { queue.mayPlace() })
                 inbox.post(.synced(batch: number))
             }
@@ -131,7 +131,7 @@ extension EngineLoop {
         if store.durableBySyncOfOutput {
             // The state file is on the outputs' file system: the batch's
             // syncfs comes after the commit and makes the records durable too.
-            let syncQueue = syncQueue
+            let syncQueue = disk.syncQueue
             store.commit { failure in
                 if let failure { HeldFile.refuse(held, because: failure.message) }
                 syncQueue.async {
@@ -148,7 +148,7 @@ extension EngineLoop {
         // began (docs/design/durability.md).
         let committed = CommitOutcome()
         store.commit { failure in committed.set(failure) }
-        syncQueue.async {
+        disk.syncQueue.async {
             HeldFile.place(held, in: output, syncAnyway: true, refusingLinks: refusingLinks, mayPlace: { queue.mayPlace() }) {
                 if let failure = committed.wait() { HeldFile.refuse(held, because: failure.message) }
             }
@@ -159,14 +159,14 @@ extension EngineLoop {
     /// Shutdown: waits for the batches in flight and places every file
     /// still waiting, on this thread.
     private func placeEveryFileNow() {
-        guard syncInFlight || !awaitingDurability.isEmpty else { return }
+        guard disk.syncInFlight || !disk.awaitingDurability.isEmpty else { return }
         // The batches in flight have written and linked their files once the
         // state thread has handed them on (their commit first) and the sync
         // queues are done.
         store?.wait()
-        syncQueue.waitForQueued()
-        fileSyncQueue.waitForQueued()
-        let waiting = awaitingDurability
+        disk.syncQueue.waitForQueued()
+        disk.fileSyncQueue.waitForQueued()
+        let waiting = disk.awaitingDurability
         let held = waiting.compactMap(\.held)
         do throws(StateFailure) {
             try store?.commitAndWait()
@@ -176,9 +176,9 @@ extension EngineLoop {
         HeldFile.place(
             held, in: output, syncAnyway: true,
             refusingLinks: configuration.heldBodies == .linksRefused, mayPlace: { [queue] in queue.mayPlace() })
-        let batch = syncingBatches.keys.sorted().flatMap { syncingBatches[$0] ?? [] } + waiting
-        syncingBatches = [:]  // the background syncs' `.synced` find nothing left
-        awaitingDurability = []
+        let batch = disk.syncingBatches.keys.sorted().flatMap { disk.syncingBatches[$0] ?? [] } + waiting
+        disk.syncingBatches = [:]  // the background syncs' `.synced` find nothing left
+        disk.awaitingDurability = []
         settle(batch)
     }
 
@@ -188,9 +188,9 @@ extension EngineLoop {
     /// while the waiting batch is still one of a few files. A small file, or one
     /// of many, is cheaper in one syncfs.
     func keepsDescriptorForSync(_ transfer: Transfer, endedWhole: Bool) -> Bool {
-        keepsPartDescriptors && endedWhole && transfer.abortError == nil
+        disk.keepsPartDescriptors && endedWhole && transfer.abortError == nil
             && transfer.resumeOffset + transfer.received > Int64(Transfer.maxBufferedBytes)
-            && awaitingDurability.count < EngineLoop.perFileSyncLimit
+            && disk.awaitingDurability.count < EngineLoop.perFileSyncLimit
     }
 
     /// Names each file of a synced batch.
@@ -215,8 +215,8 @@ extension EngineLoop {
             // download now. Nothing is placed; the whole part file waits for
             // the next acknowledged heartbeat (or for the worker to give up:
             // it exits 4, and whoever takes the download over removes it).
-            if fencedPlacements.isEmpty { fenceCheckDue = EngineLoop.now() + 0.5 }
-            fencedPlacements.append(Placement(job: job, size: size, digest: digest, held: nil))
+            if disk.fencedPlacements.isEmpty { disk.fenceCheckDue = EngineLoop.now() + 0.5 }
+            disk.fencedPlacements.append(Placement(job: job, size: size, digest: digest, held: nil))
             return
         }
         var final = target
@@ -267,9 +267,9 @@ extension EngineLoop {
     /// Tries again the files the lease fence held back (paused or cancelled
     /// meanwhile: their part files' fate is theirs).
     func placeFencedAgain() {
-        let waiting = fencedPlacements
-        fencedPlacements = []
-        fenceCheckDue = EngineLoop.now() + 0.5
+        let waiting = disk.fencedPlacements
+        disk.fencedPlacements = []
+        disk.fenceCheckDue = EngineLoop.now() + 0.5
         for placement in waiting where placement.job.state.phase == .awaitingDurability {
             placeFile(placement.job, size: placement.size, digest: placement.digest)
         }
@@ -280,10 +280,10 @@ extension EngineLoop {
         job.claim.move(to: final)
         if configuration.remoteTime && !timeSet { setRemoteTime(job, targets.finalPath(final)) }
         job.claim.dropPart()
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: targets.finalPath(final), bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false,
-            warning: localChangeWarning(job, final) ?? contentWarning(job, final), headers: job.response?.headers ?? [:])
+            warning: localChangeWarning(job, final) ?? contentWarning(job, final), headers: job.response?.headers ?? [:]))
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 
@@ -298,8 +298,8 @@ extension EngineLoop {
     /// How the syncfs queue ended a held body.
     private func settleHeld(_ placement: Placement, _ held: HeldFile) {
         let job = placement.job
-        heldBytes -= held.bytes.count
-        if job.held === held { job.held = nil }
+        disk.heldBytes -= held.bytes.count
+        if job.held === held { job.heldBodyGone() }
         guard let target = job.target else { return }
         switch held.current {
         case .withdrawn:
@@ -318,7 +318,7 @@ extension EngineLoop {
         case .unsupported:
             // This file system (or directory) cannot link unnamed files: from
             // now on every body takes the part file path, this one too.
-            holdsWholeBodies = false
+            disk.holdsWholeBodies = false
             writeAsPartFile(placement, held, target)
         case .fenced:
             // The lease was not sure at its link: it takes the part file path,

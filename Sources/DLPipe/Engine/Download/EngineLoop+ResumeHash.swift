@@ -34,7 +34,7 @@ extension EngineLoop {
         let path = targets.partPath(target)
         let id = job.id
         let inbox = inbox  // the block runs off this thread: never `self`
-        resumeHashQueue.async {
+        disk.resumeHashQueue.async {
             let hasher = SHA256Hasher()
             if hasher.feed(file: path, upTo: hash.offset) == hash.offset { hash.hasher = hasher }
             hash.done = true

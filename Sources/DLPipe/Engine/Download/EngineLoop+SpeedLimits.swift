@@ -10,7 +10,7 @@ extension EngineLoop {
     /// How often the limits in force need looking at.
     func shortestLimitCheck() -> Double {
         var shortest = Double.infinity
-        for transfer in transfers.values {
+        for transfer in pool.transfers.values {
             guard let job = jobs[transfer.id] else { continue }
             if let maxTime = job.request.maxTime ?? configuration.maxTime { shortest = min(shortest, maxTime / 4) }
             if job.request.speedLimit ?? configuration.speedLimit != nil {
@@ -23,7 +23,7 @@ extension EngineLoop {
     /// Fails the attempts that ran out of time or were too slow, with kind `timeout`.
     func checkTimeAndSpeedLimits(now: Double) {
         var failures: [(Job, DownloadError)] = []
-        for transfer in transfers.values {
+        for transfer in pool.transfers.values {
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
             // Run on every progress tick: the URL's text only for a failure.
             if let maxTime = job.request.maxTime ?? configuration.maxTime, now - job.attemptStartedAt >= maxTime {

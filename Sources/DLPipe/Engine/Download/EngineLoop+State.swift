@@ -42,8 +42,7 @@ extension EngineLoop {
             targets.reserveExactly(target)  // false: another download of this run has it
         else { return false }
         // Held from here; let go below when the name turns out to be another's.
-        job.knownSHA256 = record.sha256
-        job.knownType = record.mediaType
+        job.claim.recorded(sha256: record.sha256, type: record.mediaType)
         return claimRecordedName(job, target, record)
     }
 
@@ -79,7 +78,7 @@ extension EngineLoop {
             // empty one too: a new part file is opened O_EXCL, and this one
             // would push the download to a numbered name.
             job.claim.take(target, owning: mayReplace)
-            job.partFileMayExist = true
+            job.claim.partFile(mayExist: true)
             // Only a file of ours is claimed: one `--overwrite` may replace stays the user's until it is.
             if ownership.ownsFile { job.claim.recall(placed: ownership.foundFile) }
             // A part file already at full length (killed between the batch sync
@@ -113,13 +112,13 @@ extension EngineLoop {
         job.claim.recall(placed: ownership.foundFile)
         // A stale part file beside a whole one (a power loss undid the
         // rename's commit): opened as the job's own, never O_EXCL.
-        job.partFileMayExist = partSize != nil
+        job.claim.partFile(mayExist: partSize != nil)
         switch configuration.refresh {
         case .never:
             return keepWithoutAsking(job, targets.finalPath(target), size: finalSize, record)
         case .conditional:
             if ownership.validatorsFit, record.etag != nil || record.lastModified != nil {
-                job.conditional = (record.etag, record.lastModified)
+                job.claim.revalidate(etag: record.etag, lastModified: record.lastModified)
             }
         case .always:
             break
@@ -130,9 +129,9 @@ extension EngineLoop {
     /// A file kept without a request (refresh "never"): it ends at once, and
     /// its `finished` event and hook run as for a 304 (unchanged).
     private func keepWithoutAsking(_ job: Job, _ final: String, size: Int64?, _ record: DownloadRecord) -> Bool {
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: final, bytes: size ?? 0, sha256: record.sha256, type: record.mediaType ?? "",
-            seconds: 0, unchanged: true, askedServer: false)
+            seconds: 0, unchanged: true, askedServer: false))
         feed(job, .alreadyFinished(askHook: interests.contains(.finished)))
         return true
     }
@@ -158,7 +157,7 @@ extension EngineLoop {
             // replacing run's (killed before its part file) are a version
             // never placed: then the body is fetched.
             if record.status == .finished, record.etag != nil || record.lastModified != nil {
-                job.conditional = (record.etag, record.lastModified)
+                job.claim.revalidate(etag: record.etag, lastModified: record.lastModified)
             }
         case .always:
             break
@@ -173,7 +172,7 @@ extension EngineLoop {
         // A memory download has no file and keeps no record (it is fetched
         // again on every run).
         guard let store, job.request.into == .file else { return }
-        job.responseUnrecorded = false
+        job.recorded()
         let headers = job.response?.headers ?? [:]
         store.save(DownloadRecord(
             // A name held for an adoption is not the download's until the 304 proves it.
@@ -195,8 +194,8 @@ extension EngineLoop {
     func flushState(force: Bool = false) {
         guard let store, store.pendingCount > 0 else { return }
         let now = EngineLoop.now()
-        guard force || store.pendingCount >= 512 || now - lastStateCommit >= EngineLoop.stateCommitInterval else { return }
-        lastStateCommit = now
+        guard force || store.pendingCount >= 512 || now - disk.lastStateCommit >= EngineLoop.stateCommitInterval else { return }
+        disk.lastStateCommit = now
         store.commit()
     }
 
@@ -221,10 +220,10 @@ extension EngineLoop {
     func endRun() {
         guard let store else { return }
         do {
-            try store.endRun(runID, summary: summary)
-            summary.stateError = nil  // what failed before is written now
+            try store.endRun(ledger.runID, summary: ledger.summary)
+            ledger.summary.stateError = nil  // what failed before is written now
         } catch {
-            summary.stateError = error.message
+            ledger.summary.stateError = error.message
         }
     }
 }

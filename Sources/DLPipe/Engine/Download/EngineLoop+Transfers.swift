@@ -29,7 +29,7 @@ extension EngineLoop: TransferOwner {
         {
             // curl would decode an archive the server encoded once more: ask
             // again, for the server's own bytes (rare: an extra request).
-            job.wantsIdentity = true
+            job.askForIdentity()
             return .discard(.restart)
         }
         let asked = AskedFor(
@@ -48,7 +48,7 @@ extension EngineLoop: TransferOwner {
                 adopt(job, adoption, head)
             }
             // A 304 that names a type names the current one; else the state's stays.
-            if !type.isEmpty { job.knownType = type }
+            job.claim.unchanged(type: type)
             return .discard(.unchanged)
         case .redirect:
             return .discard(.redirect)
@@ -103,7 +103,7 @@ extension EngineLoop: TransferOwner {
             filename: suggested, url: job.currentURL,
             resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
         job.attempt.responded(response)
-        job.progressRestarts(from: transfer.resumeOffset, at: EngineLoop.now())
+        job.progress.restarts(from: transfer.resumeOffset, at: EngineLoop.now())
         if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         // A file the download meant to adopt is not the server's (a 200).
         dropAdoption(job)
@@ -136,21 +136,21 @@ extension EngineLoop: TransferOwner {
             // (`continueTransfer`, `completeTransfer`). One whose part file
             // or file may be on disk records the new response at once.
             if transfer.resumeOffset == 0 && !job.ownsTarget && !job.partFileMayExist {
-                job.responseUnrecorded = true
+                job.responseAskedUnrecorded()
             } else {
                 saveState(job, .partial)
             }
             perform(actions, job)
-            return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
+            return pool.transfers[transfer.easy.handle] === transfer ? .buffer : .pause
         }
         if store != nil {
-            if transfers[transfer.easy.handle] !== transfer {
+            if pool.transfers[transfer.easy.handle] !== transfer {
                 // An empty body (the transfer is over): committed now, alone
                 // (openPartFile commits before it creates the file).
                 saveState(job, .partial)
                 return openPartFile(job, transfer) ? .write : .abort
             }
-            awaitingCommit.append(transfer)
+            disk.awaitingCommit.append(transfer)
             return .buffer
         }
         return openPartFile(job, transfer) ? .write : .abort
@@ -163,15 +163,15 @@ extension EngineLoop: TransferOwner {
     /// One that completed with its whole body in memory (`completed`) needs no
     /// record and no part file: it becomes a `HeldFile` (see bodyComplete).
     func openCommittedParts(completed: [CurlMulti.Completion]) {
-        guard !awaitingCommit.isEmpty else { return }
-        let waiting = awaitingCommit
-        awaitingCommit = []
-        let whole = holdsWholeBodies
+        guard !disk.awaitingCommit.isEmpty else { return }
+        let waiting = disk.awaitingCommit
+        disk.awaitingCommit = []
+        let whole = disk.holdsWholeBodies
             ? Set(completed.lazy.filter { $0.code == Int(CURLE_OK.rawValue) }.map(\.easy)) : []
         var opening: [(Job, Transfer)] = []
         for transfer in waiting {
             guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase == .receiving,
-                transfers[transfer.easy.handle] === transfer
+                pool.transfers[transfer.easy.handle] === transfer
             else { continue }
             if whole.contains(transfer.easy.handle), transfer.body == .buffering, canHold(job, transfer) {
                 transfer.keepWhenComplete()
@@ -201,8 +201,8 @@ extension EngineLoop: TransferOwner {
     /// Whether a transfer's body, all in memory, may become a `HeldFile`: a
     /// fresh file (no resume, nothing of ours to replace) within the memory cap.
     func canHold(_ job: Job, _ transfer: Transfer) -> Bool {
-        holdsWholeBodies && transfer.resumeOffset == 0 && !job.ownsTarget && !job.partFileMayExist
-            && heldBytes + transfer.bufferedCount <= EngineLoop.maxHeldBytes
+        disk.holdsWholeBodies && transfer.resumeOffset == 0 && !job.ownsTarget && !job.partFileMayExist
+            && disk.heldBytes + transfer.bufferedCount <= EngineLoop.maxHeldBytes
     }
 
     /// Picks the target for a first response: the caller's name or the server's,
@@ -247,9 +247,9 @@ extension EngineLoop: TransferOwner {
         assertOnEngineThread()
         for completion in done {
             if robotsFetchEnded(completion) { continue }
-            guard let transfer = transfers.removeValue(forKey: completion.easy) else { continue }
+            guard let transfer = pool.transfers.removeValue(forKey: completion.easy) else { continue }
             multi.remove(transfer.easy)
-            idleHandles.append(transfer.easy)
+            pool.idleHandles.append(transfer.easy)
             // A refusal of dlpipe's own (abortError) stopped the reading, as a skip does.
             transfer.recording?.finish(transfer.abortError != nil ? .stopped
                 : completion.code == Int(CURLE_OK.rawValue) ? .whole : .broken)
@@ -267,7 +267,7 @@ extension EngineLoop: TransferOwner {
             job.attempt.transferEnded()
             if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
             job.claim.partHolds(transfer.resumeOffset + transfer.received)
-            job.receivedThisRun += transfer.received
+            job.progress.received(transfer.received)
             transferEnded(job, transfer, code: completion.code)
         }
         return done.count
@@ -334,10 +334,10 @@ extension EngineLoop: TransferOwner {
     private func keepUnchanged(_ job: Job, headers: [String: String]) {
         guard let target = job.target else { return }
         let path = targets.finalPath(target)
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: path, bytes: FileSystem.size(path) ?? 0, sha256: job.knownSHA256, type: job.knownType ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: true, headers: headers,
-            contentVerified: job.contentCheck?.matched == true)
+            contentVerified: job.contentCheck?.matched == true))
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 
@@ -360,10 +360,10 @@ extension EngineLoop: TransferOwner {
         // A transfer that already completed has left the multi handle and the
         // pool has its easy handle back (maybe already in use by another
         // transfer): only a transfer still registered is taken out of curl.
-        guard transfers[transfer.easy.handle] === transfer else { return false }
-        transfers.removeValue(forKey: transfer.easy.handle)
+        guard pool.transfers[transfer.easy.handle] === transfer else { return false }
+        pool.transfers.removeValue(forKey: transfer.easy.handle)
         multi.remove(transfer.easy)
-        idleHandles.append(transfer.easy)
+        pool.idleHandles.append(transfer.easy)
         return true
     }
 }

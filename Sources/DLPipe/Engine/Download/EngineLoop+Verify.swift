@@ -50,10 +50,10 @@ extension EngineLoop {
     func checkContent(_ job: Job, _ target: TargetPath, _ record: DownloadRecord) -> Bool {
         job.claim.take(target, owning: true)
         if configuration.refresh == .conditional, record.etag != nil || record.lastModified != nil {
-            job.conditional = (record.etag, record.lastModified)
+            job.claim.revalidate(etag: record.etag, lastModified: record.lastModified)
         }
-        job.contentCheck = ContentCheck(
-            path: targets.finalPath(target), relative: target.relative, expected: job.request.sha256 ?? record.sha256)
+        job.checksContent(ContentCheck(
+            path: targets.finalPath(target), relative: target.relative, expected: job.request.sha256 ?? record.sha256))
         return false
     }
 
@@ -72,7 +72,7 @@ extension EngineLoop {
         check.started = true
         let id = job.id
         let inbox = inbox  // the block runs off this thread: never `self`
-        resumeHashQueue.async {
+        disk.resumeHashQueue.async {
             check.found = SHA256Hasher.hexDigest(ofFile: check.path)
             inbox.post(.contentChecked(id, check))
         }
@@ -85,10 +85,8 @@ extension EngineLoop {
     func contentChecked(_ id: DownloadID, _ check: ContentCheck) {
         guard let job = jobs[id], job.contentCheck === check, !check.settled else { return }
         check.settled = true
-        if let found = check.found { job.knownSHA256 = found }  // f.sha256: the file as it is
-        if check.differs {
-            job.conditional = nil
-        } else if check.matched, let facts = targets.output.facts(check.relative) {
+        job.claim.contentHashed(check.found, differs: check.differs)  // f.sha256: the file as it is
+        if !check.differs, check.matched, let facts = targets.output.facts(check.relative) {
             // The bytes placed, under a new time (a copy, a `touch`): the
             // file as it is now is the one placed.
             job.claim.recall(placed: facts.placed(at: check.relative))
@@ -99,9 +97,9 @@ extension EngineLoop {
 
     /// Ends the download with its file kept as it is, without a request.
     private func keepChecked(_ job: Job, _ check: ContentCheck) {
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: check.path, bytes: targets.output.facts(check.relative)?.size ?? 0, sha256: check.found,
-            type: job.knownType ?? "", seconds: 0, unchanged: true, contentVerified: check.matched, askedServer: false)
+            type: job.knownType ?? "", seconds: 0, unchanged: true, contentVerified: check.matched, askedServer: false))
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

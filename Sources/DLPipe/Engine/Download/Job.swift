@@ -29,58 +29,28 @@ final class Job {
     /// The attempt under way (or the last one): its transfer, hops and
     /// response (`Attempt`'s methods are the only writers).
     var attempt: Attempt
-    /// The host's turn (HostPacing) is taken for the request about to start.
-    var paced = false
+    /// The schedule's view between turns: host turn, retry timer, queue slot.
+    var turns = JobTurns()
+    /// The run's bytes, clock and progress reports (`JobProgress`'s methods).
+    var progress = JobProgress()
     /// The whole body, handed to the syncfs queue to be written and named
     /// (phase `placingHeldBody`).
-    var held: HeldFile?
-    /// A part file of this download may be on disk (an earlier run's, or an
-    /// earlier attempt's): its body then goes through it, never held, so that
-    /// no stale part file stays beside the final one.
-    var partFileMayExist = false
-    var result: FinishedInfo?
-    /// Validators of the file on disk, for If-None-Match / If-Modified-Since.
-    var conditional: (etag: String?, lastModified: String?)?
+    private(set) var held: HeldFile?
+    /// The file in place, as the `finished` event and hook report it.
+    private(set) var result: FinishedInfo?
     /// `--compressed` only: the server encoded a compressed resource (an
     /// archive's media type), so the download asks again for its own bytes.
-    var wantsIdentity = false
-    /// Counts retry timers set, so a stale timer is recognised.
-    var retryGeneration = 0
-    /// A shared queue's download whose transfer ended and whose host slot
-    /// went back to the queue (`QueueParticipant.transferEnded`): another
-    /// transfer of it needs a new claim.
-    var slotGivenBack = false
-    /// Body bytes received in this run, across attempts.
-    var receivedThisRun: Int64 = 0
-    /// The SHA-256 the state recorded for the file on disk (reported on a 304).
-    var knownSHA256: String?
-    /// Under `verify`: the kept file's bytes, hashed before the first request.
-    var contentCheck: ContentCheck?
-    /// The media type the state recorded for the file on disk: `f.type` when
-    /// the file is kept (a 304 that names none, refresh "never").
-    var knownType: String?
-    /// Monotonic seconds when the first attempt started.
-    var startedAt: Double?
-    /// Progress bookkeeping: the bytes and time of the last report (-1: none
-    /// since the response), the bytes the response kept, and the rate.
-    var reportedBytes: Int64 = -1
-    var reportedAt: Double = 0
-    var keptAtResponse: Int64 = 0
-    var rate: Double = 0
+    private(set) var wantsIdentity = false
+    /// Under `verify`: the kept file's bytes, hashed before the first request
+    /// (`checksContent` sets it).
+    private(set) var contentCheck: ContentCheck?
     /// The response hook was asked without a record of this response saved
     /// (a fresh download whose body may still be held): the record is saved
     /// when a part file is due, if one ever is (`saveState` clears this).
-    var responseUnrecorded = false
+    private(set) var responseUnrecorded = false
 
-    /// A response starts the rate over from the bytes it kept, at its time:
-    /// the first report of an attempt then has a rate (not 0 while bytes
-    /// flow), and a retry that starts again from 0 never reads as a negative one.
-    func progressRestarts(from kept: Int64, at now: Double) {
-        reportedBytes = -1
-        reportedAt = now
-        keptAtResponse = kept
-        rate = 0
-    }
+    /// Under `verify`, the kept file's content is checked before the first request.
+    func checksContent(_ check: ContentCheck) { contentCheck = check }
 
     init(id: DownloadID, request: DownloadRequest, host: String) {
         self.id = id
@@ -98,6 +68,10 @@ final class Job {
     var localChange: LocalChange? { claim.localChange }
     var partBytes: Int64 { claim.partBytes }
     var validator: String? { claim.validator }
+    var partFileMayExist: Bool { claim.partFileMayExist }
+    var conditional: (etag: String?, lastModified: String?)? { claim.conditional }
+    var knownSHA256: String? { claim.knownSHA256 }
+    var knownType: String? { claim.knownType }
     // And of the attempt.
     var transfer: Transfer? { attempt.transfer }
     var currentURL: String { attempt.currentURL }
@@ -108,6 +82,42 @@ final class Job {
     var requestGeneration: Int { attempt.requestGeneration }
     var resumeHash: ResumeHash? { attempt.resumeHash }
     var response: ResponseInfo? { attempt.response }
+    // And of the schedule and the run.
+    var paced: Bool { turns.paced }
+    var retryGeneration: Int { turns.retryGeneration }
+    var slotGivenBack: Bool { turns.slotGivenBack }
+    var startedAt: Double? { progress.startedAt }
+    var receivedThisRun: Int64 { progress.receivedThisRun }
+
+    // MARK: The end of a download
+
+    /// The body is whole and in place (or kept, or in memory): what the
+    /// `finished` event and hook report.
+    func finishes(with info: FinishedInfo) { result = info }
+
+    /// A `finished` hook gave the SHA-256 it computed: reported when none was.
+    func finishedHash(_ digest: String) {
+        if result?.sha256 == nil { result?.sha256 = digest }
+    }
+
+    /// A `finished` hook moved the file to `path`.
+    func finishedFile(movedTo path: String) { result?.path = path }
+
+    /// The whole body goes to the syncfs queue (`placingHeldBody`).
+    func hold(_ body: HeldFile) { held = body }
+
+    /// The held body is no longer this download's to take back: withdrawn,
+    /// or settled by the syncfs queue.
+    func heldBodyGone() { held = nil }
+
+    /// The next attempt asks for the server's own bytes (no decoding).
+    func askForIdentity() { wantsIdentity = true }
+
+    /// The response hook is asked before the response's record is saved.
+    func responseAskedUnrecorded() { responseUnrecorded = true }
+
+    /// A record of the download as it is now is saved.
+    func recorded() { responseUnrecorded = false }
 
     /// Bytes of the file so far, across attempts.
     var bytes: Int64 {

@@ -11,12 +11,12 @@ extension EngineLoop {
         deliver: @escaping @Sendable (Verdict) -> Command
     ) -> @Sendable (Verdict) -> Void {
         assertOnEngineThread()
-        pendingHookCalls += 1
+        hookCalls.pendingHookCalls += 1
         let gate = HookReplyGate()
         if let deadline = configuration.hookDeadline {
             let error = DownloadError(
                 .hook, "the \(hook) hook did not reply within \(Self.seconds(deadline)) (hookDeadline)")
-            hookDeadlines.add(.init(due: EngineLoop.now() + deadline, gate: gate, expiry: expiry(error)))
+            hookCalls.hookDeadlines.add(.init(due: EngineLoop.now() + deadline, gate: gate, expiry: expiry(error)))
         }
         // Called on the hook's thread (Lua's, a library caller's): it holds
         // the inbox, never `self`.
@@ -32,7 +32,7 @@ extension EngineLoop {
 
     /// Answers the hook calls whose deadline passed without a reply.
     func expireHookCalls() {
-        let expired = hookDeadlines.expired(now: EngineLoop.now())
+        let expired = hookCalls.hookDeadlines.expired(now: EngineLoop.now())
         for entry in expired { post(entry.expiry) }
     }
 

@@ -8,8 +8,8 @@ extension EngineLoop {
         switch command {
         case .add(let admitted): add(admitted)
         case .addAll(let requests): for admitted in requests { add(admitted) }
-        case .holdStarts: startsHeld += 1
-        case .releaseStarts: startsHeld -= 1
+        case .holdStarts: schedule.startsHeld += 1
+        case .releaseStarts: schedule.startsHeld -= 1
         case .participant(let update): update.apply(to: self)
         case .pause(let id): feed(id, .pause)
         case .resume(let id): feed(id, .resume)
@@ -18,60 +18,60 @@ extension EngineLoop {
             guard let job = job(id) else { break }
             feed(job, .fail(error))
         case .responseVerdict(let id, let verdict):
-            pendingHookCalls -= 1
+            hookCalls.pendingHookCalls -= 1
             applyResponseVerdict(id, verdict)
         case .finishedVerdict(let id, let verdict):
-            pendingHookCalls -= 1
+            hookCalls.pendingHookCalls -= 1
             applyFinishedVerdict(id, verdict)
         case .retryVerdict(let id, var verdict):
-            pendingHookCalls -= 1
+            hookCalls.pendingHookCalls -= 1
             if case .delay(let seconds) = verdict { verdict = .delay(boundedDelay(seconds)) }
             feed(id, .retryVerdict(verdict))
         case .failureVerdict(let id, var verdict):
-            pendingHookCalls -= 1
+            hookCalls.pendingHookCalls -= 1
             if case .retry(let seconds) = verdict { verdict = .retry(after: boundedDelay(seconds)) }
             feed(id, .failureVerdict(verdict))
         case .failureVerdictMissed(let id, let error):
-            pendingHookCalls -= 1
+            hookCalls.pendingHookCalls -= 1
             feed(id, .fail(error))
         case .requestVerdict(let id, let generation, let verdict):
-            pendingHookCalls -= 1
+            hookCalls.pendingHookCalls -= 1
             applyRequestVerdict(id, generation: generation, verdict)
         case .placedDone:
-            pendingHookCalls -= 1
+            hookCalls.pendingHookCalls -= 1
         case .drainedVerdict(let code):
-            pendingHookCalls -= 1
-            DrainTrace.note("engine: drainedVerdict \(String(describing: code)) open=\(openJobs) pending=\(pendingHookCalls) drainPending=\(drainPending)")
-            if let code { exitCode = code }
+            hookCalls.pendingHookCalls -= 1
+            DrainTrace.note("engine: drainedVerdict \(String(describing: code)) open=\(ledger.openJobs) pending=\(hookCalls.pendingHookCalls) ledger.drainPending=\(ledger.drainPending)")
+            if let code { ledger.exitCode = code }
             // A shared queue's worker answers without a code when it handed
             // this engine more claimed downloads: it is asked again at the
             // next drain, and ends the run with the run's code.
-            if isShared && code == nil { askedDrainHook = false }
+            if isShared && code == nil { ledger.askedDrainHook = false }
         case .synced(let number):
-            settle(syncingBatches.removeValue(forKey: number) ?? [])
+            settle(disk.syncingBatches.removeValue(forKey: number) ?? [])
         case .resumeHashed(let id, let hash): resumeHashed(id, hash)
         case .contentChecked(let id, let check): contentChecked(id, check)
         case .waitIdle(let reply):
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.
-            if !drainedOnce { drainPending = true }
-            DrainTrace.note("engine: waitIdle open=\(openJobs) paused=\(pausedJobs.count) pending=\(pendingHookCalls) drainPending=\(drainPending) asked=\(askedDrainHook)")
-            if openJobs - pausedJobs.count == 0 && pendingHookCalls == 0 && !drainPending {
-                reply(summary, exitCode)
+            if !ledger.drainedOnce { ledger.drainPending = true }
+            DrainTrace.note("engine: waitIdle open=\(ledger.openJobs) paused=\(schedule.pausedJobs.count) pending=\(hookCalls.pendingHookCalls) ledger.drainPending=\(ledger.drainPending) asked=\(ledger.askedDrainHook)")
+            if ledger.openJobs - schedule.pausedJobs.count == 0 && hookCalls.pendingHookCalls == 0 && !ledger.drainPending {
+                reply(ledger.summary, ledger.exitCode)
             } else {
-                idleWaiters.append(reply)
+                ledger.idleWaiters.append(reply)
             }
         case .countsNow(let reply):
-            reply(summary, exitCode)
+            reply(ledger.summary, ledger.exitCode)
         case .waitOutcome(let id, let reply):
-            if jobs[id] != nil || waiting[id] != nil || waitingStored.contains(id.rawValue) {
-                outcomeWaiters[id, default: []].append(reply)
+            if jobs[id] != nil || schedule.waiting[id] != nil || schedule.waitingStored.contains(id.rawValue) {
+                ledger.outcomeWaiters[id, default: []].append(reply)
             } else {
-                reply(outcomes[id])
+                reply(ledger.outcomes[id])
             }
         case .stop(let done):
-            stopped = true
-            if let done { stopWaiters.append(done) }
+            ledger.stopped = true
+            if let done { ledger.stopWaiters.append(done) }
         }
     }
 
@@ -89,9 +89,9 @@ extension EngineLoop {
         // shown shortened in its events.
         let refused = admitted.refused ?? URLLimit.problem(request.url)
         if refused != nil { request.url = URLLimit.shown(request.url) }
-        openJobs += 1
-        drainPending = true
-        askedDrainHook = false
+        ledger.openJobs += 1
+        ledger.drainPending = true
+        ledger.askedDrainHook = false
         emit(.queued(Job.queuedInfo(id: id, request: request)))
         if let refused {
             let job = Job(id: id, request: request, host: "")
@@ -118,9 +118,9 @@ extension EngineLoop {
             return
         }
         if admitted.stored {
-            waitingStored.insert(id.rawValue)
+            schedule.waitingStored.insert(id.rawValue)
         } else {
-            waiting[id] = WaitingRequest(request, host: parts.hostPort, priorAttempts: admitted.priorAttempts)
+            schedule.waiting[id] = WaitingRequest(request, host: parts.hostPort, priorAttempts: admitted.priorAttempts)
         }
         scheduler.enqueue(id, host: parts.hostPort, priority: request.priority)
     }

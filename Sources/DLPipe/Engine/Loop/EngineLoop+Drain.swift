@@ -4,37 +4,37 @@ import Foundation
 extension EngineLoop {
     /// Fires `drained` when the queue is empty and nothing is pending.
     func checkIdle() {
-        guard openJobs - pausedJobs.count == 0, pendingHookCalls == 0, drainPending || !idleWaiters.isEmpty else {
+        guard ledger.openJobs - schedule.pausedJobs.count == 0, hookCalls.pendingHookCalls == 0, ledger.drainPending || !ledger.idleWaiters.isEmpty else {
             return
         }
-        if drainPending && interests.contains(.drained) && !askedDrainHook, let hooks {
-            askedDrainHook = true
-            DrainTrace.note("engine: asks drained (waiters=\(idleWaiters.count))")
-            summary.seconds = EngineLoop.now() - startedAt
-            let snapshot = summary
+        if ledger.drainPending && interests.contains(.drained) && !ledger.askedDrainHook, let hooks {
+            ledger.askedDrainHook = true
+            DrainTrace.note("engine: asks drained (waiters=\(ledger.idleWaiters.count))")
+            ledger.summary.seconds = EngineLoop.now() - startedAt
+            let snapshot = ledger.summary
             let reply = hookReply("done", expiry: { _ in .drainedVerdict(nil) }) { .drainedVerdict($0) }
             hooks.drained?(snapshot, reply)
             return
         }
-        if configuration.endPausedWhenDrained && !pausedJobs.isEmpty {
+        if configuration.endPausedWhenDrained && !schedule.pausedJobs.isEmpty {
             // Nothing else will run, and nobody is left to resume these: end them
             // so that every download gets its terminal event and the run ends.
-            for id in pausedJobs.sorted() {
+            for id in schedule.pausedJobs.sorted() {
                 feed(id, .fail(DownloadError(.cancelled, "paused and never resumed; its part file is removed")))
             }
         }
-        DrainTrace.note("engine: drain ends exitCode=\(String(describing: exitCode)) waiters=\(idleWaiters.count)")
-        drainPending = false
-        drainedOnce = true
+        DrainTrace.note("engine: drain ends ledger.exitCode=\(String(describing: ledger.exitCode)) waiters=\(ledger.idleWaiters.count)")
+        ledger.drainPending = false
+        ledger.drainedOnce = true
         endRun()
         // The jar is written at every drain, so the summary can say it failed.
-        if let cookies { summary.cookieJarError = cookies.save() }
-        askedDrainHook = false
-        summary.seconds = EngineLoop.now() - startedAt
-        emit(.drained(summary))
-        let waiters = idleWaiters
-        idleWaiters = []
-        for waiter in waiters { waiter(summary, exitCode) }
+        if let cookies { ledger.summary.cookieJarError = cookies.save() }
+        ledger.askedDrainHook = false
+        ledger.summary.seconds = EngineLoop.now() - startedAt
+        emit(.drained(ledger.summary))
+        let waiters = ledger.idleWaiters
+        ledger.idleWaiters = []
+        for waiter in waiters { waiter(ledger.summary, ledger.exitCode) }
     }
 
     /// The stop: transfers end with their part files kept, every download still
@@ -54,41 +54,41 @@ extension EngineLoop {
         // Ids first, then one event at a time: a queue of a million waiting
         // requests must not become a million infos at once.
         var openAtStop = Set(jobs.keys)
-        openAtStop.formUnion(waiting.keys)
-        var storedAtStop = StoredQueue(numbers: waitingStored.sorted, registry: registry)
+        openAtStop.formUnion(schedule.waiting.keys)
+        var storedAtStop = StoredQueue(numbers: schedule.waitingStored.sorted, registry: registry)
         openAtStop.formUnion(storedAtStop.ids)
         for id in openAtStop.sorted() {
             let info = jobs[id]?.info(root: root)
-                ?? Job.queuedInfo(id: id, request: waiting[id]?.request ?? storedAtStop.request(id))
+                ?? Job.queuedInfo(id: id, request: schedule.waiting[id]?.request ?? storedAtStop.request(id))
             emit(.stopped(info))
-            for reply in outcomeWaiters.removeValue(forKey: id) ?? [] { reply(.stopped) }
+            for reply in ledger.outcomeWaiters.removeValue(forKey: id) ?? [] { reply(.stopped) }
         }
         jobs = [:]
-        waiting = [:]
-        waitingStored.removeAll()
-        for (_, replies) in outcomeWaiters { for reply in replies { reply(nil) } }
-        outcomeWaiters = [:]
+        schedule.waiting = [:]
+        schedule.waitingStored.removeAll()
+        for (_, replies) in ledger.outcomeWaiters { for reply in replies { reply(nil) } }
+        ledger.outcomeWaiters = [:]
         events.finish()
-        let waiters = idleWaiters
-        idleWaiters = []
-        for waiter in waiters { waiter(summary, exitCode) }
+        let waiters = ledger.idleWaiters
+        ledger.idleWaiters = []
+        for waiter in waiters { waiter(ledger.summary, ledger.exitCode) }
         let last = inbox.close(
-            AfterStop(outcomes: outcomes, stopped: openAtStop, summary: summary, exitCode: exitCode))
-        outcomes = [:]
-        for command in lateCommands + last { inbox.answerAfterStop(command) }
-        lateCommands = []
-        for waiter in stopWaiters { waiter() }
-        stopWaiters = []
+            AfterStop(outcomes: ledger.outcomes, stopped: openAtStop, summary: ledger.summary, exitCode: ledger.exitCode))
+        ledger.outcomes = [:]
+        for command in ledger.lateCommands + last { inbox.answerAfterStop(command) }
+        ledger.lateCommands = []
+        for waiter in ledger.stopWaiters { waiter() }
+        ledger.stopWaiters = []
         // Their threads end once idle (the queued blocks still run).
-        syncQueue.end()
-        resumeHashQueue.end()
+        disk.syncQueue.end()
+        disk.resumeHashQueue.end()
     }
 
     /// The drain's state every two seconds (DrainTrace).
     func traceState() {
         let now = EngineLoop.now()
-        guard now >= nextTrace else { return }
-        nextTrace = now + 2
-        DrainTrace.note("engine: state open=\(openJobs) jobs=\(jobs.count) waiting=\(waiting.count) paused=\(pausedJobs.count) pending=\(pendingHookCalls) drainPending=\(drainPending) asked=\(askedDrainHook) drainedOnce=\(drainedOnce) waiters=\(idleWaiters.count) startsHeld=\(startsHeld) queued=\(scheduler.queued) active=\(scheduler.active) transfers=\(transfers.count) fenced=\(fencedPlacements.count) durable=\(awaitingDurability.count) syncing=\(syncingBatches.values.reduce(0) { $0 + $1.count }) commit=\(awaitingCommit.count)")
+        guard now >= ledger.nextTrace else { return }
+        ledger.nextTrace = now + 2
+        DrainTrace.note("engine: state open=\(ledger.openJobs) jobs=\(jobs.count) schedule.waiting=\(schedule.waiting.count) paused=\(schedule.pausedJobs.count) pending=\(hookCalls.pendingHookCalls) ledger.drainPending=\(ledger.drainPending) asked=\(ledger.askedDrainHook) ledger.drainedOnce=\(ledger.drainedOnce) waiters=\(ledger.idleWaiters.count) schedule.startsHeld=\(schedule.startsHeld) queued=\(scheduler.queued) active=\(scheduler.active) pool.transfers=\(pool.transfers.count) fenced=\(disk.fencedPlacements.count) durable=\(disk.awaitingDurability.count) syncing=\(disk.syncingBatches.values.reduce(0) { $0 + $1.count }) commit=\(disk.awaitingCommit.count)")
     }
 }

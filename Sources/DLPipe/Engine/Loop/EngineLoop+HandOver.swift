@@ -11,7 +11,7 @@ extension EngineLoop {
         assertOnEngineThread()
         closeJob(job)
         // Its outcome comes from another claim, which this engine may never see.
-        for reply in outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(nil) }
+        for reply in ledger.outcomeWaiters.removeValue(forKey: job.id) ?? [] { reply(nil) }
         jobs[job.id] = nil
     }
 
@@ -20,8 +20,8 @@ extension EngineLoop {
     /// name goes back to the registry of names.
     func closeJob(_ job: Job) {
         registry.ended(job.id, job.request)
-        openJobs -= 1
-        pausedJobs.remove(job.id)
+        ledger.openJobs -= 1
+        schedule.pausedJobs.remove(job.id)
         if let target = job.target { targets.release(target) }
     }
 }

@@ -12,7 +12,7 @@ extension EngineLoop {
         emit(.response(job.info(root: root), response))
         guard actions.contains(.askResponseHook) else { return .collect }
         perform(actions, job)
-        return transfers[transfer.easy.handle] === transfer ? .buffer : .pause
+        return pool.transfers[transfer.easy.handle] === transfer ? .buffer : .pause
     }
 
     /// The response hook let a live memory download go on.
@@ -27,7 +27,7 @@ extension EngineLoop {
         job.attempt.transferEnded()
         transfer.collectInMemory()
         transfer.keepWholeBody()
-        job.receivedThisRun += transfer.received
+        job.progress.received(transfer.received)
         memoryBodyComplete(job, transfer)
     }
 
@@ -45,10 +45,10 @@ extension EngineLoop {
         case .failure(let error): return attemptFailed(job, error)
         }
         job.claim.dropPart()
-        job.result = FinishedInfo(
+        job.finishes(with: FinishedInfo(
             path: "", bytes: size, sha256: digest, type: job.response?.type ?? "",
             seconds: EngineLoop.now() - (job.startedAt ?? EngineLoop.now()), unchanged: false, body: body,
-            headers: job.response?.headers ?? [:])
+            headers: job.response?.headers ?? [:]))
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 

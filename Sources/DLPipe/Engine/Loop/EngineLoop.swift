@@ -74,111 +74,47 @@ final class EngineLoop {
     let pacer: RatePacer?
     /// The state, written on a thread of its own; nil runs without state.
     let store: StateWriter?
-    var runID: Int64 = 0
 
     /// How other threads reach this loop, and how work sent off this thread
     /// answers (its blocks capture this, never `self`).
     let inbox: EngineInbox
-    /// Commands that came after the stop in the stop's own batch: answered as
-    /// the stopped engine answers them (`AfterStop`), once the loop has ended.
-    var lateCommands: [Command] = []
     let multi: CurlMulti
     /// The engine thread; set when `run` starts, never changed after.
     private var thread: Thread?
-
-    /// Downloads being worked on: made from `waiting` when first needed.
-    var jobs: [DownloadID: Job] = [:]
-    /// Downloads added and not yet touched: only their request. A `Job` is several
-    /// hundred bytes, so 100,000 queued URLs are kept as requests until they start.
-    /// Boxed: a table slot is then 8 bytes, not a whole request, and a table sized
-    /// for 100,000 entries holds 262,144 slots.
-    var waiting: [DownloadID: WaitingRequest] = [:]
-    /// Downloads added and not yet touched whose request the registry's store
-    /// holds (`AdmittedRequest.stored`): only their number is kept here.
-    var waitingStored = NumberSet()
-    /// `holdStarts` not yet released: downloads are being added in pieces.
-    var startsHeld = 0
-    /// How each ended download ended; its `Job` is gone.
-    var outcomes: [DownloadID: DownloadOutcome] = [:]
-    var scheduler: Scheduler
-    var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
-    var idleHandles: [CurlEasy] = []
-    /// Whole files a shared queue's worker may not place yet (its lease is
-    /// not surely held: `QueueParticipant.mayPlace`), tried again every half second; they
-    /// keep their part files meanwhile.
-    var fencedPlacements: [Placement] = []
-    var fenceCheckDue = 0.0
-    /// Retry timers: (due time, id, the job's retry generation when set).
-    var timers = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
-    /// Requests waiting for their host's turn: (due time, id, the job's
-    /// `requestGeneration` when set).
-    var hostTurns = Heap<(Double, DownloadID, Int)>(by: { $0.0 < $1.0 })
-    var hostPacing: HostPacing
     /// Each host's robots.txt, known or on its way (`--robots`).
     let robots = RobotsBook()
-    /// Transfers paused until this turn's state commit names their part files.
-    var awaitingCommit: [Transfer] = []
-    /// Checked files waiting for their data to be durable before they get their names.
-    var awaitingDurability: [Placement] = []
-    var durabilityBatchStarted = 0.0
-    /// The batches whose sync runs now, by number, not on this thread: syncfs
-    /// flushes every dirty page of the file system, other programs' too, and can
-    /// take seconds on a busy disk. Transfers go on meanwhile. One at a time,
-    /// except the run's last (see `placeDurableFiles`).
-    var syncingBatches: [Int: [Placement]] = [:]
-    var nextSyncBatch = 0
-    /// A batch is never empty, so one is in flight exactly while this holds one.
-    var syncInFlight: Bool { !syncingBatches.isEmpty }
-    /// Whether large part files keep their descriptors for a per-file sync of
-    /// their batch (`PartFileSync`): the descriptor limit has room for them.
-    let keepsPartDescriptors: Bool
-    /// The most files a batch synced file by file may have: each fdatasync
-    /// flushes the disk's cache on its own (1.5 to 4 ms here, one after the
-    /// other), where one syncfs flushes once for the whole batch.
-    static let perFileSyncLimit = 4
-    /// Whether whole bodies in memory may skip the part file (`HeldFile`): the
-    /// file system has unnamed files, and the descriptor limit has room.
-    var holdsWholeBodies: Bool
-    /// Bytes of held bodies not yet on disk; past `maxHeldBytes` bodies take
-    /// the part file path, so memory stays bounded whatever the file sizes.
-    var heldBytes = 0
-    /// When state records were last handed over for a commit (`flushState`).
-    var lastStateCommit = 0.0
-    static let stateCommitInterval = 0.05
-    static let maxHeldBytes = 16 << 20
-    let syncQueue = NamedQueue("dlpipe-sync")
-    /// Per-file syncs of batches without held bodies: concurrent, so that the
-    /// run's last batch need not wait for the one in flight.
-    let fileSyncQueue = NamedQueue("dlpipe-fsync", concurrent: true)
-    /// Hashes the bytes a resumed part file already holds (ResumeHash).
-    let resumeHashQueue = NamedQueue("dlpipe-hash")
     /// The output directory, open: file calls relative to it, and syncfs.
     let output: OutputDirectory
     /// The file names: what the disk holds, what downloads hold, the taken
     /// rule, part and final names, and every rename, removal and folder.
     let targets: TargetRegistry
-    var openJobs = 0
-    /// Paused downloads: open, but waiting for nobody but a `resume`.
-    var pausedJobs: Set<DownloadID> = []
-    var pendingHookCalls = 0
-    /// Hook calls waiting for a reply, by deadline (`hookDeadline`).
-    var hookDeadlines = HookDeadlines()
-    var summary = RunSummary()
-    var exitCode: Int?
-    /// Work arrived since the last drain: the next idle moment is a drain.
-    var drainPending = false
-    var askedDrainHook = false
-    var drainedOnce = false
-    var idleWaiters: [@Sendable (RunSummary, Int?) -> Void] = []
-    var outcomeWaiters: [DownloadID: [@Sendable (DownloadOutcome?) -> Void]] = [:]
-    var nextProgressTick = 0.0
-    var nextTrace = 0.0
-    let startedAt = EngineLoop.now()
-    var stopped = false
     /// The cookies of every transfer, when the configuration names a cookie
     /// file or jar; nil (curl's cookie engine off) otherwise.
     let cookies: CookieJar?
-    var stopWaiters: [@Sendable () -> Void] = []
+    let startedAt = EngineLoop.now()
+
+    // What the loop owns, by concern (each in its own file).
+    /// Downloads being worked on: made from `schedule.waiting` when first needed.
+    var jobs: [DownloadID: Job] = [:]
+    /// The transfer slots: how many run at once, in all and per host.
+    var scheduler: Scheduler
+    /// Waiting requests, retry timers, host turns, paused downloads.
+    let schedule: LoopSchedule
+    /// The running transfers and the idle easy handles.
+    let pool = TransferPool()
+    /// From a whole body to a durable, named file: commits, batches, syncs.
+    let disk: DiskPipeline
+    /// Hook calls out and their deadlines.
+    let hookCalls = HookCalls()
+    /// The run's record, counts, outcomes, drain and stop, and their waiters.
+    let ledger = RunLedger()
+
+    /// The most files a batch synced file by file may have: each fdatasync
+    /// flushes the disk's cache on its own (1.5 to 4 ms here, one after the
+    /// other), where one syncfs flushes once for the whole batch.
+    static let perFileSyncLimit = 4
+    static let stateCommitInterval = 0.05
+    static let maxHeldBytes = 16 << 20
 
     /// Made on the engine thread by `start`; unit tests make one anywhere and never run it.
     init(configuration: EngineConfiguration, root: String, hooks: DownloadHooks?, events: EventHub,
@@ -198,13 +134,14 @@ final class EngineLoop {
         self.pacer = configuration.rateLimit.map { RatePacer(bytesPerSecond: $0) }
         self.multi = CurlMulti(inbox.multiHandle)
         self.cookies = cookies
-        self.hostPacing = HostPacing(delay: configuration.hostDelay)
+        self.schedule = LoopSchedule(hostDelay: configuration.hostDelay)
         self.output = OutputDirectory(root: root)
         self.targets = TargetRegistry(output: output, claims: configuration.queue?.files)
         // A shared queue's worker holds bodies too: its lease is checked right
         // before each link (`HeldFile.place`), as before each rename (`placeFile`).
-        self.holdsWholeBodies = store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output)
-        self.keepsPartDescriptors = store != nil && DescriptorBudget.limit() >= 1024
+        self.disk = DiskPipeline(
+            holdsWholeBodies: store != nil && configuration.heldBodies != .off && HeldFile.supported(in: output),
+            keepsPartDescriptors: store != nil && DescriptorBudget.limit() >= 1024)
         // No more transfers at once than the descriptor limit has room for, so
         // that a low `ulimit -n` slows the run down instead of failing it.
         self.scheduler = Scheduler(
@@ -227,7 +164,7 @@ final class EngineLoop {
                 configuration: configuration, root: root, hooks: hooks, events: events, registry: registry,
                 store: store, cookies: cookies, inbox: inbox)
             do throws(StateFailure) {
-                loop.runID = try loop.store?.startRun() ?? 0
+                loop.ledger.runID = try loop.store?.startRun() ?? 0
             } catch {
                 throw DownloadError(.io, error.message)
             }
@@ -256,15 +193,15 @@ final class EngineLoop {
     /// The loop, on the engine thread (`EngineInbox.start`), until the stop.
     func run() {
         thread = Thread.current
-        while !stopped {
+        while !ledger.stopped {
             let commands = inbox.take()
             for command in commands {
-                if stopped { lateCommands.append(command) } else { handle(command) }
+                if ledger.stopped { ledger.lateCommands.append(command) } else { handle(command) }
             }
-            if stopped { break }
+            if ledger.stopped { break }
             fireDueTimers()
             expireHookCalls()
-            if startsHeld == 0 { startQueued() }
+            if schedule.startsHeld == 0 { startQueued() }
             releasePacedTransfers()
             let activeAfterStart = scheduler.active
             multi.perform()
@@ -277,12 +214,12 @@ final class EngineLoop {
             if DrainTrace.enabled { traceState() }
             flushState()
             hooks?.endOfTurn?()
-            if stopped { break }
+            if ledger.stopped { break }
             // A slot freed in this turn (a transfer ended, or an attempt failed
             // before its body, e.g. a part file that cannot be created) goes to
             // the next download now, not after the poll's timeout of up to 1 s.
             let slotFreed = completed > 0 || scheduler.active < activeAfterStart
-            if slotFreed && scheduler.queued > 0 && startsHeld == 0 { continue }
+            if slotFreed && scheduler.queued > 0 && schedule.startsHeld == 0 { continue }
             inbox.sleep(polling: multi, milliseconds: pollTimeout())
         }
         shutDown()
@@ -296,10 +233,10 @@ final class EngineLoop {
         assertOnEngineThread()
         if let job = jobs[id] { return job }
         let job: Job
-        if let queued = waiting.removeValue(forKey: id) {
+        if let queued = schedule.waiting.removeValue(forKey: id) {
             job = Job(id: id, request: queued.request, host: queued.host)
             job.state.continueAfter(attempts: queued.priorAttempts)
-        } else if waitingStored.remove(id.rawValue) {
+        } else if schedule.waitingStored.remove(id.rawValue) {
             return storedJob(id)
         } else {
             return nil
@@ -311,17 +248,17 @@ final class EngineLoop {
 
     private func fireDueTimers() {
         let now = EngineLoop.now()
-        while let (due, id, generation) = timers.first, due <= now {
-            _ = timers.pop()
+        while let (due, id, generation) = schedule.timers.first, due <= now {
+            _ = schedule.timers.pop()
             // A timer set before a pause and resume is stale: the job has moved on.
             guard let job = jobs[id], job.retryGeneration == generation else { continue }
             feed(job, .retryDue)
         }
-        while let (due, id, generation) = hostTurns.first, due <= now {
-            _ = hostTurns.pop()
+        while let (due, id, generation) = schedule.hostTurns.first, due <= now {
+            _ = schedule.hostTurns.pop()
             hostTurnCame(id, generation: generation)
         }
-        if !fencedPlacements.isEmpty && fenceCheckDue <= now { placeFencedAgain() }
+        if !disk.fencedPlacements.isEmpty && disk.fenceCheckDue <= now { placeFencedAgain() }
         if robots.awaitsPeers { pollSharedRobots(now: now) }
     }
 
@@ -351,14 +288,14 @@ final class EngineLoop {
     private func pollTimeout() -> Int {
         var wait = 1.0
         let now = EngineLoop.now()
-        if let (due, _, _) = timers.first { wait = min(wait, due - now) }
-        if let due = hookDeadlines.nextDue { wait = min(wait, due - now) }
-        if let (due, _, _) = hostTurns.first { wait = min(wait, due - now) }
-        if !fencedPlacements.isEmpty { wait = min(wait, fenceCheckDue - now) }
-        if !transfers.isEmpty { wait = min(wait, nextProgressTick - now) }
+        if let (due, _, _) = schedule.timers.first { wait = min(wait, due - now) }
+        if let due = hookCalls.hookDeadlines.nextDue { wait = min(wait, due - now) }
+        if let (due, _, _) = schedule.hostTurns.first { wait = min(wait, due - now) }
+        if !disk.fencedPlacements.isEmpty { wait = min(wait, disk.fenceCheckDue - now) }
+        if !pool.transfers.isEmpty { wait = min(wait, pool.nextProgressTick - now) }
         if let release = pacer?.secondsUntilRelease() { wait = min(wait, release) }
-        if !awaitingDurability.isEmpty && !syncInFlight { wait = min(wait, durabilityBatchStarted + 0.02 - now) }
-        if let store, store.pendingCount > 0 { wait = min(wait, lastStateCommit + EngineLoop.stateCommitInterval - now) }
+        if !disk.awaitingDurability.isEmpty && !disk.syncInFlight { wait = min(wait, disk.durabilityBatchStarted + 0.02 - now) }
+        if let store, store.pendingCount > 0 { wait = min(wait, disk.lastStateCommit + EngineLoop.stateCommitInterval - now) }
         return max(0, Int((wait * 1000).rounded(.up)))
     }
 

@@ -13,8 +13,8 @@ extension EngineLoop {
     /// and its host turn, already taken, is not taken twice.
     func waitsForLease(_ job: Job) -> Bool {
         guard !queue.mayStart() else { return false }
-        job.paced = true
-        hostTurns.push((EngineLoop.now() + Self.leaseCheckInterval, job.id, job.requestGeneration))
+        job.turns.waitForTurn()
+        schedule.hostTurns.push((EngineLoop.now() + Self.leaseCheckInterval, job.id, job.requestGeneration))
         return true
     }
 }

@@ -46,7 +46,7 @@ extension EngineLoop: QueueUpdateTarget {
     func setPerHost(_ limit: Int) { scheduler.setPerHost(limit) }
 
     func countCancelledInQueue(_ info: DownloadInfo) {
-        summary.cancelled += 1
+        ledger.summary.cancelled += 1
         emit(.cancelled(info))
     }
 }

@@ -43,7 +43,7 @@ extension EngineLoop {
         if let job = jobs[id] {
             guard job.state.phase == .queued else { return false }
             url = job.currentURL
-        } else if let queued = waiting[id] {
+        } else if let queued = schedule.waiting[id] {
             url = queued.request.url
         } else {
             return false
@@ -137,9 +137,9 @@ extension EngineLoop {
     private func learn(_ rules: RobotsRules, origin: String, host: String, run: Int64?, fetchedAt: Double?) {
         robots.entries[origin] = .known(rules, run: run)
         guard let delay = rules.crawlDelay, delay > configuration.hostDelay else { return }
-        hostPacing.setDelay(min(delay, RobotsBook.maxCrawlDelay), for: host)
+        schedule.hostPacing.setDelay(min(delay, RobotsBook.maxCrawlDelay), for: host)
         // The fetch was the host's first request: the next waits a delay after it.
-        if let fetchedAt { _ = hostPacing.reserve(host, now: fetchedAt) }
+        if let fetchedAt { _ = schedule.hostPacing.reserve(host, now: fetchedAt) }
     }
 
     /// The downloads that waited for the origin's robots.txt go back in line
@@ -147,9 +147,9 @@ extension EngineLoop {
     private func requeue(_ origin: String) {
         for id in robots.waiting.removeValue(forKey: origin) ?? [] {
             if let job = jobs[id] {
-                guard job.state.phase == .queued, !pausedJobs.contains(id) else { continue }
+                guard job.state.phase == .queued, !schedule.pausedJobs.contains(id) else { continue }
                 scheduler.enqueue(id, host: job.host, priority: job.request.priority)
-            } else if let queued = waiting[id] {
+            } else if let queued = schedule.waiting[id] {
                 scheduler.enqueue(id, host: queued.host, priority: queued.request.priority)
             }
         }

@@ -5,10 +5,10 @@ extension EngineLoop {
     func waitsForHostTurn(_ job: Job) -> Bool {
         guard let host = URLParts(job.currentURL)?.hostPort else { return false }
         let now = EngineLoop.now()
-        let wait = hostPacing.reserve(host, now: now)
+        let wait = schedule.hostPacing.reserve(host, now: now)
         guard wait > 0 else { return false }
-        job.paced = true
-        hostTurns.push((now + wait, job.id, job.requestGeneration))
+        job.turns.waitForTurn()
+        schedule.hostTurns.push((now + wait, job.id, job.requestGeneration))
         return true
     }
 
@@ -19,8 +19,8 @@ extension EngineLoop {
         guard let job = jobs[id], job.requestGeneration == generation, job.paced,
             job.state.phase == .requesting, job.transfer == nil
         else { return }
-        if let host = URLParts(job.currentURL)?.hostPort, hostPacing.isHeld(host, now: EngineLoop.now()) {
-            job.paced = false
+        if let host = URLParts(job.currentURL)?.hostPort, schedule.hostPacing.isHeld(host, now: EngineLoop.now()) {
+            job.turns.turnEnded()
             if waitsForHostTurn(job) { return }
         }
         startTransfer(job)
@@ -30,7 +30,7 @@ extension EngineLoop {
     /// A shared queue's worker is told at once (`QueueParticipant.hostHeld`).
     func holdBackHost(of job: Job, for seconds: Double) {
         guard let host = URLParts(job.currentURL)?.hostPort else { return }
-        hostPacing.holdBack(host, for: seconds, now: EngineLoop.now())
+        schedule.hostPacing.holdBack(host, for: seconds, now: EngineLoop.now())
         if seconds > 0 { queue.hostHeld(job.id.rawValue, host: host, seconds: seconds) }
     }
 
@@ -40,7 +40,7 @@ extension EngineLoop {
     func hostsDueByQueue(_ urls: [String]) {
         for url in urls {
             guard let host = URLParts(url)?.hostPort else { continue }
-            hostPacing.liftHold(host)
+            schedule.hostPacing.liftHold(host)
         }
     }
 }

@@ -7,7 +7,7 @@ extension EngineLoop {
     func releasePacedTransfers() {
         guard let pacer, pacer.waiting > 0 else { return }
         pacer.release(
-            isLive: { [self] transfer in transfers[transfer.easy.handle] === transfer },
+            isLive: { [self] transfer in pool.transfers[transfer.easy.handle] === transfer },
             unpause: { transfer in transfer.easy.unpause() })
     }
 }
