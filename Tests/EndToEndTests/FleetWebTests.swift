@@ -28,19 +28,19 @@ import TestSupport
     }
 
     @Test func theQueuesViewShowsTheJobItsWorkersAndFailures() async throws {
-        // Two bodies of 2 MB at 100 KiB/s keep the workers transferring
-        // while the view is read; two 404s fail at once.
-        let slow = try (0..<2).map { try fixture.slowFile("slow\($0).bin", size: 2_000_000, seed: UInt64($0 + 1), hostIndex: $0) }
+        // Two 404s, added first, fail at once; two bodies of 3 MB at 100
+        // KiB/s keep the workers transferring while the view is read.
+        let slow = try (0..<2).map { try fixture.slowFile("slow\($0).bin", size: 3_000_000, seed: UInt64($0 + 1), hostIndex: $0) }
         let missing = (0..<2).map { nginx.url(dir + "/missing\($0).bin", host: hosts[$0], tls: false) }
-        let jobFile = try job.write("job.lua", (slow.map(\.url) + missing).map { "dl.add('\($0)')" }.joined(separator: "\n"))
+        let jobFile = try job.write("job.lua", (missing + slow.map(\.url)).map { "dl.add('\($0)')" }.joined(separator: "\n"))
         let name = "fleet"
         let workers = try (0..<2).map { _ in
             try Subprocess.queueWorker(
-                ["run", jobFile, "-d", out, "--queue", queue, "--name", name, "--settle", "0", "--lease", "5", "-j", "1", "--retries", "0"]
+                ["run", jobFile, "-d", out, "--queue", queue, "--name", name, "--settle", "0", "--lease", "5", "-j", "2", "--retries", "0"]
                     + resolving)
         }
         let (view, base) = try await startView(["--queue", queue, "--listen", "127.0.0.1:0"])
-        let reply = try await offThePool {
+        let polled = await offThePool {
             Result { try pollUntil(seconds: 30) { () -> WebReply? in
                 let reply = try WebReply.fetch(base + "api/view")
                 let job = Self.firstJob(reply)
@@ -49,7 +49,12 @@ import TestSupport
                 let transfers = job?["transfers"] as? [[String: Any]]
                 return (status?["workers"] as? [[String: Any]])?.count == 2 && failures?.count == 2 && transfers?.count == 2 ? reply : nil
             } }
-        }.get()
+        }
+        guard case .success(let reply) = polled else {
+            let last = try await offThePool { Result { try WebReply.fetch(base + "api/view") } }.get()
+            Issue.record("the view never showed two workers, two failures and two transfers: \(last.body)")
+            return
+        }
         let api = try #require(Self.firstJob(reply))
         #expect(api["name"] as? String == name)
         let status = try #require(api["status"] as? [String: Any])
