@@ -23,6 +23,10 @@ final class QueueView: WebSource, @unchecked Sendable {
 
     /// Jobs shown in detail without `--name` (the list names them all).
     static let jobsShown = 20
+    /// Runs whose failures the page can show, the latest first.
+    static let runsWithFailures = 5
+    /// Failures listed per run, the first ones (the runs' counts cover all).
+    static let failuresShown = 500
     /// Speed samples kept per job.
     static let samplesKept = 300
 
@@ -81,11 +85,18 @@ final class QueueView: WebSource, @unchecked Sendable {
         var jobs: [QueueFleet.Job] = []
         for job in names {
             guard case .found(let report) = try QueueReport.read(job: job, on: connection) else { continue }
-            var failures: QueueFailureList?
-            if case .found(let found) = try QueueControlPlane.failures(job: job, run: nil, host: nil, kind: nil, on: connection) { failures = found }
             var history: [QueueRunHistory] = []
             if report.schemaVersion >= QueueSchema.runWorkersVersion, case .found(let found) = try QueueControlPlane.runs(job: job, on: connection) {
                 history = found
+            }
+            // The latest run's failures (nil: its latest), then the runs' before it.
+            var failures: [QueueFailureList] = []
+            for run in [nil] + history.dropFirst().prefix(Self.runsWithFailures - 1).map({ Optional($0.run.id) }) {
+                if case .found(let found) = try QueueControlPlane.failures(
+                    job: job, run: run, host: nil, kind: nil, limit: Self.failuresShown, on: connection)
+                {
+                    failures.append(found)
+                }
             }
             var transfers: [QueueTransfer] = []
             if case .found(let found) = try QueueTransfer.read(job: job, on: connection) { transfers = found }
@@ -126,8 +137,9 @@ final class QueueView: WebSource, @unchecked Sendable {
 struct QueueFleet {
     struct Job {
         var report: QueueReport
-        /// Every failure of the latest run (nil: the job was gone by then).
-        var failures: QueueFailureList?
+        /// The failures of the latest runs, newest run first (empty: the
+        /// job was gone by then).
+        var failures: [QueueFailureList]
         /// Every run the job keeps, with each worker's counts.
         var history: [QueueRunHistory]
         var transfers: [QueueTransfer]

@@ -24,7 +24,8 @@ enum QueueViewDocument {
             var o = JSONObject()
             o.add("name", job.report.job.name)
             o.add("status", json: QueueStatusReport.json(job.report, address: address))
-            o.add("failures", json: job.failures.map { QueueControlReport.failures($0, json: true) } ?? #"{"failures":[]}"#)
+            o.add("failures", json: job.failures.first.map { QueueControlReport.failures($0, json: true) } ?? #"{"failures":[]}"#)
+            o.add("earlier_failures", json: "[" + job.failures.dropFirst().map { QueueControlReport.failures($0, json: true) }.joined(separator: ",") + "]")
             o.add("runs", json: QueueControlReport.runs(job.history, json: true))
             o.add("transfers", json: "[" + job.transfers.map { transfer -> String in
                 var t = JSONObject()
