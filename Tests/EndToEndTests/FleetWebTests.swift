@@ -109,6 +109,8 @@ import TestSupport
             Result { (try WebReply.fetch(base + "api/view"), try WebReply.fetch(base + "metrics")) }
         }.get()
         #expect(api.json["kind"] as? String == "directory" && api.json["state"] as? String == "ok", "\(api.body)")
+        let counts = api.json["counts"] as? [String: Int]
+        #expect(counts?["finished"] == 1 && counts?["failed"] == 1, "\(api.body)")
         let status = try #require(api.json["status"] as? [String: Any])
         let runs = try #require(status["runs"] as? [[String: Any]])
         #expect(runs.count == 1 && runs.first?["status"] as? String == "ended" && runs.first?["failed"] as? Int == 1, "\(runs)")

@@ -5,7 +5,7 @@ import Synchronization
 
 /// `dlpipe web DIR`: a directory's state as a web view. A thread of its own
 /// reads the state every `interval` (what `dlpipe status DIR --json`
-/// reads: downloads, runs, the lock's holder) and swaps in `/api/directory`
+/// reads: counts, failures, runs, the lock's holder) and swaps in `/api/directory`
 /// and `/metrics`; a request never opens the database.
 final class DirectoryView: WebSource, @unchecked Sendable {
     // @unchecked: the mutable state is in Mutexes; the rest is immutable.
@@ -17,6 +17,9 @@ final class DirectoryView: WebSource, @unchecked Sendable {
 
     /// Runs listed (the history), newest first.
     static let runsShown = 50
+    /// Failures listed, the latest (failed, or dealt with by a handler).
+    static let failuresShown = 500
+    static let statuses: [DownloadRecord.Status] = [.finished, .partial, .failed, .handled, .cancelled, .skipped]
 
     init(directory: String, statePath: String?, interval: Double = 1) {
         self.directory = directory
@@ -51,15 +54,21 @@ final class DirectoryView: WebSource, @unchecked Sendable {
         object.add("kind", "directory")
         object.add("directory", directory)
         object.add("generated_at", ISO8601DateFormatter().string(from: Date()))
-        var records: [DownloadRecord] = []
+        var counts: [DownloadRecord.Status: Int] = [:]
         var runs: [RunRecord] = []
         if FileManager.default.fileExists(atPath: path) {
             do throws(StateFailure) {
                 let store = try StateStore(path: path)
-                records = BytesOnDisk.applied(to: try store.records(), in: directory)
+                counts = try store.statusCounts()
+                // The latest failures only: a state can hold a million records.
+                let failures = (try store.records(status: .failed) + store.records(status: .handled))
+                    .sorted { $0.updatedAt < $1.updatedAt }.suffix(Self.failuresShown)
                 runs = try store.runs(limit: Self.runsShown)
                 object.add("state", "ok")
-                object.add("status", json: StatusReport.json(path: path, records: records, runs: runs, holder: holder))
+                var countObject = JSONObject()
+                for status in Self.statuses { countObject.add(status.rawValue, counts[status] ?? 0) }
+                object.add("counts", json: countObject.json)
+                object.add("status", json: StatusReport.json(path: path, records: Array(failures), runs: runs, holder: holder))
             } catch {
                 object.add("state", "error")
                 object.add("error", error.message)
@@ -67,18 +76,15 @@ final class DirectoryView: WebSource, @unchecked Sendable {
         } else {
             object.add("state", "no state")
         }
-        let metrics = Self.metrics(records: records, runs: runs, holder: holder)
+        let metrics = Self.metrics(counts: counts, runs: runs, holder: holder)
         published.withLock { $0 = (Array(object.json.utf8), Array(metrics.utf8)) }
     }
 
     /// The state's figures: downloads by status now, the outcomes summed
     /// over the runs listed, whether a run holds the lock.
-    static func metrics(records: [DownloadRecord], runs: [RunRecord], holder: Int32?) -> String {
+    static func metrics(counts: [DownloadRecord.Status: Int], runs: [RunRecord], holder: Int32?) -> String {
         var out = "# HELP dlpipe_state_downloads The state's downloads by status.\n# TYPE dlpipe_state_downloads gauge\n"
-        let counts = Dictionary(grouping: records, by: \.status).mapValues(\.count)
-        for status in ["finished", "partial", "failed", "handled", "cancelled", "skipped"] {
-            out += "dlpipe_state_downloads{status=\"\(status)\"} \(counts[DownloadRecord.Status(rawValue: status)!] ?? 0)\n"
-        }
+        for status in statuses { out += "dlpipe_state_downloads{status=\"\(status.rawValue)\"} \(counts[status] ?? 0)\n" }
         out += "# HELP dlpipe_downloads_total Downloads ended in the runs listed, by outcome.\n# TYPE dlpipe_downloads_total counter\n"
         for (outcome, sum) in [("finished", runs.reduce(Int64(0)) { $0 + $1.finished }), ("unchanged", runs.reduce(Int64(0)) { $0 + $1.unchanged }),
                                ("failed", runs.reduce(Int64(0)) { $0 + $1.failed })] {
