@@ -1,3 +1,4 @@
+@testable import DLPipeQueue
 import Foundation
 import Testing
 import TestSupport
@@ -137,6 +138,23 @@ import TestSupport
         #expect(without.status == 401 && with.status == 200 && with.json["kind"] as? String == "directory", "\(without) \(with)")
         view.signal(SIGTERM)
         #expect(await offThePool { view.waitForExit(within: 20) } == 130)
+    }
+
+    /// A database that no worker used yet: the view says so, and creates nothing there.
+    @Test func aDatabaseWithoutAQueueStaysWithout() async throws {
+        let (view, base) = try await startView(["--queue", queue, "--name", "later"])
+        let api = try await offThePool {
+            Result { try pollUntil(seconds: 10) { () -> WebReply? in
+                let reply = try WebReply.fetch(base + "api/queue")
+                return reply.json["state"] as? String == "no queue" ? reply : nil
+            } }
+        }.get()
+        #expect((api.json["jobs"] as? [Any])?.isEmpty == true, "\(api.body)")
+        view.signal(SIGTERM)
+        #expect(await offThePool { view.waitForExit(within: 20) } == 130)
+        let schema = try PostgresConnection(PostgresAddress(queue)).execute(
+            "SELECT count(*) AS n FROM pg_namespace WHERE nspname = 'dlpipe'").rows[0].int("n")
+        #expect(schema == 0, "the view migrated nothing")
     }
 
     private static func firstJob(_ reply: WebReply) -> [String: Any]? {

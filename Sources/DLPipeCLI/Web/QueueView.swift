@@ -118,7 +118,7 @@ final class QueueView: WebSource, @unchecked Sendable {
             samples[job.report.job.name] = entry
         }
         let throughput = samples.mapValues(\.speeds)
-        let api = QueueViewDocument.json(fleet, address: address, throughput: throughput)
+        let api = QueueViewDocument.json(fleet, address: address, name: name, throughput: throughput)
         let metrics = QueueViewMetrics.text(fleet)
         published.withLock { $0 = (Array(api.utf8), Array(metrics.utf8)) }
     }

@@ -8,7 +8,10 @@ import Foundation
 /// and `queue runs --json` print, one per job, with what each worker
 /// transfers and the throughput over time.
 enum QueueViewDocument {
-    static func json(_ fleet: QueueFleet, address: PostgresAddress, throughput: [String: [(at: Double, speed: Double)]]) -> String {
+    /// `name`: the one job asked for (`--name`), said `missing` while the queue has none of that name.
+    static func json(
+        _ fleet: QueueFleet, address: PostgresAddress, name: String?, throughput: [String: [(at: Double, speed: Double)]]
+    ) -> String {
         var object = JSONObject()
         object.add("kind", "queue")
         object.add("queue", address.description)
@@ -19,6 +22,7 @@ enum QueueViewDocument {
             return object.json
         }
         object.add("state", "ok")
+        if let name, fleet.jobs.isEmpty { object.add("missing", name) }
         object.add("list", json: QueueStatusReport.json(list, address: address))
         let jobs = fleet.jobs.map { job -> String in
             var o = JSONObject()
