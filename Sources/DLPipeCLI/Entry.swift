@@ -48,6 +48,9 @@ struct Entry {
         case "queue":
             arguments.removeFirst()
             return try await QueueCommand.run(arguments)
+        case "web":
+            arguments.removeFirst()
+            return try await WebCommand.run(arguments)
         case "check":
             arguments.removeFirst()
             return try await CheckCommand.run(arguments)

@@ -13,6 +13,8 @@ enum HelpText {
                                   status --queue URL [--name NAME]: a shared queue's jobs
           queue SUBCOMMAND        steer a shared queue's job: failures, runs, retry,
                                   pause, resume, cancel, stop, purge (queue --help)
+          web [DIR]               a live web page and /metrics of a directory's state;
+                                  web --queue URL [--name NAME]: of a shared queue
           lua-defs                print the dl API for editors (LuaLS): dlpipe lua-defs > dl.d.lua
 
         OPTIONS:
@@ -261,6 +263,34 @@ enum HelpText {
           0 done, 1 no queue, no such job, or the database refused it (a schema
           older than this dlpipe's: start a worker of it once), 2 usage error,
           4 the database cannot be reached
+
+        """
+
+    static let web = """
+        OVERVIEW: a live web page, /api/view and /metrics of a shared queue or of a
+        directory's state (docs/operating.md, "The fleet's view")
+
+        USAGE: dlpipe web --queue URL [--name NAME] [--listen ADDR:PORT]
+               dlpipe web [DIR] [--state FILE] [--listen ADDR:PORT]
+
+        OPTIONS:
+          --queue URL             the shared queue's PostgreSQL database (default:
+                                  $DLPIPE_QUEUE when no directory is named): every job,
+                                  its runs, workers, hosts in flight and failures
+          --name NAME             only that job
+          --state FILE            the directory's state file (as run's --state)
+          --listen ADDR:PORT      where to serve (default 127.0.0.1:0, a free port);
+                                  the URL is printed on stderr
+          --web-token TOKEN       the token a request needs (also $DLPIPE_WEB_TOKEN,
+          --web-token-file FILE   or a file); required beyond a loopback address
+
+        It reads the database or the state once a second, read-only, and serves
+        until SIGINT or SIGTERM.
+
+        EXIT CODES:
+          130 stopped by SIGINT or SIGTERM, 1 cannot listen there, 2 usage error
+          (an address beyond loopback without a token), 4 the queue's database
+          cannot be reached at start
 
         """
 }

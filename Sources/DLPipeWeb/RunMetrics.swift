@@ -2,7 +2,7 @@ import Foundation
 
 /// `/metrics` for a run: the Prometheus text exposition format 0.0.4, named
 /// by Prometheus' conventions (docs/operating.md, "Metrics").
-enum RunMetrics {
+public enum RunMetrics {
     static func text(_ model: RunModel, startedAt: Date) -> String {
         var out = ""
         func family(_ name: String, _ type: String, _ help: String) {
@@ -41,7 +41,7 @@ enum RunMetrics {
     }
 
     /// A label value escaped as the format wants: backslash, double quote, line feed.
-    static func label(_ value: String) -> String {
+    public static func label(_ value: String) -> String {
         var out = ""
         for character in value {
             switch character {
@@ -55,7 +55,7 @@ enum RunMetrics {
     }
 
     /// A float as Go's strconv parses it (Prometheus' parser).
-    static func number(_ value: Double) -> String {
+    public static func number(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }

@@ -97,7 +97,7 @@ final class WebResponder: Sendable {
             if path.hasPrefix("/api/"), let body = source.api(String(path.dropFirst(5))) {
                 return WebResponse(status: 200, type: "application/json", body: body)
             }
-            return .text(404, "not found: / (the page), /metrics, /api/run\n")
+            return .text(404, "not found: / (the page), /metrics, and the page's documents under /api/\n")
         }
     }
 }

@@ -12,3 +12,12 @@ public protocol WebSource: Sendable {
     /// The HTML page at `/` (it reads only `/api`).
     var page: [UInt8] { get }
 }
+
+/// The embedded pages a source can serve.
+public enum WebPages {
+    /// A run's live page (`--web`): reads `api/run`.
+    public static var run: [UInt8] { PackageResources.page_html }
+    /// The page of `dlpipe web`, a shared queue's or a directory's: reads
+    /// `api/view` and draws what its `kind` says.
+    public static var fleet: [UInt8] { PackageResources.fleet_html }
+}

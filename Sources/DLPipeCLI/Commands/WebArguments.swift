@@ -8,15 +8,18 @@ struct WebOptions {
     /// Required for an address other than loopback; optional on loopback.
     var token: String?
 
-    /// Takes the web options out of `args`; nil without `--web`.
-    static func take(_ args: inout Arguments, environment: [String: String]) throws -> WebOptions? {
+    /// Takes the web options out of `args`; nil without `flag` (`--web`
+    /// for a run; `dlpipe web` says `--listen`, with `fallback` when absent).
+    static func take(
+        _ args: inout Arguments, environment: [String: String], flag: String = "--web", fallback: String? = nil
+    ) throws -> WebOptions? {
         let command = args.command
-        let listen = try args.value("--web")
+        let listen = try args.value(flag) ?? fallback
         let given = try args.secretValues("--web-token", secret: ArgvSecret.whole).last
         let file = try args.value("--web-token-file")
         guard let listen else {
             if given != nil || file != nil {
-                throw UsageError("--web-token and --web-token-file go with --web ADDR:PORT", command: command)
+                throw UsageError("--web-token and --web-token-file go with \(flag) ADDR:PORT", command: command)
             }
             return nil
         }
@@ -24,7 +27,7 @@ struct WebOptions {
         do {
             address = try WebAddress(parsing: listen)
         } catch {
-            throw UsageError("--web \(error.description)", command: command)
+            throw UsageError("\(flag) \(error.description)", command: command)
         }
         var token = given
         if token == nil, let file {
@@ -37,11 +40,11 @@ struct WebOptions {
             token = fromEnvironment
         }
         if let token, let problem = WebAccess.problem(token: token) {
-            throw UsageError("--web: \(problem)", command: command)
+            throw UsageError("\(flag): \(problem)", command: command)
         }
         if token == nil && !address.isLoopback {
             throw UsageError(
-                "--web \(listen) is reachable from other machines: give a token (DLPIPE_WEB_TOKEN, --web-token-file FILE "
+                "\(flag) \(listen) is reachable from other machines: give a token (DLPIPE_WEB_TOKEN, --web-token-file FILE "
                     + "or --web-token TOKEN), or listen on a loopback address such as 127.0.0.1:\(address.port)",
                 command: command)
         }

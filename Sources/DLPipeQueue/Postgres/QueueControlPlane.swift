@@ -9,9 +9,9 @@ package enum QueueControlPlane {
     /// The failures of the job's latest run (or of run `run`), filtered by
     /// host and by error kind (`http`, `network`, ...: the word before the
     /// first colon of the last error), oldest first. A host given without
-    /// its port matches it on every port.
+    /// its port matches it on every port. `limit`: the first ones only.
     package static func failures(
-        job name: String, run: Int64?, host: String?, kind: String?, on connection: PostgresConnection
+        job name: String, run: Int64?, host: String?, kind: String?, limit: Int? = nil, on connection: PostgresConnection
     ) throws(PostgresError) -> QueueReading<QueueFailureList> {
         try QueueSnapshot.reading(connection) { _ throws(PostgresError) -> QueueReading<QueueFailureList> in
             guard let job = try jobID(name, on: connection) else { return try unknown(on: connection) }
@@ -27,7 +27,9 @@ package enum QueueControlPlane {
                 WHERE job_id = $1 AND status = 'failed' AND run_id = $2
                   AND ($3::text IS NULL OR host = $3 OR left(host, length($3) + 1) = $3 || ':') AND ($4::text IS NULL OR split_part(last_error, ':', 1) = $4)
                 ORDER BY ended_at NULLS FIRST, id
-                """, [.int(job), .int(chosen), host.map { .text($0) } ?? .null, kind.map { .text($0) } ?? .null]
+                LIMIT $5
+                """, [.int(job), .int(chosen), host.map { .text($0) } ?? .null, kind.map { .text($0) } ?? .null,
+                      limit.map { .int(Int64($0)) } ?? .null]
             ).rows
             return .found(QueueFailureList(run: chosen, failures: try rows.map { row throws(PostgresError) in
                 QueueFailedDownload(
