@@ -51,23 +51,23 @@ enum QueueCommand {
                     try QueueControlPlane.failures(job: name, run: run.map(Int64.init), host: host, kind: kind, on: connection)
                 }
                 if let missing = missingRun(run, reading, name: name) { return missing }
-                return show(reading, address: address, name: name) { QueueControlReport.failures($0, json: json) }
+                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.failures($0, json: json) }
             case "runs":
                 let reading = try await session.perform { connection throws(PostgresError) in try QueueControlPlane.runs(job: name, on: connection) }
-                return show(reading, address: address, name: name) { QueueControlReport.runs($0, json: json) }
+                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.runs($0, json: json) }
             case "retry":
                 let reading = try await session.perform { connection throws(PostgresError) in
                     try QueueControlPlane.retryFailed(job: name, host: host, kind: kind, on: connection)
                 }
-                return show(reading, address: address, name: name) { QueueControlReport.retried($0, name: name, json: json) }
+                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.retried($0, name: name, json: json) }
             case "cancel":
                 let reading = try await session.perform { connection throws(PostgresError) in try QueueControlPlane.cancel(job: name, on: connection) }
-                return show(reading, address: address, name: name) { QueueControlReport.cancelled($0, name: name, json: json) }
+                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.cancelled($0, name: name, json: json) }
             case "purge":
                 let reading = try await session.perform { connection throws(PostgresError) in
                     try QueueControlPlane.purge(job: name, olderThan: seconds ?? 0, on: connection)
                 }
-                return show(reading, address: address, name: name) { QueueControlReport.purged($0, name: name, json: json) }
+                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.purged($0, name: name, json: json) }
             default:
                 let reading = try await session.perform { connection throws(PostgresError) in
                     switch verb {
@@ -76,7 +76,7 @@ enum QueueCommand {
                     default: try QueueControlPlane.stop(job: name, on: connection)
                     }
                 }
-                return show(reading, address: address, name: name) { QueueControlReport.steered($0, verb: verb, name: name, json: json) }
+                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.steered($0, verb: verb, name: name, json: json) }
             }
         } catch where error.kind == .connection {
             Terminal.error("dlpipe: \(error.unreachableMessage)")
@@ -116,25 +116,5 @@ enum QueueCommand {
         guard let run, case .found(let list) = reading, list.run == nil else { return nil }
         Terminal.error("dlpipe: job \(Terminal.clean(name.debugDescription)) has no run #\(run) (`dlpipe queue runs` lists its runs)")
         return ExitCode.failed
-    }
-
-    private static func show<Figures>(
-        _ reading: QueueReading<Figures>, address: PostgresAddress, name: String, render: (Figures) -> String
-    ) -> Int32 {
-        switch reading {
-        case .found(let figures):
-            let text = render(figures)
-            print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
-            return ExitCode.ok
-        case .noQueue:
-            Terminal.error("dlpipe: no dlpipe queue in this database (\(address)): no worker has started with it")
-            return ExitCode.failed
-        case .unknownJob(let names, let count):
-            let known = Terminal.clean(names.map(\.debugDescription).joined(separator: ", "))
-            let more = count > names.count ? " and \(count - names.count) more" : ""
-            let which = names.isEmpty ? "it has no job yet" : "its jobs: \(known)\(more)"
-            Terminal.error("dlpipe: no job \(Terminal.clean(name.debugDescription)) in the queue at \(address); \(which)")
-            return ExitCode.failed
-        }
     }
 }

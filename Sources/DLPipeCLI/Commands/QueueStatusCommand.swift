@@ -52,7 +52,8 @@ enum QueueStatusCommand {
         }
     }
 
-    private static func show<Figures>(
+    /// A reading printed, or why there is none (exit 1); `dlpipe queue` prints its own the same way.
+    static func show<Figures>(
         _ reading: QueueReading<Figures>, address: PostgresAddress, name: String? = nil, render: (Figures) -> String
     ) -> Int32 {
         switch reading {

@@ -90,16 +90,7 @@ enum QueueControlReport {
             object.add("command", verb)
             object.add("changed", steered.changed)
             object.add("paused", steered.paused)
-            object.add("workers", json: "[" + live.map { worker -> String in
-                var o = JSONObject()
-                o.add("id", worker.id)
-                o.add("hostname", worker.hostname)
-                o.add("pid", worker.pid)
-                o.add("transferring", worker.transferring)
-                o.add("held_ahead", worker.heldAhead)
-                o.add("placing", worker.placing)
-                return o.json
-            }.joined(separator: ",") + "]")
+            object.add("workers", json: workersJSON(live))
             return object.json
         }
         let job = Terminal.clean(name)
@@ -118,6 +109,20 @@ enum QueueControlReport {
             out += "  #\(worker.id) \(Terminal.clean(worker.hostname)) pid \(worker.pid): \(QueueStatusReport.held(worker))\n"
         }
         return out
+    }
+
+    /// The live workers a steering command reached, as a JSON array.
+    private static func workersJSON(_ live: [QueueWorkerStatus]) -> String {
+        "[" + live.map { worker -> String in
+            var o = JSONObject()
+            o.add("id", worker.id)
+            o.add("hostname", worker.hostname)
+            o.add("pid", worker.pid)
+            o.add("transferring", worker.transferring)
+            o.add("held_ahead", worker.heldAhead)
+            o.add("placing", worker.placing)
+            return o.json
+        }.joined(separator: ",") + "]"
     }
 
     static func retried(_ retried: QueueRetried, name: String, json: Bool) -> String {
@@ -144,16 +149,7 @@ enum QueueControlReport {
             object.add("job", name)
             object.add("run", cancelled.run)
             object.add("queued_cancelled", cancelled.queued)
-            object.add("workers", json: "[" + live.map { worker -> String in
-                var o = JSONObject()
-                o.add("id", worker.id)
-                o.add("hostname", worker.hostname)
-                o.add("pid", worker.pid)
-                o.add("transferring", worker.transferring)
-                o.add("held_ahead", worker.heldAhead)
-                o.add("placing", worker.placing)
-                return o.json
-            }.joined(separator: ",") + "]")
+            object.add("workers", json: workersJSON(live))
             return object.json
         }
         guard let run = cancelled.run else { return "job \(Terminal.clean(name)) has no open run\n" }
