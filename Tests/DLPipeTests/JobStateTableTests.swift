@@ -46,6 +46,7 @@ import Testing
         let samples: [JobState.Input] = [
             .start, .responseArrived(askHook: true), .responseArrived(askHook: false), .transferEndedDuringVerdict,
             .responseVerdict(.proceed()), .responseVerdict(.skip(reason: "no")), .responseVerdict(.fail(error)),
+            .hopRefused(reason: "robots.txt"),
             .bodyChecked(held: true), .bodyChecked(held: false), .heldBodyWithdrawn, .heldBodyLinked,
             .transferSucceeded(askHook: true), .transferSucceeded(askHook: false),
             .finishedVerdict(.keep()), .finishedVerdict(.fail(error)),
@@ -67,6 +68,7 @@ import Testing
         case .responseArrived: "responseArrived"
         case .transferEndedDuringVerdict: "transferEndedDuringVerdict"
         case .responseVerdict: "responseVerdict"
+        case .hopRefused: "hopRefused"
         case .bodyChecked(let held): held ? "bodyChecked(held)" : "bodyChecked(part)"
         case .heldBodyWithdrawn: "heldBodyWithdrawn"
         case .heldBodyLinked: "heldBodyLinked"
@@ -108,6 +110,7 @@ import Testing
             "responseArrived": (["requesting"], []),
             "transferEndedDuringVerdict": (["awaitingVerdict"], []),
             "responseVerdict": lateElsewhere(["awaitingVerdict", "holdingBody"]),
+            "hopRefused": (["requesting"], []),
             "bodyChecked(held)": (["receiving"], []),
             "bodyChecked(part)": (placing.union(["receiving"]), []),
             "heldBodyWithdrawn": (["placingHeldBody, stopping"], []),

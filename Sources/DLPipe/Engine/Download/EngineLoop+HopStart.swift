@@ -43,6 +43,8 @@ extension EngineLoop {
         // the front of its line, and startQueued comes back here.
         let host = URLParts(job.currentURL)?.hostPort ?? job.host
         guard scheduler.hop(job.id, to: host, priority: job.request.priority) else { return false }
+        // A redirect's next hop, under `robots`: its origin's robots.txt first.
+        if robotsHoldsHop(job) { return false }
         // A resume with a checksum: the bytes on disk are hashed on a queue first.
         if waitsForResumeHash(job) { return false }
         // `verify`: the kept file's bytes are hashed first, on the same queue.

@@ -42,6 +42,9 @@ extension JobState {
         /// The transfer ended while the response hook decides.
         case transferEndedDuringVerdict
         case responseVerdict(ResponseVerdict)
+        /// Between two hops of a redirect, the next hop may not be asked
+        /// (robots.txt disallows it): the download ends skipped, unrequested.
+        case hopRefused(reason: String)
         /// The body is whole and checked; it waits for its batch's syncfs as a
         /// part file, or (`held`) as a body in memory.
         case bodyChecked(held: Bool)

@@ -121,6 +121,11 @@ struct JobState: Equatable {
         case (.awaitingVerdict, .transferEndedDuringVerdict):
             phase = .holdingBody
             return .moved([])
+        case (.requesting, .hopRefused(let reason)):
+            // No transfer runs between hops; the abort drops what waits for
+            // the hop (a hook's reply, a host's turn). The part file stays.
+            phase = .skipped
+            return .moved([.abortTransfer(keepPart: true), .releaseSlot, .emitSkipped(reason)])
         case (.awaitingVerdict, .responseVerdict(let verdict)), (.holdingBody, .responseVerdict(let verdict)):
             return responseDecided(verdict)
         case (.receiving, .bodyChecked(let held)):

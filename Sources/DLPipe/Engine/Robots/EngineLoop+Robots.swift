@@ -7,6 +7,10 @@ import Foundation
 /// requested; its Crawl-delay becomes the host's delay when longer than
 /// the configured one (docs/design/robots.md).
 final class RobotsBook {
+    enum Answer {
+        case allows, disallows, pending
+    }
+
     enum Entry {
         /// The file is on its way; the origin's downloads wait (`waiting`).
         case fetching(RobotsFetch)
@@ -20,6 +24,9 @@ final class RobotsBook {
     var entries: [String: Entry] = [:]
     /// The downloads waiting for each origin's file, in the order they came.
     var waiting: [String: [DownloadID]] = [:]
+    /// The redirect hops waiting for each origin's file: each job with its
+    /// request generation then (a pause or a cancel since makes it stale).
+    var waitingHops: [String: [(id: DownloadID, generation: Int)]] = [:]
     /// The origin of each fetch in flight, by its curl handle.
     var inFlight: [UnsafeMutableRawPointer: String] = [:]
     /// Entries waiting for another worker's fetch.
@@ -68,33 +75,64 @@ extension EngineLoop {
             let parts = URLParts(job.currentURL), parts.isHTTP, !parts.hostPort.isEmpty
         else { return false }
         let origin = parts.scheme + "://" + parts.hostPort
-        let run = configuration.queue?.runNumber
-        switch robots.entries[origin] {
-        case .known(let rules, let knownRun) where knownRun == run:
-            guard !rules.allows(url: job.currentURL) else { return false }
+        switch robotsAnswer(job.currentURL, origin: origin, host: parts.hostPort) {
+        case .allows:
+            return false
+        case .disallows:
             scheduler.finished(job.id)
             job.state.endBeforeStart(.skipped)
             finish(job, .skipped(RobotsBook.skipReason))
-        case .fetching, .awaitingPeer:
+        case .pending:
             scheduler.finished(job.id)
             robots.waiting[origin, default: []].append(job.id)
+        }
+        return true
+    }
+
+    /// Whether robots.txt keeps a redirect's next hop from starting now: the
+    /// hop's origin (another one, or the same) is asked as a first request's
+    /// is. Its file not known yet: the job waits for it with its slot, as for
+    /// a host's turn. Disallowed: the download ends skipped, the hop unasked.
+    func robotsHoldsHop(_ job: Job) -> Bool {
+        guard configuration.robots, job.hops > 0,
+            let parts = URLParts(job.currentURL), parts.isHTTP, !parts.hostPort.isEmpty
+        else { return false }
+        let origin = parts.scheme + "://" + parts.hostPort
+        switch robotsAnswer(job.currentURL, origin: origin, host: parts.hostPort) {
+        case .allows:
+            return false
+        case .disallows:
+            feed(job, .hopRefused(reason: RobotsBook.skipReason))
+        case .pending:
+            robots.waitingHops[origin, default: []].append((job.id, job.attempt.requestGeneration))
+        }
+        return true
+    }
+
+    /// What the origin's robots.txt says of `url`; `pending` while it is on
+    /// its way (a fetch started here, or another worker's awaited).
+    private func robotsAnswer(_ url: String, origin: String, host: String) -> RobotsBook.Answer {
+        let run = configuration.queue?.runNumber
+        switch robots.entries[origin] {
+        case .known(let rules, let knownRun) where knownRun == run:
+            return rules.allows(url: url) ? .allows : .disallows
+        case .fetching, .awaitingPeer:
+            return .pending
         case .known, nil:
             let stored = storedRobots(origin)
             if let run, let stored, stored.run == run {
                 // Another worker of this run fetched it already.
-                learn(stored.rules, origin: origin, host: parts.hostPort, run: run, fetchedAt: nil)
-                return robotsHolds(job)
-            }
-            scheduler.finished(job.id)
-            robots.waiting[origin, default: []].append(job.id)
-            if let run, (try? store?.claimValue(StoredRobots.claimKey(origin), String(run))) == false {
-                robots.entries[origin] = .awaitingPeer(host: parts.hostPort, since: EngineLoop.now())
+                learn(stored.rules, origin: origin, host: host, run: run, fetchedAt: nil)
+            } else if let run, (try? store?.claimValue(StoredRobots.claimKey(origin), String(run))) == false {
+                robots.entries[origin] = .awaitingPeer(host: host, since: EngineLoop.now())
                 robots.awaitsPeers = true
             } else {
-                startRobotsFetch(origin: origin, host: parts.hostPort, stored: stored)
+                startRobotsFetch(origin: origin, host: host, stored: stored)
             }
+            // Known at once (a copy from the state, a recording without the file).
+            if case .known = robots.entries[origin] { return robotsAnswer(url, origin: origin, host: host) }
+            return .pending
         }
-        return true
     }
 
     private func storedRobots(_ origin: String) -> StoredRobots? {
@@ -152,6 +190,12 @@ extension EngineLoop {
             } else if let queued = schedule.waiting[id] {
                 scheduler.enqueue(id, host: queued.host, priority: queued.request.priority)
             }
+        }
+        for (id, generation) in robots.waitingHops.removeValue(forKey: origin) ?? [] {
+            guard let job = jobs[id], job.state.phase == .requesting, job.transfer == nil,
+                job.attempt.requestGeneration == generation
+            else { continue }
+            startTransfer(job)
         }
     }
 
