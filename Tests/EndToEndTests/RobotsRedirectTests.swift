@@ -77,10 +77,11 @@ import TestSupport
         let asked = try #require(try other.requests(matching: "/robots.txt").first?["time"] as? Double)
         let files = try other.requests(matching: "/files/").compactMap { $0["time"] as? Double }.sorted()
         #expect(files.count == 2, "\(files)")
-        // robots.txt was the host's first request: each file half a second after the one before.
+        // robots.txt was the host's first request: its turns are half a second
+        // apart from it (a turn taken late does not push the next one back).
         if files.count == 2 {
-            #expect(files[0] - asked >= 0.5 - 0.05, "\(files[0] - asked) s")
-            #expect(files[1] - files[0] >= 0.5 - 0.05, "\(files[1] - files[0]) s")
+            #expect(files[0] - asked >= 0.5 - 0.1, "\(files[0] - asked) s")
+            #expect(files[1] - asked >= 2 * 0.5 - 0.1, "\(files[1] - asked) s")
         }
     }
 }

@@ -28,6 +28,11 @@ public struct RunSummary: Sendable, Hashable {
     /// Why the cookie jar (`EngineConfiguration.cookieJar`) could not be
     /// written at the last drain; nil when it was, or when there is none.
     public var cookieJarError: String?
+    /// What the run wants its user to know once, whatever the output (a
+    /// host whose robots.txt could not be read, so that its downloads were
+    /// all skipped), in the order met. The command line prints them even
+    /// with `-q`.
+    public var warnings: [String] = []
     /// All counts at zero.
     public init() {}
 }

@@ -115,6 +115,15 @@ enum JSONLine {
         return object.json
     }
 
+    /// A warning about the run as a whole (`RunSummary.warnings`):
+    /// `{"event":"warning","message":"..."}`.
+    static func warning(_ message: String) -> String {
+        var object = JSONObject()
+        object.add("event", "warning")
+        object.add("message", message)
+        return object.json
+    }
+
     private static func add(_ d: DownloadInfo, to object: inout JSONObject) {
         object.add("id", d.id.rawValue)
         object.add("url", RedactedURL.text(d.url))

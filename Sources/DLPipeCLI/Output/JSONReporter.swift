@@ -13,6 +13,7 @@ final class JSONReporter: Reporter {
     /// The figures progress events carry beside the engine's (speed and ETA
     /// over a window, the run's files and bytes), as on the terminal.
     private let meter = Mutex(ProgressMeter())
+    private let warnings = RunWarnings()
 
     func describeDone(as worker: QueueWorker) { queueWorker.withLock { $0 = worker } }
 
@@ -20,6 +21,7 @@ final class JSONReporter: Reporter {
         if case .finished(let d, let f) = event, let warning = f.warning {
             writer.write(line: JSONLine.warning(d, warning))
         }
+        for line in warnings.newJSON(in: event) { writer.write(line: line) }
         if case .drained(let s) = event, let worker = queueWorker.withLock({ $0 }) {
             let ran = worker.takeRanDone()
             return writer.write(line: JSONLine.done(s, worker: worker.worker, run: ran?.run ?? worker.run, job: ran?.summary))

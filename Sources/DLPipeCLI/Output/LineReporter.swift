@@ -5,6 +5,7 @@ import Foundation
 final class LineReporter: Reporter {
     let onlyFailures: Bool
     let shownPath: ShownPath
+    private let warnings = RunWarnings()
     init(onlyFailures: Bool, shownPath: ShownPath = .plain) {
         self.onlyFailures = onlyFailures
         self.shownPath = shownPath
@@ -13,6 +14,7 @@ final class LineReporter: Reporter {
     func handle(_ event: DownloadEvent) {
         // Shown under -q too, as dl.warn lines are.
         if let warning = Self.warning(for: event) { Terminal.error(warning) }
+        for line in warnings.newLines(in: event) { Terminal.error(line) }
         guard let line = Self.line(for: event, onlyFailures: onlyFailures, shownPath: shownPath) else { return }
         Terminal.error(line)
     }

@@ -10,6 +10,7 @@ import Synchronization
 final class ProgressBars: Reporter, @unchecked Sendable {
     // @unchecked: `timer` is set once in init and only cancelled after; the
     // mutable state is all inside the `model` Mutex.
+    private let warnings = RunWarnings()
     private struct Model {
         /// The bars' labels, by download, in the order their responses came.
         var labels: [DownloadID: String] = [:]
@@ -52,6 +53,8 @@ final class ProgressBars: Reporter, @unchecked Sendable {
                 m.labels[d.id] = shownPath.label(d.name ?? r.filename)
             case .retrying:
                 if let line = LineReporter.line(for: event, onlyFailures: false, shownPath: shownPath) { m.log.append(line) }
+            case .drained:
+                m.log.append(contentsOf: warnings.newLines(in: event))
             default:
                 guard event.isTerminal, let d = event.download else { return }
                 m.labels[d.id] = nil

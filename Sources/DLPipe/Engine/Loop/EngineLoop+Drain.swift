@@ -29,6 +29,7 @@ extension EngineLoop {
         endRun()
         // The jar is written at every drain, so the summary can say it failed.
         if let cookies { ledger.summary.cookieJarError = cookies.save() }
+        if configuration.robots { ledger.summary.warnings = robotsWarnings() }
         ledger.askedDrainHook = false
         ledger.summary.seconds = EngineLoop.now() - startedAt
         emit(.drained(ledger.summary))

@@ -32,6 +32,9 @@ final class RobotsBook {
     /// Entries waiting for another worker's fetch.
     var awaitsPeers = false
     var lastPeerPoll = 0.0
+    /// The origins whose robots.txt could not be read, in the order met,
+    /// with why and how many downloads were skipped for it.
+    var unreachable: [(origin: String, host: String, cause: String, skipped: Int)] = []
     /// A Crawl-delay longer than this is taken as this: a file cannot stall a crawl for hours.
     static let maxCrawlDelay = 60.0
     /// The reason of a download robots.txt disallows.
@@ -79,6 +82,7 @@ extension EngineLoop {
         case .allows:
             return false
         case .disallows:
+            countUnreachableSkip(origin)
             scheduler.finished(job.id)
             job.state.endBeforeStart(.skipped)
             finish(job, .skipped(RobotsBook.skipReason))
@@ -102,6 +106,7 @@ extension EngineLoop {
         case .allows:
             return false
         case .disallows:
+            countUnreachableSkip(origin)
             feed(job, .hopRefused(reason: RobotsBook.skipReason))
         case .pending:
             robots.waitingHops[origin, default: []].append((job.id, job.attempt.requestGeneration))
@@ -122,7 +127,7 @@ extension EngineLoop {
             let stored = storedRobots(origin)
             if let run, let stored, stored.run == run {
                 // Another worker of this run fetched it already.
-                learn(stored.rules, origin: origin, host: host, run: run, fetchedAt: nil)
+                learn(stored, origin: origin, host: host, run: run, fetchedAt: nil)
             } else if let run, (try? store?.claimValue(StoredRobots.claimKey(origin), String(run))) == false {
                 robots.entries[origin] = .awaitingPeer(host: host, since: EngineLoop.now())
                 robots.awaitsPeers = true
@@ -144,7 +149,7 @@ extension EngineLoop {
         let fetch = RobotsFetch(origin: origin, host: host, stored: stored)
         if let replay = configuration.replay, !replay.has(fetch.url) {
             // A recording without the file: as a server without one (404).
-            learn(.allowAll, origin: origin, host: host, run: configuration.queue?.runNumber, fetchedAt: nil)
+            learn(StoredRobots(verdict: .allow), origin: origin, host: host, run: configuration.queue?.runNumber, fetchedAt: nil)
             return requeue(origin)
         }
         fetch.recording = configuration.recorder?.begin(url: fetch.url)
@@ -166,14 +171,18 @@ extension EngineLoop {
         let run = configuration.queue?.runNumber
         answer.run = run
         if let json = answer.json { store?.setValue(StoredRobots.stateKey(origin), json) }
-        learn(answer.rules, origin: origin, host: fetch.host, run: run, fetchedAt: fetch.startedAt)
+        learn(answer, origin: origin, host: fetch.host, run: run, fetchedAt: fetch.startedAt)
         requeue(origin)
         return true
     }
 
-    /// The origin's rules are known: its Crawl-delay paces the host.
-    private func learn(_ rules: RobotsRules, origin: String, host: String, run: Int64?, fetchedAt: Double?) {
+    /// The origin's rules are known: its Crawl-delay paces the host; a file
+    /// that could not be read is reported with the run's summary.
+    private func learn(_ answer: StoredRobots, origin: String, host: String, run: Int64?, fetchedAt: Double?) {
+        let rules = answer.rules
         robots.entries[origin] = .known(rules, run: run)
+        robots.unreachable.removeAll { $0.origin == origin }
+        if let cause = answer.unreachable { robots.unreachable.append((origin, host, cause, 0)) }
         guard let delay = rules.crawlDelay, delay > configuration.hostDelay else { return }
         schedule.hostPacing.setDelay(min(delay, RobotsBook.maxCrawlDelay), for: host)
         // The fetch was the host's first request: the next waits a delay after it.
@@ -211,7 +220,7 @@ extension EngineLoop {
             guard case .awaitingPeer(let host, let since) = entry else { continue }
             let stored = storedRobots(origin)
             if let run, let stored, stored.run == run {
-                learn(stored.rules, origin: origin, host: host, run: run, fetchedAt: nil)
+                learn(stored, origin: origin, host: host, run: run, fetchedAt: nil)
                 requeue(origin)
             } else if now - since > max(10, 2 * configuration.timeout) {
                 startRobotsFetch(origin: origin, host: host, stored: stored)
@@ -220,5 +229,22 @@ extension EngineLoop {
             }
         }
         robots.awaitsPeers = still
+    }
+
+    /// A download skipped because its origin's robots.txt could not be read: counted for the warning.
+    private func countUnreachableSkip(_ origin: String) {
+        guard let index = robots.unreachable.firstIndex(where: { $0.origin == origin }) else { return }
+        robots.unreachable[index].skipped += 1
+    }
+
+    /// One warning per origin whose robots.txt could not be read, for the
+    /// run's summary: the skips it caused are otherwise only `robots.txt`
+    /// lines, which `-q` hides.
+    func robotsWarnings() -> [String] {
+        robots.unreachable.filter { $0.skipped > 0 }.map { entry in
+            let downloads = entry.skipped == 1 ? "1 download" : "\(entry.skipped) downloads"
+            return "robots.txt for \(entry.host) unreachable: \(entry.cause); \(downloads) skipped "
+                + "(an unreachable robots.txt disallows everything, RFC 9309)"
+        }
     }
 }

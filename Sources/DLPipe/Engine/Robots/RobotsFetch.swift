@@ -72,17 +72,31 @@ final class RobotsFetch {
         let status = easy.long(CURLINFO_RESPONSE_CODE)
         let read = code == Int(CURLE_OK.rawValue) || (truncated && code == Int(CURLE_WRITE_ERROR.rawValue))
         if code == Int(CURLE_TOO_MANY_REDIRECTS.rawValue) { return StoredRobots(verdict: .allow) }
-        guard read else { return StoredRobots(verdict: .disallow) }
+        guard read else { return StoredRobots(unreachable: Self.cause(of: CURLcode(UInt32(code)), easy)) }
         switch status {
         case 200..<300:
             return StoredRobots(verdict: .body, body: Data(body), etag: etag, lastModified: lastModified)
         case 304:
             return stored ?? StoredRobots(verdict: .allow)
         case 429, 500...:
-            return StoredRobots(verdict: .disallow)
+            return StoredRobots(unreachable: "HTTP \(status)")
         default:
             // 4xx; a 3xx left over (a redirect without Location) or a 1xx: unavailable.
             return StoredRobots(verdict: .allow)
+        }
+    }
+
+    /// Why no answer came, in a few words: "connection refused", "timed out".
+    private static func cause(of code: CURLcode, _ easy: CurlEasy) -> String {
+        switch code {
+        case CURLE_COULDNT_CONNECT where easy.long(CURLINFO_OS_ERRNO) == Int(ECONNREFUSED):
+            return "connection refused"
+        case CURLE_OPERATION_TIMEDOUT:
+            return "timed out"
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return "host not found"
+        default:
+            return easy.errorText ?? String(cString: curl_easy_strerror(code))
         }
     }
 
@@ -128,10 +142,18 @@ struct StoredRobots: Codable, Equatable {
     var etag: String?
     var lastModified: String?
     var run: Int64?
+    /// Why the file could not be read ("HTTP 503", "connection refused"):
+    /// everything is disallowed (RFC 9309 2.3.1.4).
+    var unreachable: String?
 
     enum CodingKeys: String, CodingKey {
-        case verdict, body, etag, run
+        case verdict, body, etag, run, unreachable
         case lastModified = "last_modified"
+    }
+
+    init(unreachable cause: String) {
+        self.init(verdict: .disallow)
+        unreachable = cause
     }
 
     init(verdict: Verdict, body: Data? = nil, etag: String? = nil, lastModified: String? = nil) {
