@@ -15,6 +15,14 @@ public struct RunSummary: Sendable, Hashable {
     public var cancelled = 0
     /// Downloads whose file was found current (304, or refresh "never").
     public var unchanged = 0
+    /// `verify`: kept files hashed again and compared with their known
+    /// SHA-256 (a match, kept or fetched on, or a mismatch), counted as
+    /// their downloads end.
+    public var verified = 0
+    /// `verify`: of `verified`, the files that no longer matched (or could
+    /// not be read) and were fetched again and replaced; each is also
+    /// counted in `finished`.
+    public var replaced = 0
     /// Body bytes received since the engine started, all attempts together.
     public var bytes: Int64 = 0
     /// Seconds from the engine's start to this summary.

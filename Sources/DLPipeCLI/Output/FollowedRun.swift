@@ -28,6 +28,8 @@ extension RunSummary {
         part.skipped -= earlier.skipped
         part.cancelled -= earlier.cancelled
         part.unchanged -= earlier.unchanged
+        part.verified -= earlier.verified
+        part.replaced -= earlier.replaced
         part.bytes -= earlier.bytes
         return part
     }

@@ -91,6 +91,8 @@ enum JSONLine {
         object.add("skipped", s.skipped)
         object.add("cancelled", s.cancelled)
         object.add("unchanged", s.unchanged)
+        object.add("verified", s.verified)
+        object.add("replaced", s.replaced)
         object.add("bytes", s.bytes)
         object.add("seconds", s.seconds)
     }

@@ -69,6 +69,8 @@ final class LineReporter: Reporter {
     static func summaryLine(_ s: RunSummary) -> String {
         var parts = ["\(s.finished) finished"]
         if s.unchanged > 0 { parts.append("\(s.unchanged) unchanged") }
+        // --verify: how many kept files were hashed again, and how many of them came again.
+        if s.verified > 0 { parts.append("\(s.verified) verified" + (s.replaced > 0 ? " (\(s.replaced) replaced)" : "")) }
         if s.failed > 0 { parts.append("\(s.failed) failed") }
         if s.handled > 0 { parts.append("\(s.handled) handled") }
         if s.skipped > 0 { parts.append("\(s.skipped) skipped") }

@@ -168,7 +168,7 @@ return {
     finished = { "path", "bytes", "sha256", "type", "seconds", "unchanged", "body", "headers" },
     retrying = { "kind", "message", "status", "attempt", "retry_after" },
     failed = { "kind", "message", "status", "attempt", "retry_after" },
-    done = { "finished", "failed", "handled", "skipped", "unchanged", "cancelled", "bytes", "seconds" },
+    done = { "finished", "failed", "handled", "skipped", "unchanged", "verified", "replaced", "cancelled", "bytes", "seconds" },
     request = { "url", "attempt", "headers" },
     placed = { "path", "bytes", "sha256", "type", "seconds", "unchanged", "body", "headers" },
   },
@@ -299,6 +299,8 @@ return {
         finished = { "integer", "downloads finished" }, failed = { "integer", "downloads failed, not counting handled ones" },
         handled = { "integer", "failures a handler dealt with" }, skipped = { "integer", "downloads skipped" },
         unchanged = { "integer", "files kept from an earlier run" }, cancelled = { "integer", "downloads cancelled" },
+        verified = { "integer", "kept files hashed again and compared with their known SHA-256 (`verify`)" },
+        replaced = { "integer", "of those, files that no longer matched and were fetched again (`verify`; also in `finished`)" },
         bytes = { "integer", "bytes downloaded" }, seconds = { "number", "the run's time" },
       },
       request = {

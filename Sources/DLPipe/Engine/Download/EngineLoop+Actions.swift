@@ -155,6 +155,7 @@ extension EngineLoop {
             // Unchanged files (304, or refresh "never") are counted apart from
             // the ones downloaded; bytes are what this run received.
             if result.unchanged { ledger.summary.unchanged += 1 } else { ledger.summary.finished += 1 }
+            countContentCheck(job, result)
             ledger.summary.bytes += job.receivedThisRun
             emit(.finished(info, result))
             tellPlaced(info, result)

@@ -103,6 +103,15 @@ extension EngineLoop {
         feed(job, .transferSucceeded(askHook: interests.contains(.finished)))
     }
 
+    /// A finished download's check for the summary: a file compared with a
+    /// known digest (or found unreadable) was verified; one that differed
+    /// and came again was replaced.
+    func countContentCheck(_ job: Job, _ result: FinishedInfo) {
+        guard let check = job.contentCheck, check.settled, check.expected != nil || check.differs else { return }
+        ledger.summary.verified += 1
+        if check.differs, !result.unchanged { ledger.summary.replaced += 1 }
+    }
+
     /// The warning of a file that did not match its digest and was replaced.
     func contentWarning(_ job: Job, _ final: TargetPath) -> String? {
         guard let check = job.contentCheck, check.differs else { return nil }
