@@ -57,6 +57,7 @@ import Testing
         #expect(readme?["unchanged"] as? Bool == true && readme?["checked"] as? String == "validators and content")
         let warnings = second.events("warning").compactMap { $0["message"] as? String }
         #expect(warnings.count == 1 && warnings[0].hasPrefix("files/data.csv did not match"), "\(warnings)")
+        #expect(second.stderr.contains("2 kept files checked, 1 replaced"), "done's counts: \(second.stderr)")
 
         // The release drops readme.txt: the mirror drops it too.
         let sums = String(decoding: file("SHA256SUMS"), as: UTF8.self)
