@@ -6,21 +6,11 @@ extension PostgresDownloadState {
     // MARK: dl.store
 
     package func value(_ key: String) throws(StateFailure) -> String? {
-        try call("read the state") { connection throws(PostgresError) in
-            try connection.execute(
-                "SELECT value FROM dlpipe.store WHERE job_id = $1 AND key = $2", [.int(job), .text(key)]
-            ).rows.first?.text("value")
-        }
+        try readKeyed(Self.store, key)
     }
 
     package func setValue(_ key: String, _ json: String) throws(StateFailure) {
-        _ = try call("write the state") { connection throws(PostgresError) in
-            try connection.execute(
-                """
-                INSERT INTO dlpipe.store (job_id, key, value) VALUES ($1, $2, $3)
-                ON CONFLICT (job_id, key) DO UPDATE SET value = excluded.value
-                """, [.int(job), .text(key), .text(json)])
-        }
+        try writeKeyed(Self.store, key, json)
     }
 
     /// Bytes (UTF-8) of the keys and values whose keys start with `prefix`.
@@ -38,21 +28,11 @@ extension PostgresDownloadState {
     // MARK: files that scripts wrote, and downloads' files
 
     package func writer(of path: String) throws(StateFailure) -> String? {
-        try call("read the state") { connection throws(PostgresError) in
-            try connection.execute(
-                "SELECT writer FROM dlpipe.written WHERE job_id = $1 AND path = $2", [.int(job), .text(path)]
-            ).rows.first?.text("writer")
-        }
+        try readKeyed(Self.written, path)
     }
 
     package func setWriter(of path: String, to writer: String) throws(StateFailure) {
-        _ = try call("write the state") { connection throws(PostgresError) in
-            try connection.execute(
-                """
-                INSERT INTO dlpipe.written (job_id, path, writer) VALUES ($1, $2, $3)
-                ON CONFLICT (job_id, path) DO UPDATE SET writer = excluded.writer
-                """, [.int(job), .text(path), .text(writer)])
-        }
+        try writeKeyed(Self.written, path, writer)
     }
 
     package func forgetWritten(_ path: String) throws(StateFailure) {
@@ -107,6 +87,35 @@ extension PostgresDownloadState {
                 )
                 SELECT 1
                 """, [.int(job), .text(path)])
+        }
+    }
+
+    // MARK: the job's two keyed tables
+
+    /// A table of the job's that maps one text column to another: `dl.store`'s
+    /// keys to values, and written paths to their writers.
+    private struct KeyedTable {
+        let table: String, key: String, value: String
+    }
+
+    private static let store = KeyedTable(table: "dlpipe.store", key: "key", value: "value")
+    private static let written = KeyedTable(table: "dlpipe.written", key: "path", value: "writer")
+
+    private func readKeyed(_ t: KeyedTable, _ key: String) throws(StateFailure) -> String? {
+        try call("read the state") { connection throws(PostgresError) in
+            try connection.execute(
+                "SELECT \(t.value) FROM \(t.table) WHERE job_id = $1 AND \(t.key) = $2", [.int(job), .text(key)]
+            ).rows.first?.text(t.value)
+        }
+    }
+
+    private func writeKeyed(_ t: KeyedTable, _ key: String, _ value: String) throws(StateFailure) {
+        _ = try call("write the state") { connection throws(PostgresError) in
+            try connection.execute(
+                """
+                INSERT INTO \(t.table) (job_id, \(t.key), \(t.value)) VALUES ($1, $2, $3)
+                ON CONFLICT (job_id, \(t.key)) DO UPDATE SET \(t.value) = excluded.\(t.value)
+                """, [.int(job), .text(key), .text(value)])
         }
     }
 }
