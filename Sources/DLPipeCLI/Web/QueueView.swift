@@ -136,7 +136,7 @@ final class QueueView: WebSource, @unchecked Sendable {
 
     /// The document keeps its shape while the database cannot be read: the
     /// last jobs read, marked stale with the error and since when (a page
-    /// whose jobs vanished in an outage showed nothing to act on).
+    /// whose jobs vanish in an outage shows nothing to act on).
     private func publish(_ failure: QueueReadError) {
         let api = QueueViewDocument.json(
             lastRead?.fleet, address: address, name: name, throughput: samples.mapValues(\.speeds), outage: failure)
