@@ -21,6 +21,9 @@
 
 static int dl_stop_signal_count = 0;
 static int dl_stop_pipe_write = -1;
+// Set by a process that keeps no part files (`dlpipe web`): the second
+// signal's line then claims none.
+static int dl_stop_keeps_nothing = 0;
 
 // Paths the second signal removes before it quits (`get -o -`'s staging
 // folder: files first, then the folder). Fixed buffers: a handler may not
@@ -50,7 +53,7 @@ static void dl_stop_signal_handler(int number) {
         }
         struct pollfd err = { .fd = 2, .events = POLLOUT, .revents = 0 };
         if (poll(&err, 1, 0) == 1 && (err.revents & POLLOUT)) {
-            if (count > 0) (void)!write(2, removed, sizeof removed - 1);
+            if (count > 0 || __atomic_load_n(&dl_stop_keeps_nothing, __ATOMIC_SEQ_CST)) (void)!write(2, removed, sizeof removed - 1);
             else (void)!write(2, message, sizeof message - 1);
         }
         _exit(130);
@@ -76,6 +79,11 @@ static inline int dl_stop_signals_install(void) {
     return fds[0];
 }
 
+/// The process has no part files: the second signal says only that it quits.
+static inline void dl_stop_signals_keep_nothing(void) {
+    __atomic_store_n(&dl_stop_keeps_nothing, 1, __ATOMIC_SEQ_CST);
+}
+
 /// Adds a path for the second signal to remove (a file, or an empty folder)
 /// before it quits; 0, or -1 when there is no room for it.
 static inline int dl_stop_signals_remove_on_quit(const char *path) {
@@ -94,7 +102,8 @@ static inline void dl_stop_signals_request(void) {
     int expected = 0;
     if (dl_stop_pipe_write < 0) return;
     if (!__atomic_compare_exchange_n(&dl_stop_signal_count, &expected, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return;
-    unsigned char byte = (unsigned char)SIGTERM;
+    // 0, no signal's number: the stop thread tells it from a signal.
+    unsigned char byte = 0;
     (void)!write(dl_stop_pipe_write, &byte, 1);
 }
 

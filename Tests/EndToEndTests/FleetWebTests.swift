@@ -17,7 +17,7 @@ import TestSupport
 
     /// Starts `dlpipe web ARGUMENTS --listen 127.0.0.1:0` and reads the
     /// page's URL from its stderr.
-    private func startView(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Subprocess, String) {
+    static func startView(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Subprocess, String) {
         let view = try Subprocess(Paths.binary, ["web"] + arguments, environment: environment, timeout: 90)
         let url = await offThePool { () -> String? in
             while let line = view.readStderrLine() {
@@ -40,7 +40,7 @@ import TestSupport
                 ["run", jobFile, "-d", out, "--queue", queue, "--name", name, "--settle", "0", "--lease", "5", "-j", "2", "--retries", "0"]
                     + resolving)
         }
-        let (view, base) = try await startView(["--queue", queue, "--listen", "127.0.0.1:0"])
+        let (view, base) = try await Self.startView(["--queue", queue, "--listen", "127.0.0.1:0"])
         let polled = await offThePool {
             Result { try pollUntil(seconds: 30) { () -> WebReply? in
                 let reply = try WebReply.fetch(base + "api/view")
@@ -105,7 +105,7 @@ import TestSupport
         let missing = server.url("/files/none.bin")
         let run = try await DLPipeRun.run(["get", server.url("/files/a.bin"), missing, "-d", out, "--retries", "0"])
         #expect(run.status == 1, "\(run.stderr)")
-        let (view, base) = try await startView([out])
+        let (view, base) = try await Self.startView([out])
         let (api, metrics) = try await offThePool {
             Result { (try WebReply.fetch(base + "api/view"), try WebReply.fetch(base + "metrics")) }
         }.get()
@@ -130,7 +130,7 @@ import TestSupport
         #expect(bare.status == 2 && bare.stderr.contains("DLPIPE_WEB_TOKEN"), "\(bare.stderr)")
         let queueBare = try await DLPipeRun.run(["web", "--queue", queue, "--listen", "0.0.0.0:0"])
         #expect(queueBare.status == 2, "\(queueBare.stderr)")
-        let (view, base) = try await startView([out, "--listen", "0.0.0.0:0"], environment: ["DLPIPE_WEB_TOKEN": "fleet-token"])
+        let (view, base) = try await Self.startView([out, "--listen", "0.0.0.0:0"], environment: ["DLPIPE_WEB_TOKEN": "fleet-token"])
         let local = base.replacingOccurrences(of: "0.0.0.0", with: "127.0.0.1")
         let (without, with) = try await offThePool {
             Result { (try WebReply.fetch(local + "api/view"), try WebReply.fetch(local + "api/view", headers: ["Authorization: Bearer fleet-token"])) }
@@ -142,7 +142,7 @@ import TestSupport
 
     /// A database that no worker used yet: the view says so, and creates nothing there.
     @Test func aDatabaseWithoutAQueueStaysWithout() async throws {
-        let (view, base) = try await startView(["--queue", queue, "--name", "later"])
+        let (view, base) = try await Self.startView(["--queue", queue, "--name", "later"])
         let api = try await offThePool {
             Result { try pollUntil(seconds: 10) { () -> WebReply? in
                 let reply = try WebReply.fetch(base + "api/queue")
@@ -157,11 +157,11 @@ import TestSupport
         #expect(schema == 0, "the view migrated nothing")
     }
 
-    private static func firstJob(_ reply: WebReply) -> [String: Any]? {
+    static func firstJob(_ reply: WebReply) -> [String: Any]? {
         (reply.json["jobs"] as? [[String: Any]])?.first
     }
 
-    private static func promtool(_ text: String) async throws {
+    static func promtool(_ text: String) async throws {
         let scraped = try TempDir.make("fleet-metrics") + "/metrics.txt"
         try text.write(toFile: scraped, atomically: true, encoding: .utf8)
         let check = try await offThePool { Result { try Subprocess("/usr/bin/promtool", ["check", "metrics"], stdin: scraped, timeout: 30).finish() } }.get()
@@ -170,7 +170,7 @@ import TestSupport
 
     /// Headless Chromium as root in a container, its time bounded: 3 s of
     /// the page's time (it polls every 2 s).
-    private static func chromium(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    static func chromium(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let profile = try TempDir.make("chromium")
         return try Subprocess(
             "/usr/bin/chromium",

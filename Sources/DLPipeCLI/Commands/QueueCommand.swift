@@ -51,10 +51,10 @@ enum QueueCommand {
                     try QueueControlPlane.failures(job: name, run: run.map(Int64.init), host: host, kind: kind, on: connection)
                 }
                 if let missing = missingRun(run, reading, name: name) { return missing }
-                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.failures($0, json: json) }
+                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.failures($0, json: json, name: name, host: host, kind: kind) }
             case "runs":
                 let reading = try await session.perform { connection throws(PostgresError) in try QueueControlPlane.runs(job: name, on: connection) }
-                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.runs($0, json: json) }
+                return QueueStatusCommand.show(reading, address: address, name: name) { QueueControlReport.runs($0, json: json, name: name) }
             case "retry":
                 let reading = try await session.perform { connection throws(PostgresError) in
                     try QueueControlPlane.retryFailed(job: name, host: host, kind: kind, on: connection)

@@ -44,9 +44,7 @@ enum StatusCommand {
                 print(object.json)
             } else {
                 if let queueHint {
-                    // Downloads did run here, a shared queue's: their state is
-                    // in its database. "No download has run here" misled.
-                    print("\(directory): no dlpipe state of its own (the downloads here are a shared queue's, kept in its database)")
+                    print(sharedQueueHeadline(directory))
                     print(queueHint)
                 } else {
                     print("\(directory): no dlpipe state (no download has run here)")
@@ -77,12 +75,22 @@ enum StatusCommand {
         return ExitCode.ok
     }
 
+    /// What a directory without a state of its own, which a shared queue's
+    /// workers wrote into, is (`status DIR` and `web DIR` both say it):
+    /// downloads did run here, their state is in the queue's database; "no
+    /// download has run here" misled.
+    static func sharedQueueHeadline(_ directory: String) -> String {
+        "\(directory): no dlpipe state of its own (the downloads here are a shared queue's, kept in its database)"
+    }
+
     /// A line saying that workers of a shared queue write or wrote into
     /// `directory` (they keep their part files in `.dlpipe/queue/JOB/`),
     /// whose state is in the queue's database, not here; nil when none did.
     /// A job whose folder's `active` file a process holds has workers here
     /// now; the others wrote here before (or were refused and left).
-    static func sharedQueueHint(_ directory: String) -> String? {
+    /// `command` is the one it points to (`status` or `web`), with the queue's
+    /// address left for the reader to fill in.
+    static func sharedQueueHint(_ directory: String, command: String = "status") -> String? {
         let found = sharedQueueJobs(directory)
         guard !found.isEmpty else { return nil }
         let jobs = found.map(\.id)
@@ -103,7 +111,7 @@ enum StatusCommand {
         let printable = known.first.map { !$0.unicodeScalars.contains(where: isControl) } ?? false
         let name = known.count == 1 && names.count == jobs.count && printable ? shellWord(known.first!) : "NAME"
         return "shared queue: " + parts.joined(separator: ", those of ") + "; "
-            + "what they fetched is in the queue's database: dlpipe status --queue URL --name \(name)"
+            + "what they fetched is in the queue's database: dlpipe \(command) --queue URL --name \(name)"
     }
 
     /// The queue jobs whose workers write or wrote into `directory` (their

@@ -57,9 +57,10 @@ final class StopSignals: Sendable {
         _ descriptor: Int32, engine: DownloadEngine, reporter: any Reporter, announce: String,
         afterStop: @escaping @Sendable () -> Void
     ) {
-        var byte: UInt8 = 0
+        var byte = UInt8(SIGTERM)
         while read(descriptor, &byte, 1) < 0 && errno == EINTR {}
-        Terminal.error(announce)
+        // 0: `requestStop`, no signal; its line must not speak of a Ctrl-C.
+        Terminal.error(byte == 0 ? requested(announce) : announce)
         Task {
             await engine.stop()
             afterStop()
@@ -74,6 +75,13 @@ final class StopSignals: Sendable {
     /// already began one. A later Ctrl-C quits at once, as a second signal.
     func requestStop() {
         dl_stop_signals_request()
+    }
+
+    /// The first signal's line for a stop that `dlpipe queue stop` asked:
+    /// no Ctrl-C came, so none is "again"; a Ctrl-C now quits at once.
+    static func requested(_ announce: String) -> String {
+        announce.replacingOccurrences(of: "dlpipe: stopping (", with: "dlpipe: stopping as `dlpipe queue stop` asked (")
+            .replacingOccurrences(of: "; press Ctrl-C again to quit at once)", with: "; a Ctrl-C quits at once)")
     }
 
     /// Parks the caller while the stop task finishes and exits the process.

@@ -69,6 +69,7 @@ enum WebCommand {
 
     /// Returns at the first SIGINT or SIGTERM (a second one exits at once).
     private static func untilStopped() async {
+        dl_stop_signals_keep_nothing()
         let descriptor = dl_stop_signals_install()
         guard descriptor >= 0 else {
             Terminal.error("dlpipe: cannot catch SIGINT and SIGTERM: \(String(cString: strerror(errno)))")

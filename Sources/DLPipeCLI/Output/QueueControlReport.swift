@@ -6,7 +6,8 @@ import Foundation
 /// workers hold is `transferring`, `held ahead` and `placing`, and a run's
 /// counts are `downloaded` (files fetched) and `unchanged` (a 304).
 enum QueueControlReport {
-    static func failures(_ list: QueueFailureList, json: Bool) -> String {
+    /// `host` and `kind`: the filters asked for, which an empty list names.
+    static func failures(_ list: QueueFailureList, json: Bool, name: String = "", host: String? = nil, kind: String? = nil) -> String {
         if json {
             var object = JSONObject()
             object.add("run", list.run)
@@ -23,8 +24,12 @@ enum QueueControlReport {
             }.joined(separator: ",") + "]")
             return object.json
         }
-        guard let run = list.run else { return "no run of the job yet" }
-        var out = "run #\(run): \(list.failures.isEmpty ? "no" : String(list.failures.count)) failed\n"
+        guard let run = list.run else { return noRunKept(name) }
+        guard !list.failures.isEmpty else {
+            let filters = (host.map { [" on host \(Terminal.clean($0))"] } ?? []) + (kind.map { [" of kind \(Terminal.clean($0))"] } ?? [])
+            return "no failure\(filters.joined()) in run #\(run)\n"
+        }
+        var out = "run #\(run): \(list.failures.count) failed\n"
         for failure in list.failures {
             let url = RedactedURL.text(failure.url)
             let when = failure.endedAgo.map { ", \(QueueStatusReport.age($0)) ago" } ?? ""
@@ -35,7 +40,7 @@ enum QueueControlReport {
         return out
     }
 
-    static func runs(_ history: [QueueRunHistory], json: Bool) -> String {
+    static func runs(_ history: [QueueRunHistory], json: Bool, name: String = "") -> String {
         if json {
             return "[" + history.map { entry -> String in
                 var o = JSONObject()
@@ -60,7 +65,7 @@ enum QueueControlReport {
                 return o.json
             }.joined(separator: ",") + "]"
         }
-        guard !history.isEmpty else { return "no run of the job yet" }
+        guard !history.isEmpty else { return noRunKept(name) }
         var out = ""
         for entry in history {
             let run = entry.run
@@ -134,7 +139,7 @@ enum QueueControlReport {
             object.add("reopened", retried.reopened)
             return object.json
         }
-        guard let run = retried.run else { return "job \(Terminal.clean(name)) has no run yet\n" }
+        guard let run = retried.run else { return noRunKept(name) }
         guard retried.retried > 0 else { return "run #\(run): no failed download to retry\n" }
         let plural = retried.retried == 1 ? "" : "s"
         return "run #\(run): \(retried.retried) failed download\(plural) ready again"
@@ -149,12 +154,21 @@ enum QueueControlReport {
             object.add("job", name)
             object.add("run", cancelled.run)
             object.add("queued_cancelled", cancelled.queued)
+            object.add("already_cancelled", cancelled.cancelledAgo != nil)
             object.add("workers", json: workersJSON(live))
             return object.json
         }
         guard let run = cancelled.run else { return "job \(Terminal.clean(name)) has no open run\n" }
-        var out = "run #\(run) cancelled: \(cancelled.queued) waiting download\(cancelled.queued == 1 ? "" : "s") ended cancelled;"
-            + " the workers cancel what they hold, then the run ends (done runs once)\n"
+        var out: String
+        if let ago = cancelled.cancelledAgo {
+            // Not "cancelled 0" as if this one cancelled again: the first did, and the run settles.
+            out = "run #\(run) was already cancelled \(QueueStatusReport.age(ago)) ago and is settling: the workers cancel what they hold,"
+                + " then the run ends (done runs once)"
+                + (cancelled.queued > 0 ? "; \(cancelled.queued) waiting download\(cancelled.queued == 1 ? "" : "s") since ended cancelled" : "") + "\n"
+        } else {
+            out = "run #\(run) cancelled: \(cancelled.queued) waiting download\(cancelled.queued == 1 ? "" : "s") ended cancelled;"
+                + " the workers cancel what they hold, then the run ends (done runs once)\n"
+        }
         for worker in live {
             out += "  #\(worker.id) \(Terminal.clean(worker.hostname)) pid \(worker.pid): \(QueueStatusReport.held(worker))\n"
         }
@@ -171,6 +185,11 @@ enum QueueControlReport {
             return object.json
         }
         return "job \(Terminal.clean(name)): deleted \(purged.runs) ended run\(purged.runs == 1 ? "" : "s") (\(purged.workerRows) workers' counts); \(purged.kept) kept\n"
+    }
+
+    /// A job with no run: none made yet, or every one purged; either way none is kept.
+    private static func noRunKept(_ name: String) -> String {
+        "no run of job \(Terminal.clean(name)) is kept (a worker's start makes one; `dlpipe queue purge` deletes ended ones)\n"
     }
 
     /// "435 downloaded, 19876 unchanged, 3 failed, 0 handled", then the

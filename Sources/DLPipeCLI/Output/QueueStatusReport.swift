@@ -161,8 +161,11 @@ enum QueueStatusReport {
         for (name, count) in job.counts.named { object.add(name, count) }
         object.add("workers_alive", job.workersAlive)
         object.add("workers_expired", job.workersExpired)
-        object.add("paused", job.pausedAgo != nil)
-        object.add("paused_ago", job.pausedAgo)
+        // `paused` is a count by status above: the job's own pause has keys
+        // of its own (one object with one key twice is not JSON a strict
+        // reader takes).
+        object.add("job_paused", job.pausedAgo != nil)
+        object.add("job_paused_ago", job.pausedAgo)
     }
 
     /// An older schema is read as it is; say that a worker will migrate it.

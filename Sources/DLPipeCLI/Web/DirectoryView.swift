@@ -73,9 +73,14 @@ final class DirectoryView: WebSource, @unchecked Sendable {
                 object.add("state", "error")
                 object.add("error", error.message)
             }
+        } else if let hint = StatusCommand.sharedQueueHint(directory, command: "web") {
+            object.add("state", "shared queue")
+            object.add("note", StatusCommand.sharedQueueHeadline(directory))
+            object.add("hint", hint)
         } else {
             object.add("state", "no state")
         }
+        object.add("shared_queue", json: StatusCommand.sharedQueueJSON(directory))
         let metrics = Self.metrics(counts: counts, runs: runs, holder: holder)
         published.withLock { $0 = (Array(object.json.utf8), Array(metrics.utf8)) }
     }

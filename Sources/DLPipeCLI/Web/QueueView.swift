@@ -20,6 +20,11 @@ final class QueueView: WebSource, @unchecked Sendable {
     /// Per job: bytes of finished files at the last reads, and the speed samples.
     private var samples: [String: (last: (at: Double, bytes: Int64)?, speeds: [(at: Double, speed: Double)])] = [:]
     private let start = Date()
+    /// The last read that succeeded, and when: shown, marked stale, while
+    /// later reads fail (touched only by the refresh thread).
+    private var lastRead: (fleet: QueueFleet, at: Date)?
+    /// When the reads began to fail; nil while they succeed.
+    private var failingSince: Date?
 
     /// Jobs shown in detail without `--name` (the list names them all).
     static let jobsShown = 20
@@ -64,10 +69,16 @@ final class QueueView: WebSource, @unchecked Sendable {
                     open = try PostgresConnection(address, applicationName: "dlpipe web")
                 }
                 connection = open
-                publish(try read(open))
+                let fleet = try read(open)
+                lastRead = (fleet, Date())
+                failingSince = nil
+                publish(fleet)
             } catch {
                 connection = nil
-                publish(QueueReadError(message: error.kind == .connection ? error.unreachableMessage : "\(error.message)"))
+                let since = failingSince ?? Date()
+                failingSince = since
+                publish(QueueReadError(
+                    message: error.kind == .connection ? error.unreachableMessage : "\(error.message)", since: since, lastRead: lastRead?.at))
             }
             let left = interval - Date().timeIntervalSince(began)
             if left > 0 { Thread.sleep(forTimeInterval: left) }
@@ -123,13 +134,14 @@ final class QueueView: WebSource, @unchecked Sendable {
         published.withLock { $0 = (Array(api.utf8), Array(metrics.utf8)) }
     }
 
+    /// The document keeps its shape while the database cannot be read: the
+    /// last jobs read, marked stale with the error and since when (a page
+    /// whose jobs vanish in an outage shows nothing to act on).
     private func publish(_ failure: QueueReadError) {
-        var object = JSONObject()
-        object.add("kind", "queue")
-        object.add("queue", address.description)
-        object.add("error", failure.message)
+        let api = QueueViewDocument.json(
+            lastRead?.fleet, address: address, name: name, throughput: samples.mapValues(\.speeds), outage: failure)
         let metrics = QueueViewMetrics.down()
-        published.withLock { $0 = (Array(object.json.utf8), Array(metrics.utf8)) }
+        published.withLock { $0 = (Array(api.utf8), Array(metrics.utf8)) }
     }
 }
 
@@ -153,4 +165,8 @@ struct QueueFleet {
 /// Why the last read failed (the view shows it and keeps trying).
 struct QueueReadError {
     var message: String
+    /// The first read that failed in a row.
+    var since: Date
+    /// The last read that succeeded, whose jobs the view still shows.
+    var lastRead: Date?
 }

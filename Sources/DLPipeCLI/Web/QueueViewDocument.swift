@@ -9,13 +9,28 @@ import Foundation
 /// transfers and the throughput over time.
 enum QueueViewDocument {
     /// `name`: the one job asked for (`--name`), said `missing` while the queue has none of that name.
+    /// `fleet`: the last read (nil: none succeeded yet); `outage`: why the
+    /// reads fail now, which marks it stale.
     static func json(
-        _ fleet: QueueFleet, address: PostgresAddress, name: String?, throughput: [String: [(at: Double, speed: Double)]]
+        _ fleet: QueueFleet?, address: PostgresAddress, name: String?, throughput: [String: [(at: Double, speed: Double)]],
+        outage: QueueReadError? = nil
     ) -> String {
         var object = JSONObject()
         object.add("kind", "queue")
         object.add("queue", address.description)
-        object.add("generated_at", ISO8601DateFormatter().string(from: Date()))
+        let time = ISO8601DateFormatter()
+        object.add("generated_at", time.string(from: Date()))
+        if let outage {
+            object.add("error", outage.message)
+            object.add("error_since", time.string(from: outage.since))
+            object.add("stale", true)
+            object.add("read_at", outage.lastRead.map { time.string(from: $0) })
+        }
+        guard let fleet else {
+            object.add("state", "unread")
+            object.add("jobs", json: "[]")
+            return object.json
+        }
         guard let list = fleet.list else {
             object.add("state", "no queue")
             object.add("jobs", json: "[]")
@@ -77,8 +92,10 @@ enum QueueViewMetrics {
         family("dlpipe_received_bytes_total", "counter", "Bytes of the files finished in the job's runs kept.") { job in
             [labels(job) + " \(job.history.reduce(0) { $0 + $1.bytes })"]
         }
-        family("dlpipe_queue_downloads", "gauge", "The job's downloads by status now.") { job in
-            job.report.job.counts.named.map { labels(job, ",status=\"\($0.name)\"") + " \($0.count)" }
+        // `running` is the sum of transferring, held_ahead and placing: only
+        // the parts, so that a sum() over the statuses counts each download once.
+        family("dlpipe_queue_downloads", "gauge", "The job's downloads by status now (running told as its parts).") { job in
+            job.report.job.counts.named.filter { $0.name != "running" }.map { labels(job, ",status=\"\($0.name)\"") + " \($0.count)" }
         }
         family("dlpipe_transfers_in_flight", "gauge", "Downloads transferring now, across every worker.") { job in
             [labels(job) + " \(job.report.job.counts.transferring)"]

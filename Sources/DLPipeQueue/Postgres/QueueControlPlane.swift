@@ -247,7 +247,11 @@ extension QueueControlPlane {
             guard let job = try jobID(name, lock: true, on: connection) else { return try unknown(on: connection) }
             let rows = try connection.execute(
                 """
-                WITH open AS (SELECT id FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NULL FOR UPDATE),
+                WITH open AS (
+                  SELECT id, cancel_asked_at IS NOT NULL AS already,
+                    extract(epoch FROM now() - cancel_asked_at)::float8 AS asked_ago
+                  FROM dlpipe.runs WHERE job_id = $1 AND ended_at IS NULL FOR UPDATE
+                ),
                 swept AS (
                   UPDATE dlpipe.downloads SET status = 'cancelled', ended_at = now(), secret = NULL, worker_id = NULL, last_error = $2
                   WHERE job_id = $1 AND status = 'ready' AND EXISTS (SELECT 1 FROM open)
@@ -262,11 +266,14 @@ extension QueueControlPlane {
                 notified AS (
                   SELECT pg_notify('\(QueueSchema.workChannel)', $1::text || '\(QueueSchema.cancelInfix)' || marked.id::text) FROM marked
                 )
-                SELECT open.id, (SELECT count(*) FROM swept) AS swept, (SELECT count(*) FROM notified) AS notified FROM open
+                SELECT open.id, open.already, open.asked_ago, (SELECT count(*) FROM swept) AS swept,
+                  (SELECT count(*) FROM notified) AS notified
+                FROM open
                 """, [.int(job), .text(cancelledError)]).rows
             let workers = try QueueReport.workers(of: job, version: QueueSchema.controlsVersion, on: connection)
             guard let row = rows.first else { return .found(QueueCancelledRun(run: nil, queued: 0, workers: workers)) }
-            return .found(QueueCancelledRun(run: try row.int("id"), queued: try row.int("swept"), workers: workers))
+            let asked = try row.bool("already") ? try QueueSnapshot.age(row, "asked_ago") ?? 0 : nil
+            return .found(QueueCancelledRun(run: try row.int("id"), queued: try row.int("swept"), workers: workers, cancelledAgo: asked))
         }
     }
 }
@@ -279,6 +286,10 @@ package struct QueueCancelledRun: Sendable, Equatable {
     package let queued: Int64
     /// The job's workers, with what each holds (and now cancels).
     package let workers: [QueueWorkerStatus]
+    /// How long ago an earlier cancel of the same run was asked (the run
+    /// is settling: its workers cancel what they hold); nil when this one
+    /// is the first.
+    package var cancelledAgo: Double? = nil
 }
 
 extension SharedQueue {

@@ -82,12 +82,19 @@ extension QueueRunHistory {
             """, [.int(job)]).rows
         let workerRows = try connection.execute(
             """
-            SELECT rw.run_id, rw.worker_id, w.hostname, w.pid, rw.finished, rw.unchanged, rw.failed, rw.handled,
-              rw.skipped, rw.cancelled, rw.bytes
-            FROM dlpipe.run_workers rw JOIN dlpipe.runs r ON r.id = rw.run_id
-            LEFT JOIN dlpipe.workers w ON w.id = rw.worker_id
+            SELECT x.run_id, x.worker_id, w.hostname, w.pid, coalesce(rw.finished, 0) AS finished,
+              coalesce(rw.unchanged, 0) AS unchanged, coalesce(rw.failed, 0) AS failed, coalesce(rw.handled, 0) AS handled,
+              coalesce(rw.skipped, 0) AS skipped, coalesce(rw.cancelled, 0) AS cancelled, coalesce(rw.bytes, 0) AS bytes
+            FROM (
+              -- A worker that joined the run and reported nothing yet is one
+              -- of its workers too (0 counts), not missing from it.
+              SELECT run_id, worker_id FROM dlpipe.run_workers
+              UNION SELECT run_id, id FROM dlpipe.workers WHERE run_id IS NOT NULL
+            ) x JOIN dlpipe.runs r ON r.id = x.run_id
+            LEFT JOIN dlpipe.run_workers rw ON rw.run_id = x.run_id AND rw.worker_id = x.worker_id
+            LEFT JOIN dlpipe.workers w ON w.id = x.worker_id
             WHERE r.job_id = $1
-            ORDER BY rw.run_id, rw.worker_id
+            ORDER BY x.run_id, x.worker_id
             """, [.int(job)]).rows
         var byRun: [Int64: [QueueRunWorker]] = [:]
         for row in workerRows {

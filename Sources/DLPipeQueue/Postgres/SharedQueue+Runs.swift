@@ -31,8 +31,8 @@ extension SharedQueue {
     package func endOrphanedRun(except worker: Int64, on connection: PostgresConnection) throws(PostgresError) -> Bool {
         !(try connection.execute(
             """
-            WITH ended AS (
-              UPDATE dlpipe.runs r SET ended_at = now(), exit_code = 130
+            WITH ending AS (
+              SELECT r.id FROM dlpipe.runs r
               WHERE r.job_id = $1 AND r.ended_at IS NULL
                 AND NOT EXISTS (
                   SELECT 1 FROM dlpipe.workers w
@@ -43,7 +43,7 @@ extension SharedQueue {
                 AND (r.reopened_at IS NULL OR EXISTS (
                   SELECT 1 FROM dlpipe.workers w
                   WHERE w.run_id = r.id AND coalesce(w.stopped_at, w.lease_until) >= r.reopened_at))
-              RETURNING r.id
+              FOR UPDATE OF r
             ),
             -- Claims are by row: a live worker (one of an older run that
             -- follows) keeps what it holds.
@@ -52,8 +52,8 @@ extension SharedQueue {
               -- Every ready row is the ending run's work, whichever run queued
               -- it (a --follow worker's download of an older run, resumed).
               SELECT d.id, CASE WHEN d.status <> 'ready' THEN d.slot_host END AS slot_host
-              FROM dlpipe.downloads d, ended
-              WHERE d.job_id = $1 AND (d.status = 'ready' OR (d.run_id = ended.id AND d.status IN ('running', 'paused') AND NOT EXISTS (
+              FROM dlpipe.downloads d, ending
+              WHERE d.job_id = $1 AND (d.status = 'ready' OR (d.run_id = ending.id AND d.status IN ('running', 'paused') AND NOT EXISTS (
                 SELECT 1 FROM dlpipe.workers w
                 WHERE w.id = d.worker_id AND w.stopped_at IS NULL AND w.lease_until > now())))
               FOR NO KEY UPDATE OF d
@@ -64,6 +64,14 @@ extension SharedQueue {
                   secret = NULL, ended_at = now(), last_error = '\(Self.interruptedRunError)'
               FROM owed WHERE d.id = owed.id
               RETURNING owed.slot_host
+            ),
+            -- What ends with the run counts in it as cancelled, as the job's
+            -- counts by status count those rows: a run's history and
+            -- `status` agree.
+            ended AS (
+              UPDATE dlpipe.runs r SET ended_at = now(), exit_code = 130, cancelled = r.cancelled + (SELECT count(*) FROM closed)
+              FROM ending WHERE r.id = ending.id
+              RETURNING r.id
             ),
             slots AS (
               UPDATE dlpipe.hosts h SET in_flight = h.in_flight - c.n
