@@ -25,17 +25,27 @@ extension ScriptHost {
         }
     }
 
+    /// `__dl.add(table)`, or `__dl.add(url, parent, depth)` for a bare URL
+    /// (the prelude's form for `dl.add("...")`: no table to build and read).
     func add(_ args: [LuaValue]) throws(LuaCallError) -> [LuaValue] {
-        guard case .table(let fields)? = args.first else { throw LuaCallError("dl.add wants a table") }
+        var fields: [String: LuaValue] = [:]
+        switch args.first {
+        case .table(let table)?:
+            // Keyed by Swift strings (the names are short: no allocation each): a
+            // lookup by `LuaValue(name)` made a byte array for each of the 17 names.
+            fields.reserveCapacity(table.count)
+            for (key, value) in table { if let name = key.text { fields[name] = value } }
+        case .string?:
+            fields["url"] = args[0]
+            if args.count > 1, args[1] != .nil_ { fields["parent"] = args[1] }
+            if args.count > 2, args[2] != .nil_ { fields["depth"] = args[2] }
+        default:
+            throw LuaCallError("dl.add wants a table")
+        }
         return try add(fields).values
     }
 
-    private func add(_ table: [LuaValue: LuaValue]) throws(LuaCallError) -> AddOutcome {
-        // Keyed by Swift strings (the names are short: no allocation each): a
-        // lookup by `LuaValue(name)` made a byte array for each of the 17 names.
-        var fields: [String: LuaValue] = [:]
-        fields.reserveCapacity(table.count)
-        for (key, value) in table { if let name = key.text { fields[name] = value } }
+    private func add(_ fields: [String: LuaValue]) throws(LuaCallError) -> AddOutcome {
         guard let url = fields["url"]?.text else { throw LuaCallError("url must be a string") }
         // Past the limit, refused before any work on it: one hostile link must not hold the run.
         if let problem = URLLimit.problem(url) { return .refused(problem) }
@@ -117,7 +127,7 @@ extension ScriptHost {
         // deduplicates only open downloads.)
         let key = request.deduplicationKey
         if let id = addedKeys[key] { return .added(provisional.shown(id)) }
-        if let position = topLevel?.id(ofKey: key, request) { return .added(provisional.id(ofPosition: position)) }
+        if let position = topLevel?.id(ofKey: key) { return .added(provisional.id(ofPosition: position)) }
         if let engine {
             let id = engine.add(request).rawValue
             // 0: a shared queue's run has queued the job's max_downloads,

@@ -24,20 +24,24 @@ final class TopLevelAdds {
     /// Downloads added so far (the last id given).
     private(set) var count = 0
     let inMemoryLimit: Int
+    private let makeStore: () throws(StateFailure) -> any PendingRequests
     private static let pageSize = 1024
 
-    init(inMemoryLimit: Int = 8192) {
+    init(inMemoryLimit: Int = 8192,
+         makeStore: @escaping () throws(StateFailure) -> any PendingRequests = { () throws(StateFailure) in
+             try SQLitePendingRequests(besideState: nil)
+         }) {
         self.inMemoryLimit = inMemoryLimit
+        self.makeStore = makeStore
     }
 
-    /// The id of an added request with this key, if any.
-    func id(ofKey key: String, _ request: DownloadRequest) -> Int? {
-        if let id = keys[key] { return id }
-        guard stored > 0, PendingRule.storable(request) else { return nil }
-        return try? store?.number(ofKey: key)
-    }
+    /// The id of a request with this key kept in memory, if any. One in the
+    /// store is found by `add` (its insert finds the key), so that a new URL,
+    /// which is what a long list holds, costs the store one statement, not two.
+    func id(ofKey key: String) -> Int? { keys[key] }
 
-    /// Adds a request not added before (`id(ofKey:)` was nil); its id.
+    /// Adds a request whose key `id(ofKey:)` did not know: its new id, or the
+    /// id of the stored request with the same key.
     func add(key: String, _ request: DownloadRequest) -> Int {
         count += 1
         if keys.count >= inMemoryLimit, PendingRule.storable(request), let store = openStore() {
@@ -49,7 +53,11 @@ final class TopLevelAdds {
                 stored += 1
                 return count
             } catch {
-                // Kept in memory below: nothing is lost.
+                // Kept in memory below, unless the store has the key: nothing is lost.
+                if stored > 0, let known = try? store.number(ofKey: key) {
+                    count -= 1
+                    return known
+                }
             }
         }
         if leading.count == count - 1 { leading.append(request) } else { inMemory[count] = request }
@@ -65,7 +73,7 @@ final class TopLevelAdds {
     private func openStore() -> (any PendingRequests)? {
         if store == nil && !storeFailed {
             do {
-                store = try SQLitePendingRequests(besideState: nil)
+                store = try makeStore()
             } catch {
                 storeFailed = true
             }

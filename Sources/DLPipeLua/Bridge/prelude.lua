@@ -281,10 +281,16 @@ local function meta_json(meta)
   return nil
 end
 
-function dl.add(spec)
-  allowed("dl.add")
-  if type(spec) == "string" then spec = { url = spec } end
-  if type(spec) ~= "table" then fail("dl.add wants a URL or a table") end
+-- dl.add's fields that have a range in api.lua, in its order.
+local ADD_RANGED = {}
+for _, key in ipairs(ADD_ORDER) do
+  if ADD_DEFS[key].range then ADD_RANGED[#ADD_RANGED + 1] = key end
+end
+
+-- What Swift's __dl.add takes (ScriptHost+Add.swift) for a table: the fields
+-- as checked here, so that a bad value is an error of this dl.add call's
+-- line; dl.add adds parent, depth and meta_json, which the prelude knows.
+local function add_request(spec)
   for k in pairs(spec) do
     if not ADD_KEYS[k] then fail("dl.add: " .. unknown("field", k, ADD_ORDER)) end
   end
@@ -296,13 +302,10 @@ function dl.add(spec)
     headers = {}
     for k, v in pairs(spec.headers) do headers[tostring(k)] = tostring(v) end
   end
-  -- What Swift's __dl.add takes (ScriptHost+Add.swift): the fields as checked
-  -- here, so that a bad value is an error of this dl.add call's line, and
-  -- parent, depth and meta_json, which the prelude knows.
   local request = { url = spec.url, name = spec.name, dir = spec.dir, headers = headers, sha256 = spec.sha256 }
   -- Every number against its range in api.lua (priority, timeout, curl's -m, -Y and -y, max_size).
-  for _, key in ipairs(ADD_ORDER) do
-    if spec[key] ~= nil and ADD_DEFS[key].range then request[key] = checked_number("dl.add: ", ADD_DEFS, key, spec[key]) end
+  for _, key in ipairs(ADD_RANGED) do
+    if spec[key] ~= nil then request[key] = checked_number("dl.add: ", ADD_DEFS, key, spec[key]) end
   end
   if spec.into ~= nil and spec.into ~= "file" then
     if spec.into ~= "memory" then
@@ -327,27 +330,46 @@ function dl.add(spec)
     request.body = spec.body
   end
   if spec.meta ~= nil then request.meta_json = meta_json(spec.meta) end
+  return request
+end
+
+function dl.add(spec)
+  allowed("dl.add")
+  -- A bare URL (most adds, and every add of a long list) has no field to
+  -- check, and crosses into Swift as a string: no table to build or read.
+  local request, url, meta = nil, spec, nil
+  if type(spec) == "table" then
+    request = add_request(spec)
+    url, meta = spec.url, spec.meta
+  elseif type(spec) ~= "string" then
+    fail("dl.add wants a URL or a table")
+  end
   local parent = current and current.id or nil
-  request.parent = parent
   -- d.depth: 0 for the job's own adds (top level, done), the parent's + 1 for
   -- an add from a handler of a download. Past max_depth, or past
   -- max_downloads, the add returns nil and warns once: the download whose
   -- handler made it does not fail.
   local depth = parent and ((depths[parent] or current.depth or 0) + 1) or 0
-  if depth > 0 then request.depth = depth end
   if config.max_depth ~= nil and depth > config.max_depth then
     if not warned_limit.max_depth then
       warned_limit.max_depth = true
       -- A notice, not a warning: a crawl limits its depth on purpose, and -q
       -- keeps it out of cron's mail (--json still has it as a warning event).
-      raw.notice((script_position()), parent, "dl.add: " .. spec.url .. " would be at depth " .. depth
+      raw.notice((script_position()), parent, "dl.add: " .. url .. " would be at depth " .. depth
         .. ", past max_depth = " .. config.max_depth .. "; adds past it are dropped")
     end
     return nil
   end
   -- The id, or nil, why ("error", "limit": past max_downloads, "refused": a
   -- URL past the length limit) and the message.
-  local ok, id, why, message = pcall(raw.add, request)
+  local ok, id, why, message
+  if request then
+    request.parent = parent
+    if depth > 0 then request.depth = depth end
+    ok, id, why, message = pcall(raw.add, request)
+  else
+    ok, id, why, message = pcall(raw.add, url, parent, depth > 0 and depth or nil)
+  end
   if not ok then fail("dl.add: " .. tostring(id)) end
   -- A URL past the length limit: nil and a warning, as a bad link on a page
   -- must not fail the handler that met it.
@@ -360,7 +382,7 @@ function dl.add(spec)
     return nil
   end
   if not id then fail("dl.add: " .. tostring(message)) end
-  if spec.meta ~= nil and metas[id] == nil then metas[id] = spec.meta; metas_known[id] = true end
+  if meta ~= nil and metas[id] == nil then metas[id] = meta; metas_known[id] = true end
   -- A depth belongs to the download's first add: a URL met again (in any
   -- spelling that normalises to it) gives back the first id and keeps its
   -- depth, even 0, which is not stored.
