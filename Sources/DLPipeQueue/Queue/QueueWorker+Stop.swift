@@ -18,17 +18,36 @@ extension QueueWorker {
         handler?()
     }
 
-    /// Whether a stop was asked of this worker, and whether its run was
-    /// cancelled: read on the heartbeat's connection after its heartbeat.
-    func controlsAsked(on connection: PostgresConnection) throws(PostgresError) -> (stop: Bool, cancel: Bool) {
+    /// Whether a stop was asked of this worker, whether its run was
+    /// cancelled and whether its job is paused: read on the heartbeat's
+    /// connection after its heartbeat.
+    func controlsAsked(on connection: PostgresConnection) throws(PostgresError) -> (stop: Bool, cancel: Bool, paused: Bool) {
         guard let row = try connection.execute(
             """
             SELECT w.stop_asked_at IS NOT NULL AS stop, EXISTS (
-              SELECT 1 FROM dlpipe.runs r WHERE r.id = $2 AND r.ended_at IS NULL AND r.cancel_asked_at IS NOT NULL) AS cancel
+              SELECT 1 FROM dlpipe.runs r WHERE r.id = $2 AND r.ended_at IS NULL AND r.cancel_asked_at IS NOT NULL) AS cancel,
+              EXISTS (SELECT 1 FROM dlpipe.jobs j WHERE j.id = w.job_id AND j.paused_at IS NOT NULL) AS paused
             FROM dlpipe.workers w WHERE w.id = $1
             """, [.int(worker), .int(run)]
-        ).rows.first else { return (false, false) }
-        return (try row.bool("stop"), try row.bool("cancel"))
+        ).rows.first else { return (false, false, false) }
+        return (try row.bool("stop"), try row.bool("cancel"), try row.bool("paused"))
+    }
+
+    /// `body` is told, on the heartbeat's or the listener's thread, when
+    /// the job is paused (`dlpipe queue pause`: true) and when it is
+    /// resumed (false): once each, the first time only when it is paused.
+    package func whenJobPauseChanges(_ body: @escaping @Sendable (Bool) -> Void) {
+        pauseHandler.withLock { $0.handler = body }
+    }
+
+    /// The job's pause as last read; tells the handler when it changed.
+    func notePaused(_ paused: Bool) {
+        let handler = pauseHandler.withLock { state -> (@Sendable (Bool) -> Void)? in
+            guard state.told != paused else { return nil }
+            state.told = paused
+            return state.handler
+        }
+        handler?(paused)
     }
 
     /// `dlpipe queue cancel` of this worker's run: every download it holds

@@ -111,6 +111,8 @@ package final class QueueWorker: QueueParticipant, @unchecked Sendable {
     let endedRunTold = Mutex<Int64>(0)
     /// Run once when `dlpipe queue stop` asks this worker to leave (`whenStopAsked`).
     let stopHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Told when the job's pause changes (`whenJobPauseChanges`), and what it was last told.
+    let pauseHandler = Mutex<(handler: (@Sendable (Bool) -> Void)?, told: Bool)>((nil, false))
 
     /// Connects, migrates the schema and registers in the job; `joinRun`
     /// joins its run, once the worker may write into its directory.
