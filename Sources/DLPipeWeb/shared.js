@@ -146,3 +146,21 @@ function errorText(kind, status, message, url) {
   if (said.toLowerCase().startsWith(label.toLowerCase())) said = said.slice(label.length).replace(/^[:\s]+/, "");
   return said ? label + ": " + said : label;
 }
+// Reads `path` every `ms` milliseconds and hands the document to `show`;
+// while it cannot, the header's status says `unreachable` and why.
+function pollEvery(path, ms, show, unreachable) {
+  async function poll() {
+    try {
+      const response = await fetch(path, { cache: "no-store", credentials: "same-origin" });
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      show(await response.json());
+      text("status", "");
+      document.getElementById("status").className = "muted";
+    } catch (error) {
+      text("status", unreachable + " (" + error.message + ")" + (path === "api/run" ? "; it may have ended" : ""));
+      document.getElementById("status").className = "muted down";
+    }
+    setTimeout(poll, ms);
+  }
+  poll();
+}
