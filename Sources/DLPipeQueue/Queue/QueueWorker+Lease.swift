@@ -30,12 +30,7 @@ extension QueueWorker {
             do {
                 let (acknowledged, takenBack) = try heartbeatLink.run(patience: every) { connection throws(PostgresError) in
                     let acknowledged = try queue.heartbeat(worker: worker, on: connection)
-                    if acknowledged != nil {
-                        let asked = try controlsAsked(on: connection)
-                        if asked.stop { stopWasAsked() }
-                        if asked.cancel { cancelEverythingHeld() }
-                        notePaused(asked.paused)
-                    }
+                    if acknowledged != nil { try actOnControls(on: connection) }
                     let now = QueueClock.now()
                     if acknowledged != nil, now - state.withLock({ $0.lastAcknowledged }) > lease {
                         takeBackFrom = now + lease

@@ -33,6 +33,17 @@ extension QueueWorker {
         return (try row.bool("stop"), try row.bool("cancel"), try row.bool("paused"))
     }
 
+    /// After an acknowledged heartbeat: a stop or a cancel asked, and the
+    /// job's pause, for a worker whose listener missed their NOTIFY (or
+    /// that started into a pause).
+    func actOnControls(on connection: PostgresConnection) throws(PostgresError) {
+        let heard = pauseNotificationsHeard
+        let asked = try controlsAsked(on: connection)
+        if asked.stop { stopWasAsked() }
+        if asked.cancel { cancelEverythingHeld() }
+        notePaused(asked.paused, heardBefore: heard)
+    }
+
     /// `body` is told, on the heartbeat's or the listener's thread, when
     /// the job is paused (`dlpipe queue pause`: true) and when it is
     /// resumed (false): once each, the first time only when it is paused.
@@ -40,9 +51,20 @@ extension QueueWorker {
         pauseHandler.withLock { $0.handler = body }
     }
 
+    /// The NOTIFYs of a pause or resume heard so far: a heartbeat's reading
+    /// taken before one of them is older than what the listener told.
+    var pauseNotificationsHeard: Int { pauseHandler.withLock { $0.heard } }
+
     /// The job's pause as last read; tells the handler when it changed.
-    func notePaused(_ paused: Bool) {
+    /// `heardBefore`: a heartbeat's reading, dropped when a NOTIFY came
+    /// since it was taken. Nil: the listener's, from a NOTIFY.
+    func notePaused(_ paused: Bool, heardBefore: Int? = nil) {
         let handler = pauseHandler.withLock { state -> (@Sendable (Bool) -> Void)? in
+            if let heardBefore {
+                guard heardBefore == state.heard else { return nil }
+            } else {
+                state.heard += 1
+            }
             guard state.told != paused else { return nil }
             state.told = paused
             return state.handler
