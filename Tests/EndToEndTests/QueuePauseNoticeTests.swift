@@ -6,8 +6,9 @@ import TestSupport
 /// A worker of a paused job says so: once when it finds the job paused
 /// (started into the pause, or paused while it runs), on stderr and as a
 /// `job` event under `--json`, and once when the job is resumed. It had
-/// waited without a word. Every worker has a watchdog, and every wait is
-/// for a line the worker prints, so a worker that never says it fails the test.
+/// waited without a word. Every wait for a line the worker prints is
+/// bounded (60 s, the worker then killed): on the code before, where no
+/// such line came, the test failed at its first wait.
 @Suite struct QueuePauseNoticeTests: QueueRunSuite {
     let fixture: QueueRunFixture
 
@@ -27,15 +28,24 @@ import TestSupport
         }
     }
 
-    /// The worker's stdout lines up to the first that contains `text` (nil: it ended first).
-    private func lines(of process: Subprocess, upTo text: String) async -> [String]? {
-        await offThePool {
-            var read: [String] = []
-            while let line = process.readStdoutLine() {
-                read.append(line)
-                if line.contains(text) { return read }
+    /// The worker's stdout lines up to the first that contains `text` (nil:
+    /// it ended first). A worker that never prints it is killed after 60 s
+    /// (it would wait for ever: a paused job's worker does), and the wait fails.
+    private func lines(of process: Subprocess, upTo text: String) async throws -> [String]? {
+        do {
+            return try await within(seconds: 60, "a line with \(text)") {
+                await offThePool {
+                    var read: [String] = []
+                    while let line = process.readStdoutLine() {
+                        read.append(line)
+                        if line.contains(text) { return read }
+                    }
+                    return nil
+                }
             }
-            return nil
+        } catch {
+            process.signal(SIGKILL)
+            throw error
         }
     }
 
@@ -45,17 +55,17 @@ import TestSupport
         let jobFile = try job.write("job.lua", urls.map { "dl.add('\($0)')" }.joined(separator: "\n"))
         let name = "noticed"
         let first = try worker(jobFile, name: name)
-        #expect(await lines(of: first, upTo: "\"event\":\"progress\"") != nil)
+        #expect(try await lines(of: first, upTo: "\"event\":\"progress\"") != nil)
         #expect(await control("pause", name: name) == 0)
         let pausedEvent = "{\"event\":\"job\",\"job\":\"noticed\",\"state\":\"paused\"}"
         let resumedEvent = "{\"event\":\"job\",\"job\":\"noticed\",\"state\":\"resumed\"}"
-        var firstLines = try #require(await lines(of: first, upTo: pausedEvent), "the running worker says the job is paused")
+        var firstLines = try #require(try await lines(of: first, upTo: pausedEvent), "the running worker says the job is paused")
         // Started into the pause: it says so too, and claims nothing.
         let late = try worker(jobFile, name: name)
-        var lateLines = try #require(await lines(of: late, upTo: pausedEvent), "a worker started while paused says so")
+        var lateLines = try #require(try await lines(of: late, upTo: pausedEvent), "a worker started while paused says so")
         #expect(await control("resume", name: name) == 0)
-        firstLines += try #require(await lines(of: first, upTo: resumedEvent), "the job was resumed")
-        lateLines += try #require(await lines(of: late, upTo: resumedEvent))
+        firstLines += try #require(try await lines(of: first, upTo: resumedEvent), "the job was resumed")
+        lateLines += try #require(try await lines(of: late, upTo: resumedEvent))
         let ended = await offThePool { [first, late].map { $0.finish() } }
         #expect(ended.map(\.status) == [0, 0], "\(ended.map(\.stderr))")
         for (index, (seen, end)) in zip([firstLines, lateLines], ended).enumerated() {
