@@ -3,12 +3,11 @@ import Foundation
 import Testing
 import TestSupport
 
-/// A worker of a paused job says so: once when it finds the job paused
-/// (started into the pause, or paused while it runs), on stderr and as a
-/// `job` event under `--json`, and once when the job is resumed. It had
-/// waited without a word. Every wait for a line the worker prints is
-/// bounded (60 s, the worker then killed): on the code before, where no
-/// such line came, the test failed at its first wait.
+/// A worker of a paused job says so, rather than wait without a word: once
+/// when it finds the job paused (started into the pause, or paused while it
+/// runs), on stderr and as a `job` event under `--json`, and once when the
+/// job is resumed. Every wait for a line the worker prints is bounded (60 s,
+/// the worker then killed): a worker that never says it fails the test there.
 @Suite struct QueuePauseNoticeTests: QueueRunSuite {
     let fixture: QueueRunFixture
 
