@@ -1,32 +1,30 @@
 """--web-page: dlpipe runs with `--web 127.0.0.1:0` while headless Chromium holds its live page
 open, polling `/api/run` once a second as a user's browser does.
 
-One Chromium serves every run of the bench: started once (its start costs a second of
-CPU, which no run should pay), driven over its DevTools pipe (`--remote-debugging-pipe`:
-JSON messages ended by a NUL byte, commands on its fd 3, answers on its fd 4). A run's
-command is `webopen.py` around dlpipe: it reads the page's URL from dlpipe's stderr and
-asks, through a FIFO, for a tab on it; the tab is closed when dlpipe exits."""
+One Chromium with one tab serves every run of the bench: started once (its start and a new
+tab's renderer cost CPU that no run should pay), driven over its DevTools pipe
+(`--remote-debugging-pipe`: JSON messages ended by a NUL byte, commands on its fd 3, answers on
+its fd 4). While a run lasts, a thread of the bench reads the run's stderr as it is written (the
+bench's log of it) and, when dlpipe prints its page's URL, sends the tab there. The command
+timed is dlpipe alone: no wrapper."""
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
-import sys
 import threading
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+URL_LINE = re.compile(rb"web view at (http://[^ ]+/)")
 
 
 class Browser:
     def __init__(self, work):
         self.profile = os.path.join(work, "chromium-profile")
-        self.fifo = os.path.join(work, "webopen.fifo")
         os.makedirs(self.profile, exist_ok=True)
-        if not os.path.exists(self.fifo):
-            os.mkfifo(self.fifo)
         commands_read, self.commands = os.pipe()
         self.answers, answers_write = os.pipe()
-        # Out of the way of 3 and 4, where the shell puts them for Chromium.
+        # Out of the way of 3 and 4, where bash puts them for Chromium.
         ends = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (commands_read, answers_write)]
         for fd in (commands_read, answers_write):
             os.close(fd)
@@ -38,21 +36,22 @@ class Browser:
         for fd in ends:
             os.close(fd)
         self.next_id = 0
-        self.lock = threading.Lock()
         self.replies = {}
-        self.replied = threading.Condition(self.lock)
-        self.tabs = {}
+        self.replied = threading.Condition()
         self.opened = 0
         threading.Thread(target=self.read_answers, daemon=True).start()
-        threading.Thread(target=self.serve_fifo, daemon=True).start()
-        # The first answer says Chromium is up, before any run is timed.
-        self.call("Browser.getVersion", {})
+        # The tab every run's page opens in, made before any run is timed.
+        target = self.call("Target.createTarget", {"url": "about:blank"})["result"]["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["result"]["sessionId"]
 
-    def call(self, method, params, timeout=30):
-        with self.lock:
+    def call(self, method, params, session=None, timeout=30):
+        with self.replied:
             self.next_id += 1
             number = self.next_id
-        os.write(self.commands, json.dumps({"id": number, "method": method, "params": params}).encode() + b"\0")
+        message = {"id": number, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self.commands, json.dumps(message).encode() + b"\0")
         with self.replied:
             if not self.replied.wait_for(lambda: number in self.replies, timeout):
                 raise RuntimeError("chromium did not answer %s" % method)
@@ -73,31 +72,42 @@ class Browser:
                         self.replies[answer["id"]] = answer
                         self.replied.notify_all()
 
-    def serve_fifo(self):
-        """`open URL` and `close URL` lines from the runs' wrappers."""
-        while True:
-            with open(self.fifo) as requests:
-                for line in requests:
-                    verb, _, url = line.strip().partition(" ")
-                    try:
-                        if verb == "open":
-                            answer = self.call("Target.createTarget", {"url": url})
-                            self.tabs[url] = answer["result"]["targetId"]
-                            self.opened += 1
-                        elif verb == "close" and url in self.tabs:
-                            self.call("Target.closeTarget", {"targetId": self.tabs.pop(url)})
-                    except (RuntimeError, KeyError) as error:
-                        print("  chromium: %s %s: %s" % (verb, url, error), file=sys.stderr, flush=True)
+    def watch(self, log):
+        """Sends the tab to the page whose URL the run writes into `log`; returns the call that
+        ends the watch (after the run)."""
+        done = threading.Event()
+
+        def follow():
+            while not done.wait(0.005):
+                try:
+                    with open(log, "rb") as f:
+                        found = URL_LINE.search(f.read(4096))
+                except OSError:
+                    continue
+                if found:
+                    self.call("Page.navigate", {"url": found.group(1).decode()}, session=self.session)
+                    self.opened += 1
+                    return
+
+        thread = threading.Thread(target=follow, daemon=True)
+        thread.start()
+
+        def stop():
+            done.set()
+            thread.join()
+        return stop
 
     def stop(self):
         self.process.kill()
         self.process.wait()
 
 
-def dlpipe_web(binary, fifo, label="dlpipe --web, page open"):
-    """The set's dlpipe command with `--web 127.0.0.1:0`, its page held open by the browser."""
+def dlpipe_web(binary, browser=None):
+    """The set's dlpipe command with `--web 127.0.0.1:0`; with `browser`, its page held open there."""
     def argv(job, out):
         c = str(job.concurrency)
-        return [sys.executable, "-S", os.path.join(HERE, "webopen.py"), fifo, binary, "get", "-i", job.list_file,
-                "-d", out, "-j", c, "--per-host", c, "-q", "--progress", "none", "--web", "127.0.0.1:0"]
-    return label, argv
+        return [binary, "get", "-i", job.list_file, "-d", out, "-j", c, "--per-host", c, "-q", "--progress", "none",
+                "--web", "127.0.0.1:0"]
+    if browser:
+        argv.watch = browser.watch
+    return ("dlpipe --web, page open" if browser else "dlpipe --web, no page"), argv

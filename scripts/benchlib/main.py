@@ -115,7 +115,11 @@ class Bench:
         log = os.path.join(self.work, "last-run.log")
         if os.path.exists(log):
             os.remove(log)
+        # --web-page: the browser follows the run's log for its page's URL.
+        watching = argv.watch(log) if hasattr(argv, "watch") else None
         sample = measure.run(self.runner, argv(job, out), cwd=self.work, log=log)
+        if watching:
+            watching()
         self.runs += 1
         problem = "exit status %d" % sample.status if sample.status != 0 else verify.check(out, expected)
         self.put_away(out, len(expected))
