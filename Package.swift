@@ -51,7 +51,7 @@ let package = Package(
             ]),
         // `--web`: a run's live page, /metrics and /api over libmicrohttpd.
         // Only the command line links it; library users do not.
-        .target(name: "DLPipeWeb", dependencies: ["DLPipe", "CMicroHTTPD"], resources: [.embedInCode("page.html"), .embedInCode("fleet.html")]),
+        .target(name: "DLPipeWeb", dependencies: ["DLPipe", "CMicroHTTPD"], resources: [.embedInCode("page.html"), .embedInCode("fleet.html"), .embedInCode("shared-head.html"), .embedInCode("shared.js")]),
         // The command-line tool.
         .executableTarget(name: "DLPipeCLI", dependencies: ["DLPipe", "DLPipeLua", "DLPipeQueue", "DLPipeWeb", "CPosix"]),
         // A small program that uses the library the way an app would.

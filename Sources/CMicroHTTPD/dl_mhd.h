@@ -17,7 +17,9 @@ static inline struct MHD_Daemon *dl_mhd_start(const struct sockaddr *address, in
                                               unsigned idle_seconds, dl_mhd_handler handler, void *cls) {
     // ITC: a stop wakes the polling thread at once, whatever its clients do.
     unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC;
-    if (ipv6) flags |= MHD_USE_IPv6;
+    // 2: `::`, every address of both families (IPv4 clients as mapped addresses).
+    if (ipv6 == 2) flags |= MHD_USE_DUAL_STACK;
+    else if (ipv6) flags |= MHD_USE_IPv6;
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, cls,
                             MHD_OPTION_SOCK_ADDR, address,
                             MHD_OPTION_CONNECTION_LIMIT, connections,

@@ -55,7 +55,7 @@ public final class RunView: WebSource, @unchecked Sendable {
 
     public func metrics() -> [UInt8] { published.withLock { $0.metrics } }
 
-    public var page: [UInt8] { PackageResources.page_html }
+    public var page: [UInt8] { WebPages.run }
 
     /// Builds both documents from a copy of the model, outside its lock.
     private func publish(sample: Bool = false) {

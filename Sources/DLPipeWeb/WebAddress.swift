@@ -45,10 +45,39 @@ public struct WebAddress: Sendable, Hashable {
         ipv6 ? numeric == "::1" : numeric.hasPrefix("127.")
     }
 
-    /// The page's URL with the port actually bound.
+    /// Whether it is every address of the machine (`0.0.0.0`, or `::`,
+    /// which takes IPv4 clients too): no browser opens such a URL.
+    public var isWildcard: Bool { numeric == "0.0.0.0" || numeric == "::" }
+
+    /// The page's URL with the port actually bound. For every address, the
+    /// machine's host name (what another machine types), else the address as given.
     public func url(port bound: UInt16) -> String {
-        let shown = host.contains(":") ? "[\(host)]" : host
-        return "http://\(shown):\(bound)/"
+        if isWildcard, let name = Self.hostName() { return "http://\(name):\(bound)/" }
+        return Self.url(host, port: bound)
+    }
+
+    /// The URL a browser on this machine opens: the loopback address for
+    /// every address, else `url(port:)`.
+    public func localURL(port bound: UInt16) -> String {
+        isWildcard ? Self.url("127.0.0.1", port: bound) : url(port: bound)
+    }
+
+    /// Where it listens, as `ADDR:PORT` with the port bound.
+    public func listening(port bound: UInt16) -> String {
+        (host.contains(":") ? "[\(host)]" : host) + ":\(bound)"
+    }
+
+    private static func url(_ host: String, port: UInt16) -> String {
+        "http://\(host.contains(":") ? "[\(host)]" : host):\(port)/"
+    }
+
+    /// This machine's name as `gethostname` has it; nil when it has none
+    /// (or only `localhost`, which says nothing to another machine).
+    static func hostName() -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
+        let name = text(buffer)
+        return name.isEmpty || name == "localhost" || name.hasPrefix("localhost.") ? nil : name
     }
 
     /// The numeric address of `host`, and whether it is IPv6. A name is

@@ -15,8 +15,14 @@ public final class WebServer: @unchecked Sendable {
     private let responder: Unmanaged<WebResponder>
     /// The port bound (the kernel's choice for port 0).
     public let port: UInt16
-    /// The page's URL.
+    /// The page's URL (for every address, under the machine's name).
     public let url: String
+    /// The page's URL for a browser on this machine (loopback for every address).
+    public let localURL: String
+    /// Where it listens, `ADDR:PORT`.
+    public let listening: String
+    /// Whether it listens on every address of the machine.
+    public let everyAddress: Bool
 
     /// Clients served at once; more wait in the kernel's accept queue.
     private static let connectionLimit: UInt32 = 64
@@ -27,17 +33,28 @@ public final class WebServer: @unchecked Sendable {
     public init(address: WebAddress, access: WebAccess, source: any WebSource) throws(WebServerError) {
         let responder = Unmanaged.passRetained(WebResponder(source: source, access: access))
         let started = address.withSocketAddress(port: address.port) { socketAddress in
-            dl_mhd_start(socketAddress, address.ipv6 ? 1 : 0, Self.connectionLimit, Self.idleSeconds, webHandler, responder.toOpaque())
+            dl_mhd_start(socketAddress, address.ipv6 ? (address.isWildcard ? 2 : 1) : 0, Self.connectionLimit, Self.idleSeconds, webHandler, responder.toOpaque())
         }
         guard let started else {
             let reason = String(cString: strerror(errno))
             responder.release()
-            throw WebServerError("cannot listen on \(address.url(port: address.port)) (\(reason))")
+            throw WebServerError("cannot listen on \(address.listening(port: address.port)) (\(reason))")
         }
         self.responder = responder
         daemon = started
         port = dl_mhd_bound_port(started)
         url = address.url(port: port)
+        localURL = address.localURL(port: port)
+        listening = address.listening(port: port)
+        everyAddress = address.isWildcard
+    }
+
+    /// What a user is told: the URL to open and, for every address, where
+    /// it listens and the URL on this machine. `dlpipe: web view at ` comes before it.
+    public var announcement: String {
+        guard everyAddress else { return url }
+        let local = localURL == url ? "" : "; on this machine \(localURL)"
+        return "\(url) (listening on every address, \(listening)\(local))"
     }
 
     deinit { stop() }

@@ -88,6 +88,8 @@ import TestSupport
         #expect(dom.contains(">\(missing[0])<") && dom.contains(">\(missing[1])<"), "the failures' URLs: \(dom)")
         #expect(dom.contains("<option value=\"1\">1</option>") && dom.contains("<option value=\"http\">http</option>"), "the run and kind filters: \(dom)")
         #expect(dom.contains(slow[0].url) && dom.contains("<polyline"), "what a worker fetches, the chart: \(dom)")
+        // The shared script's chart axis and failure groups: the two 404s under their error, once.
+        #expect(dom.contains("class=\"y-zero\">0 B/s<") && dom.contains("<b class=\"failure-count\">2 failed</b>http: HTTP 404<"), "\(dom)")
         let shot = Paths.repository + "/.build/web-fleet.png"
         try? FileManager.default.removeItem(atPath: shot)
         let screenshot = try await offThePool { Result { try Self.chromium(["--window-size=412,1400", "--screenshot=" + shot, base]) } }.get()

@@ -265,6 +265,15 @@ import TestSupport
         #expect(try statuses(name) == ["finished": 7])
         let history = try #require(try json(await control(["runs", "--json"], name: name).stdout) as? [[String: Any]])
         #expect(history.first?["failed"] as? Int == 0 && history.first?["finished"] as? Int == 7)
+        // The workers' counts say where each download stands, as the run's
+        // do: a retried failure left the count of the worker that failed it,
+        // and the run keeps how many were put back.
+        let shares = history.first?["workers"] as? [[String: Any]] ?? []
+        #expect(shares.compactMap { $0["failed"] as? Int }.reduce(0, +) == 0, "\(shares)")
+        #expect(shares.compactMap { $0["finished"] as? Int }.reduce(0, +) == 7, "\(shares)")
+        #expect(history.first?["retried"] as? Int == 3, "\(history)")
+        let text = await control(["runs"], name: name)
+        #expect(text.stdout.contains("7 downloaded, 0 unchanged, 0 failed") && text.stdout.contains("3 failed put back by retry --failed"), "\(text.stdout)")
         #expect(listing(out).filter { !$0.hasPrefix(".") }.count == 7)
     }
 
@@ -348,7 +357,9 @@ import TestSupport
         _ = try SharedQueue.open(job: "old", limits: JobLimits(perHost: 2), on: connection)
         for verb in [["pause"], ["resume"], ["stop"], ["cancel"], ["retry", "--failed"], ["purge", "--older-than", "1d"]] {
             let refused = await control(verb, name: "old")
-            #expect(refused.status == 1 && refused.stderr.contains("older than `dlpipe queue` needs (\(QueueSchema.controlsVersion))"), "\(refused)")
+            // A retry writes who failed what (version 16), the others the controls (15).
+            let needs = verb[0] == "retry" ? QueueSchema.retriedVersion : QueueSchema.controlsVersion
+            #expect(refused.status == 1 && refused.stderr.contains("older than `dlpipe queue` needs (\(needs))"), "\(refused)")
         }
         let runs = await control(["runs"], name: "old")
         #expect(runs.status == 0 && runs.stdout == "no run of job old is kept (a worker's start makes one; `dlpipe queue purge` deletes ended ones)\n", "\(runs)")

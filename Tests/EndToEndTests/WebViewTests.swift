@@ -8,7 +8,7 @@ import TestSupport
 /// transfers in flight) while the test reads /api/run and /metrics with
 /// curl, checks /metrics with promtool, and loads the page in headless
 /// Chromium, whose rendered DOM must show the counts, the failure's URL and
-/// the rows in flight (a screenshot is kept in .build/web-view.png).
+/// the rows in flight (screenshots at 1280 and 390 pixels wide are kept in .build/web-view-WIDTH.png).
 @Suite struct WebViewTests {
     let server: FaultServer
     let urls: [String]
@@ -92,10 +92,21 @@ import TestSupport
         #expect(dom.stdout.components(separatedBy: "<tr class=\"transfer\">").count - 1 == 2, "two rows in flight: \(dom.stdout)")
         #expect(dom.stdout.contains(">c.bin<") && dom.stdout.contains(">d.bin<"), "\(dom.stdout)")
         #expect(dom.stdout.contains("<polyline"), "the throughput chart is drawn: \(dom.stdout)")
-        let shot = Paths.repository + "/.build/web-view.png"
-        try? FileManager.default.removeItem(atPath: shot)
-        let screenshot = try await offThePool { Result { try Self.chromium(["--window-size=412,1100", "--screenshot=" + shot, base]) } }.get()
-        #expect(screenshot.status == 0 && FileManager.default.fileExists(atPath: shot), "\(screenshot.stderr)")
+        // The chart's rate axis (0 to a round top, with units) and its time span.
+        #expect(dom.stdout.contains(/class="y-max">[0-9.]+ (B|KiB|MiB|GiB)\/s</) && dom.stdout.contains("class=\"y-zero\">0 B/s<"), "\(dom.stdout)")
+        #expect(dom.stdout.contains(/class="x-span">[0-9]+ s ago</) && dom.stdout.contains("class=\"x-now\">now<"), "\(dom.stdout)")
+        // Each failure once: grouped under its error, said once, its URL once.
+        #expect(dom.stdout.contains("<b class=\"failure-count\">1 failed</b>http 404<"), "\(dom.stdout)")
+        #expect(dom.stdout.components(separatedBy: urls[2]).count == 2, "the failure's URL once: \(dom.stdout)")
+        // In flight: the name in a cell of its own, the bar with its percentage.
+        #expect(dom.stdout.contains("<td class=\"name\">c.bin</td>") && dom.stdout.components(separatedBy: "class=\"percent\">").count == 3, "\(dom.stdout)")
+        // A laptop's width and a phone's (kept under .build/ to look at).
+        for width in [1280, 390] {
+            let shot = Paths.repository + "/.build/web-view-\(width).png"
+            try? FileManager.default.removeItem(atPath: shot)
+            let screenshot = try await offThePool { Result { try Self.chromium(["--window-size=\(width),1100", "--screenshot=" + shot, base]) } }.get()
+            #expect(screenshot.status == 0 && FileManager.default.fileExists(atPath: shot), "\(screenshot.stderr)")
+        }
 
         run.signal(SIGTERM)
         #expect(await offThePool { run.waitForExit(within: 20) } == 130)
@@ -234,7 +245,7 @@ import TestSupport
         #expect(withFile.status == 0, "\(withFile.stderr)")
         #expect(withFile.events("web").first?["token"] as? Bool == true, "\(withFile.stdout)")
         let fromEnvironment = try await DLPipeRun.run(["get", urls[1], "-d", out, "--web", "0.0.0.0:0", "-q"], environment: ["DLPIPE_WEB_TOKEN": "env-token"])
-        #expect(fromEnvironment.status == 0 && fromEnvironment.stderr.contains("web view at http://0.0.0.0:"), "\(fromEnvironment.stderr)")
+        #expect(fromEnvironment.status == 0 && fromEnvironment.stderr.contains("(listening on every address, 0.0.0.0:"), "\(fromEnvironment.stderr)")
     }
 
     @Test func theExampleProgramLinksNoHTTPServer() throws {

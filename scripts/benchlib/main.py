@@ -17,6 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+import browser  # noqa: E402
 import measure  # noqa: E402
 import pgcluster  # noqa: E402
 import place  # noqa: E402
@@ -58,6 +59,7 @@ class Bench:
         self.markdown = []
         self.failures = []
         self.runs = 0
+        self.browser = None  # --web-page: the headless Chromium that holds the live pages open
         self.aside = os.path.join(self.work, "aside")  # outputs kept until the end (run_once)
         self.mark = os.path.join(os.path.dirname(self.work), CLEANUP_MARK)
         self.warning = self.recent_removal()
@@ -113,7 +115,11 @@ class Bench:
         log = os.path.join(self.work, "last-run.log")
         if os.path.exists(log):
             os.remove(log)
+        # --web-page: the browser follows the run's log for its page's URL.
+        watching = argv.watch(log) if hasattr(argv, "watch") else None
         sample = measure.run(self.runner, argv(job, out), cwd=self.work, log=log)
+        if watching:
+            watching()
         self.runs += 1
         problem = "exit status %d" % sample.status if sample.status != 0 else verify.check(out, expected)
         self.put_away(out, len(expected))
@@ -160,9 +166,13 @@ class Bench:
             if self.warning:
                 print(self.warning, flush=True)
                 self.markdown += ["", "**" + self.warning + "**"]
+            if self.args.web_page:
+                self.browser = browser.Browser(self.work)
             targets = sets.run_all(self, server, wanted)
         finally:
             server.stop()
+            if self.browser:
+                self.browser.stop()
             if not self.args.keep:
                 shutil.rmtree(self.work, ignore_errors=True)
                 try:
@@ -264,6 +274,10 @@ def main():
                                                               "instead of times, per download (system calls, "
                                                               "blocking switches, malloc and swift_retain/release "
                                                               "calls), from perf stat; see benchlib/counts.py")
+    parser.add_argument("--web-page", action="store_true", help="sets 2 and 3 also run dlpipe with --web "
+                                                                "127.0.0.1:0 and its live page open in headless "
+                                                                "Chromium, and report the ratio to the same set "
+                                                                "without it (benchlib/browser.py)")
     parser.add_argument("--pg-stats", action="store_true", help="the queue set (8) with pg_stat_statements "
                                                                 "on: prints what each run sent to PostgreSQL")
     args = parser.parse_args()

@@ -5,6 +5,7 @@ import os
 import counts
 import datasets
 import queueset
+import browser
 import ratecap
 import tools
 import toplevel
@@ -55,12 +56,14 @@ def run_all(bench, server, wanted):
         _, _, results = many_files(bench, server, 2, "medium", count, size, 2)
         targets.append(("set 2: wall / durable copy (cp -r + sync -f)",
                         results["dlpipe"].wall / results[tools.LIMIT_PREFIX + "cp -r + sync -f"].wall, 1.10))
+        targets += web_target(bench, 2, results)
     if 3 in wanted:
         results = one_large_file(bench, server)
         targets.append(("set 3: wall / durable copy (dd conv=fsync)",
                         results["dlpipe"].wall / results[tools.LIMIT_PREFIX + "dd conv=fsync"].wall, 1.10))
         targets.append(("set 3: CPU / wget2's CPU", results["dlpipe"].cpu / results["wget2"].cpu, 1.0))
         targets.append(("set 3: peak RSS / 50 MB", results["dlpipe"].rss_mib / 50, 1.0))
+        targets += web_target(bench, 3, results)
     if 5 in wanted:
         results, growth = long_queue(bench, server)
         large = results[max(results)]
@@ -90,19 +93,41 @@ def run_all(bench, server, wanted):
     return targets
 
 
-def dlpipes(bench):
-    """dlpipe, and the build given with --compare beside it."""
+def dlpipes(bench, web=False):
+    """dlpipe, and the build given with --compare beside it; with `web` (sets 2 and 3 under
+    --web-page) also dlpipe with --web and its page open in the bench's browser."""
     compared = bench.args.compare
-    return [tools.dlpipe(bench.binary)] + ([tools.dlpipe(compared, "dlpipe (compared)")] if compared else [])
+    page = [browser.dlpipe_web(bench.binary, bench.browser), browser.dlpipe_web(bench.binary)] \
+        if web and bench.browser else []
+    return [tools.dlpipe(bench.binary)] + page + ([tools.dlpipe(compared, "dlpipe (compared)")] if compared else [])
+
+
+WEB_LABELS = ("dlpipe --web, page open", "dlpipe --web, no page")
+WEB_NOTE = ("`dlpipe --web, page open` is the same command with `--web 127.0.0.1:0` while headless Chromium, "
+            "started before the set, holds the run's live page open in its one tab (sent there as soon as dlpipe "
+            "prints the URL; the page polls `/api/run` once a second). The browser shares the machine's cores: "
+            "`dlpipe --web, no page` is the same command with no browser looking, the server's own cost.")
+
+
+def web_target(bench, number, results):
+    """The ratios of the run with --web (its page open, and no page) to the same run without (--web-page)."""
+    if not bench.browser or "dlpipe" not in results:
+        return []
+    names = {WEB_LABELS[0]: "with --web and the page open", WEB_LABELS[1]: "with --web, no page"}
+    return [("set %d: wall %s / without" % (number, names[label]), results[label].wall / results["dlpipe"].wall, 1.05)
+            for label in WEB_LABELS if label in results]
 
 
 def many_files(bench, server, number, name, count, size, seed):
     data = datasets.DataSet(bench.root, name, count, size, seed)
     job = tools.Job(bench.work, name, [server.url(p) for p in data.paths()], 16)
     title = "Set %d: %s files of %s, concurrency 16" % (number, format(count, ","), human(size))
-    contenders = dlpipes(bench) + tools.peers() + [
+    web = number == 2
+    contenders = dlpipes(bench, web) + tools.peers() + [
         tools.copy_tree(data.directory, durable=False), tools.copy_tree(data.directory, durable=True)]
-    results = bench.measure_set(title, job, contenders, data.expected(), data.total_bytes, bench.size["rounds"])
+    note = WEB_NOTE if web and bench.browser else None
+    results = bench.measure_set(title, job, contenders, data.expected(), data.total_bytes, bench.size["rounds"],
+                                note=note)
     return data, job, results
 
 
@@ -111,10 +136,10 @@ def one_large_file(bench, server):
     data = datasets.DataSet(bench.root, "large", 1, size, 3)
     job = tools.Job(bench.work, "large", [server.url(p) for p in data.paths()], 1)
     name, source = data.expected()[0]
-    contenders = dlpipes(bench) + [tools.curl(), tools.aria2c(), tools.aria2c(split=8), tools.wget2(),
+    contenders = dlpipes(bench, web=True) + [tools.curl(), tools.aria2c(), tools.aria2c(split=8), tools.wget2(),
                   tools.copy_file(source, name, durable=False), tools.copy_file(source, name, durable=True)]
     note = ("dlpipe has no split mode (one connection per file); `aria2c -x 8` splits the file "
-            "over 8 connections and is shown for reference.")
+            "over 8 connections and is shown for reference.") + (" " + WEB_NOTE if bench.browser else "")
     rounds = max(3, bench.size["rounds"] - 2)
     return bench.measure_set("Set 3: one file of %s" % human(size), job, contenders, data.expected(),
                              data.total_bytes, rounds, note=note)

@@ -39,6 +39,7 @@ enum RunDriver {
             Terminal.error("dlpipe: the job's control plane asked its workers to stop (dlpipe queue stop)")
             stopper.requestStop()
         }
+        JobPauseNotice.install(on: worker, job: queue?.name ?? "", json: options.json)
         startWorker(worker, engine: engine, reporter: reporter)
         session?.start(with: engine)
         // In one step, so that none starts before all are queued: one by one,

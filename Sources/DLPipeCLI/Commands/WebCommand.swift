@@ -60,7 +60,7 @@ enum WebCommand {
             Terminal.error("dlpipe: web: \(error.description)")
             return ExitCode.failed
         }
-        Terminal.error("dlpipe: web view of the \(what) at \(server.url)" + (options.token == nil ? "" : " (with its token)"))
+        Terminal.error("dlpipe: web view of the \(what) at \(server.announcement)" + (options.token == nil ? "" : " (with its token)"))
         await untilStopped()
         server.stop()
         Terminal.error("dlpipe: stopped")

@@ -53,6 +53,7 @@ enum QueueControlReport {
                 o.add("done_worker", entry.run.doneWorker)
                 add(finished: entry.run.finished, unchanged: entry.run.unchanged, failed: entry.run.failed, handled: entry.run.handled,
                     skipped: entry.skipped, cancelled: entry.cancelled, bytes: entry.bytes, to: &o)
+                o.add("retried", entry.retried)
                 o.add("workers", json: "[" + entry.workers.map { worker -> String in
                     var w = JSONObject()
                     w.add("id", worker.id)
@@ -75,7 +76,8 @@ enum QueueControlReport {
             } else {
                 span += ", running" + (run.idleAgo.map { ", idle for \(QueueStatusReport.age($0))" } ?? "")
             }
-            let done = run.doneWorker.map { "; done ran in #\($0)" } ?? ""
+            let done = (entry.retried > 0 ? "; \(entry.retried) failed put back by retry --failed" : "")
+                + (run.doneWorker.map { "; done ran in #\($0)" } ?? "")
             out += "#\(run.id) \(span): " + counts(run.finished, run.unchanged, run.failed, run.handled, entry.skipped, entry.cancelled, entry.bytes)
                 + done + "\n"
             for worker in entry.workers {

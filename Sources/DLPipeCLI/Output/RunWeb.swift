@@ -15,13 +15,18 @@ struct RunWeb {
         guard let options else { return nil }
         let view = RunView(title: title, command: command)
         let server = try WebServer(address: options.address, access: WebAccess(token: options.token), source: view)
-        Terminal.error("dlpipe: web view at \(server.url)" + (options.token == nil ? "" : " (with its token)"))
+        Terminal.error("dlpipe: web view at \(server.announcement)" + (options.token == nil ? "" : " (with its token)"))
         if json {
             var object = JSONObject()
             object.add("event", "web")
             object.add("url", server.url)
             object.add("port", Int(server.port))
             object.add("token", options.token != nil)
+            // Every address: where it listens, and the URL on this machine.
+            if server.everyAddress {
+                object.add("listen", server.listening)
+                object.add("local_url", server.localURL)
+            }
             EventWriter.standardOutput.write(line: object.json)
         }
         return RunWeb(view: view, server: server)

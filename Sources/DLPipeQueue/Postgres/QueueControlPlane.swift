@@ -48,7 +48,7 @@ package enum QueueControlPlane {
                 throw PostgresError(.incompatible, "the queue's schema is at version \(version), older than the run history needs (\(QueueSchema.runWorkersVersion)): a worker of this dlpipe migrates it when it starts")
             }
             guard let job = try jobID(name, on: connection) else { return try unknown(on: connection) }
-            return .found(try QueueRunHistory.read(job: job, on: connection))
+            return .found(try QueueRunHistory.read(job: job, version: version, on: connection))
         }
     }
 
@@ -61,7 +61,10 @@ package enum QueueControlPlane {
                 """
                 WITH before AS (SELECT paused_at FROM dlpipe.jobs WHERE id = $1),
                 paused AS (UPDATE dlpipe.jobs SET paused_at = coalesce(paused_at, now()) WHERE id = $1 RETURNING id),
-                notified AS (SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM paused)
+                notified AS (
+                  SELECT pg_notify('\(QueueSchema.workChannel)', payload)
+                  FROM paused CROSS JOIN (VALUES ($1::text), ($1::text || '\(QueueSchema.pauseSuffix)')) AS p(payload)
+                )
                 SELECT (SELECT paused_at IS NULL FROM before) AS changed, (SELECT count(*) FROM notified) AS notified
                 """, [.int(job)]).rows[0]
             return try row.bool("changed")
@@ -75,7 +78,10 @@ package enum QueueControlPlane {
                 """
                 WITH before AS (SELECT paused_at FROM dlpipe.jobs WHERE id = $1),
                 resumed AS (UPDATE dlpipe.jobs SET paused_at = NULL WHERE id = $1 RETURNING id),
-                notified AS (SELECT pg_notify('\(QueueSchema.workChannel)', $1::text) FROM resumed)
+                notified AS (
+                  SELECT pg_notify('\(QueueSchema.workChannel)', payload)
+                  FROM resumed CROSS JOIN (VALUES ($1::text), ($1::text || '\(QueueSchema.resumeSuffix)')) AS p(payload)
+                )
                 SELECT (SELECT paused_at IS NOT NULL FROM before) AS changed, (SELECT count(*) FROM notified) AS notified
                 """, [.int(job)]).rows[0]
             return try row.bool("changed")
@@ -144,16 +150,17 @@ package enum QueueControlPlane {
         }
     }
 
-    /// One read-write transaction on a schema that has the controls.
+    /// One read-write transaction on a schema that has the controls
+    /// (`needs`: a later version, for a command that writes its columns).
     private static func writing<Figures>(
-        _ connection: PostgresConnection, _ body: () throws(PostgresError) -> QueueReading<Figures>
+        _ connection: PostgresConnection, needs: Int = QueueSchema.controlsVersion, _ body: () throws(PostgresError) -> QueueReading<Figures>
     ) throws(PostgresError) -> QueueReading<Figures> {
         try connection.transaction { () throws(PostgresError) -> QueueReading<Figures> in
             guard let version = try QueueSnapshot.version(connection) else { return .noQueue }
-            guard version >= QueueSchema.controlsVersion else {
+            guard version >= needs else {
                 throw PostgresError(
                     .incompatible,
-                    "the queue's schema is at version \(version), older than `dlpipe queue` needs (\(QueueSchema.controlsVersion)): start a worker of this dlpipe once to migrate it (workers of older versions are then refused)")
+                    "the queue's schema is at version \(version), older than `dlpipe queue` needs (\(needs)): start a worker of this dlpipe once to migrate it (workers of older versions are then refused)")
             }
             return try body()
         }
@@ -179,14 +186,16 @@ package enum QueueControlPlane {
 extension QueueControlPlane {
     /// Puts the failed downloads of the job's latest run (those of `host`,
     /// of error kind `kind`) back to ready in that run, their attempts
-    /// anew, and reopens the run when it had ended; the run's failed count
-    /// drops by as many (they count again as they end). The NOTIFY makes
+    /// anew, and reopens the run when it had ended. Each leaves the failed
+    /// count it was in (its worker's in the run, so that the workers'
+    /// counts still add up to the run's) and counts again as it ends; the
+    /// run's `retried` keeps how many were put back. The NOTIFY makes
     /// running and `--follow` workers claim them at once; a worker started
     /// while the run is open joins it. Nil when the job has no run.
     package static func retryFailed(
         job name: String, host: String?, kind: String?, on connection: PostgresConnection
     ) throws(PostgresError) -> QueueReading<QueueRetried> {
-        try writing(connection) { () throws(PostgresError) -> QueueReading<QueueRetried> in
+        try writing(connection, needs: QueueSchema.retriedVersion) { () throws(PostgresError) -> QueueReading<QueueRetried> in
             guard let job = try jobID(name, lock: true, on: connection) else { return try unknown(on: connection) }
             let rows = try connection.execute(
                 """
@@ -199,11 +208,21 @@ extension QueueControlPlane {
                   WHERE d.job_id = $1 AND d.run_id = latest.id AND d.status = 'failed'
                     AND ($2::text IS NULL OR d.host = $2 OR left(d.host, length($2) + 1) = $2 || ':')
                     AND ($3::text IS NULL OR split_part(d.last_error, ':', 1) = $3)
-                  RETURNING d.id
+                  RETURNING d.id, d.ended_by
+                ),
+                -- Each failure leaves the count it was in: its worker's in
+                -- the run (they count again as they end), else the run's own.
+                by_worker AS (SELECT ended_by, count(*) AS n FROM retried GROUP BY ended_by),
+                uncounted AS (
+                  UPDATE dlpipe.run_workers rw SET failed = rw.failed - b.n
+                  FROM by_worker b, latest
+                  WHERE rw.run_id = latest.id AND rw.worker_id = b.ended_by
+                  RETURNING b.n
                 ),
                 reopened AS (
                   UPDATE dlpipe.runs r
-                  SET failed = r.failed - (SELECT count(*) FROM retried),
+                  SET failed = r.failed - (SELECT count(*) FROM retried) + (SELECT coalesce(sum(n), 0) FROM uncounted),
+                      retried = r.retried + (SELECT count(*) FROM retried),
                       ended_at = NULL, exit_code = NULL, idle_since = NULL,
                       done_worker = CASE WHEN latest.ended THEN NULL ELSE r.done_worker END,
                       done_at = CASE WHEN latest.ended THEN NULL ELSE r.done_at END,

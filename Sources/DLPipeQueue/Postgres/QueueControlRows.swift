@@ -47,6 +47,8 @@ package struct QueueRunHistory: Sendable, Equatable {
     package let skipped: Int64
     package let cancelled: Int64
     package let bytes: Int64
+    /// Failures `retry --failed` put back into the run (each counts now as it ended again).
+    package let retried: Int64
     package let workers: [QueueRunWorker]
 }
 
@@ -67,12 +69,13 @@ package struct QueueRunWorker: Sendable, Equatable {
 
 extension QueueRunHistory {
     /// Every run the job keeps, newest first, in the caller's snapshot.
-    static func read(job: Int64, on connection: PostgresConnection) throws(PostgresError) -> [QueueRunHistory] {
+    static func read(job: Int64, version: Int, on connection: PostgresConnection) throws(PostgresError) -> [QueueRunHistory] {
         let runs = try connection.execute(
             """
             SELECT r.id, r.exit_code, r.done_worker, r.finished + c.finished AS finished, r.unchanged + c.unchanged AS unchanged,
               r.failed + c.failed AS failed, r.handled + c.handled AS handled, r.skipped + c.skipped AS skipped,
               r.cancelled + c.cancelled AS cancelled, r.bytes + c.bytes AS bytes,
+              \(version >= QueueSchema.retriedVersion ? "r.retried" : "0::bigint") AS retried,
               greatest(0, extract(epoch FROM now() - r.started_at))::float8 AS started_ago,
               extract(epoch FROM now() - r.ended_at)::float8 AS ended_ago,
               CASE WHEN r.ended_at IS NULL THEN extract(epoch FROM now() - r.idle_since)::float8 END AS idle_ago
@@ -115,7 +118,7 @@ extension QueueRunHistory {
                     failed: try row.int("failed"), handled: try row.int("handled"),
                     doneWorker: try row.optionalInt("done_worker")),
                 skipped: try row.int("skipped"), cancelled: try row.int("cancelled"), bytes: try row.int("bytes"),
-                workers: byRun[id] ?? [])
+                retried: try row.int("retried"), workers: byRun[id] ?? [])
         }
     }
 }

@@ -14,6 +14,10 @@ extension QueueSchema {
     /// queue cancel` ended run RUN's work: every worker in it cancels what
     /// it holds.
     package static let cancelInfix = " cancel "
+    /// After the job's id in a NOTIFY's payload: `dlpipe queue pause` or
+    /// `resume` changed the job's pause; each worker says so once.
+    package static let pauseSuffix = " paused"
+    package static let resumeSuffix = " resumed"
 
     /// The part of a claim's `job` condition that refuses claims while the
     /// job's open run is cancelled (`$1` is the job's id).
@@ -35,5 +39,17 @@ extension QueueSchema {
         ALTER TABLE dlpipe.workers ADD COLUMN stop_asked_at timestamptz;
         ALTER TABLE dlpipe.runs ADD COLUMN reopened_at timestamptz;
         ALTER TABLE dlpipe.runs ADD COLUMN cancel_asked_at timestamptz;
+        """
+
+    /// The version whose run history stays whole across `retry --failed`:
+    /// `downloads.ended_by` is the worker that reported a download's end,
+    /// so that a retried failure leaves that worker's count in the run
+    /// (`run_workers`) as it leaves the run's; `runs.retried` counts the
+    /// failures put back, the run's history of them.
+    package static let retriedVersion = 16
+
+    static let retried = """
+        ALTER TABLE dlpipe.downloads ADD COLUMN ended_by bigint;
+        ALTER TABLE dlpipe.runs ADD COLUMN retried bigint NOT NULL DEFAULT 0;
         """
 }

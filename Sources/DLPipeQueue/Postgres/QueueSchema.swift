@@ -60,6 +60,7 @@ package enum QueueSchema {
         SchemaMigration(version: 13, what: "a paused claim keeps its token and is no work of its run's", sql: pausedClaims),
         SchemaMigration(version: 14, what: "a worker's row says whether it follows the job (--follow)", sql: workerFollows),
         SchemaMigration(version: controlsVersion, what: "a job can be paused, and its workers asked to stop", sql: controls),
+        SchemaMigration(version: retriedVersion, what: "a retried failure leaves the count of the worker that failed it", sql: retried),
     ]
 
     /// A `--follow` worker keeps its paused downloads across runs instead of

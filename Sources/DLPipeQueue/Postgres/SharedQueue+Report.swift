@@ -70,7 +70,9 @@ extension SharedQueue {
           SET status = i.status, worker_id = NULL, claim_token = NULL, last_error = i.error, ahead = false,
               secret = CASE WHEN i.status = 'ready' THEN d.secret END,
               run_at = CASE WHEN i.status = 'ready' THEN now() + make_interval(secs => i.delay) ELSE d.run_at END,
-              ended_at = CASE WHEN i.status = 'ready' THEN NULL ELSE now() END
+              ended_at = CASE WHEN i.status = 'ready' THEN NULL ELSE now() END,
+              -- Whose count the end went into: a retry of the failure takes it back there.
+              ended_by = CASE WHEN i.status = 'ready' THEN d.ended_by ELSE nullif($13::bigint, 0) END
           FROM input i
           -- The row by its id alone: a token is running's (the table's
           -- check) and one claim's (a sequence of all jobs), so it says

@@ -30,11 +30,7 @@ extension QueueWorker {
             do {
                 let (acknowledged, takenBack) = try heartbeatLink.run(patience: every) { connection throws(PostgresError) in
                     let acknowledged = try queue.heartbeat(worker: worker, on: connection)
-                    if acknowledged != nil {
-                        let asked = try controlsAsked(on: connection)
-                        if asked.stop { stopWasAsked() }
-                        if asked.cancel { cancelEverythingHeld() }
-                    }
+                    if acknowledged != nil { try actOnControls(on: connection) }
                     let now = QueueClock.now()
                     if acknowledged != nil, now - state.withLock({ $0.lastAcknowledged }) > lease {
                         takeBackFrom = now + lease
@@ -127,6 +123,9 @@ extension QueueWorker {
                         applyPassedOn(received, job: job)
                         if received.contains(where: { $0.payload == job + QueueSchema.stopSuffix }) { stopWasAsked() }
                         if received.contains(where: { $0.payload == job + QueueSchema.cancelInfix + String(run) }) { cancelEverythingHeld() }
+                        if let last = received.last(where: { [job + QueueSchema.pauseSuffix, job + QueueSchema.resumeSuffix].contains($0.payload) }) {
+                            notePaused(last.payload == job + QueueSchema.pauseSuffix)
+                        }
                         if received.contains(where: { $0.payload == ended }) {
                             // The run ended: look at it now, not at the next poll.
                             state.withLock { $0.lookWanted = true }

@@ -111,6 +111,9 @@ package final class QueueWorker: QueueParticipant, @unchecked Sendable {
     let endedRunTold = Mutex<Int64>(0)
     /// Run once when `dlpipe queue stop` asks this worker to leave (`whenStopAsked`).
     let stopHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Told when the job's pause changes (`whenJobPauseChanges`), what it was
+    /// last told, and how many NOTIFYs of a pause or resume the listener heard.
+    let pauseHandler = Mutex<(handler: (@Sendable (Bool) -> Void)?, told: Bool, heard: Int)>((nil, false, 0))
 
     /// Connects, migrates the schema and registers in the job; `joinRun`
     /// joins its run, once the worker may write into its directory.
