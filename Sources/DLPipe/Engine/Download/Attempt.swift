@@ -1,8 +1,8 @@
 /// One attempt of a download, from its start to its end: the transfer, the
 /// URL and method of the hop under way (they move along redirects), what a
-/// `request` hook gave for the next hop, the resume hash made for it and the
-/// final response. Changed only through the methods below, each named for
-/// the event that changes it (docs/design/engine-states.md).
+/// `request` hook gave for the next hop and the resume hash made for it.
+/// Changed only through the methods below, each named for the event that
+/// changes it (docs/design/engine-states.md).
 struct Attempt {
     /// The running transfer (nil between attempts, and between hops while a
     /// `request` hook or a host's turn is awaited).
@@ -20,14 +20,9 @@ struct Attempt {
     /// The headers a `request` hook gave for the hop about to start; taken
     /// (and cleared) by that hop's transfer, so every hop asks the hook again.
     private(set) var hopHeaders: [String: String]?
-    /// Counts `request` hook calls, so a reply that a pause, a cancel or a
-    /// newer call overtook is recognised and dropped. Kept across attempts.
-    private(set) var requestGeneration = 0
     /// The part file's first bytes, being hashed (or hashed) for the next
     /// transfer, which resumes after them (EngineLoop+ResumeHash).
     private(set) var resumeHash: ResumeHash?
-    /// The final response of the current (or last) transfer.
-    private(set) var response: ResponseInfo?
 
     init(_ request: DownloadRequest) {
         currentURL = request.url
@@ -57,12 +52,6 @@ struct Attempt {
 
     // MARK: The request hook
 
-    /// A `request` hook call for the next hop: its generation, which its reply must bring back.
-    mutating func askRequestHook() -> Int {
-        requestGeneration += 1
-        return requestGeneration
-    }
-
     /// The headers the `request` hook gave for the next hop.
     mutating func hookGave(headers: [String: String]?) { hopHeaders = headers }
 
@@ -79,14 +68,12 @@ struct Attempt {
     /// The transfer is over (or handed on): the attempt holds none.
     mutating func transferEnded() { transfer = nil }
 
-    mutating func responded(_ info: ResponseInfo) { response = info }
-
     /// The attempt stops (a pause, cancel or fail): a hash still being made is
-    /// for a start that no longer comes, and a `request` hook's reply to come
-    /// is stale. The transfer stays until it is aborted (`transferEnded`).
+    /// for a start that no longer comes, and headers a `request` hook gave are
+    /// for a hop that no longer starts. The transfer stays until it is aborted
+    /// (`transferEnded`).
     mutating func stop() {
         resumeHash = nil
-        requestGeneration += 1
         hopHeaders = nil
     }
 

@@ -107,6 +107,7 @@ extension EngineLoop {
         // A hash still being made, a request hook's reply or a host
         // turn still to come is for a start that no longer comes.
         job.attempt.stop()
+        job.turns.requestVoided()
         job.turns.turnEnded()
         guard let transfer = job.transfer else { return }
         if abort(transfer) { job.progress.received(transfer.received) }

@@ -102,7 +102,7 @@ extension EngineLoop: TransferOwner {
             status: head.status, headers: head.headers, type: body.type, length: body.length,
             filename: suggested, url: job.currentURL,
             resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
-        job.attempt.responded(response)
+        job.responded(response)
         job.progress.restarts(from: transfer.resumeOffset, at: EngineLoop.now())
         if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         // A file the download meant to adopt is not the server's (a 200).

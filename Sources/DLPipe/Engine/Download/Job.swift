@@ -36,6 +36,9 @@ final class Job {
     /// The whole body, handed to the syncfs queue to be written and named
     /// (phase `placingHeldBody`).
     private(set) var held: HeldFile?
+    /// The final response of the current (or last) attempt: what the
+    /// `response` hook, the record, progress and the `finished` event read.
+    private(set) var response: ResponseInfo?
     /// The file in place, as the `finished` event and hook report it.
     private(set) var result: FinishedInfo?
     /// `--compressed` only: the server encoded a compressed resource (an
@@ -79,15 +82,17 @@ final class Job {
     var attemptStartedAt: Double { attempt.startedAt }
     var method: RequestMethod { attempt.method }
     var hopHeaders: [String: String]? { attempt.hopHeaders }
-    var requestGeneration: Int { attempt.requestGeneration }
     var resumeHash: ResumeHash? { attempt.resumeHash }
-    var response: ResponseInfo? { attempt.response }
     // And of the schedule and the run.
     var paced: Bool { turns.paced }
     var retryGeneration: Int { turns.retryGeneration }
+    var requestGeneration: Int { turns.requestGeneration }
     var slotGivenBack: Bool { turns.slotGivenBack }
     var startedAt: Double? { progress.startedAt }
     var receivedThisRun: Int64 { progress.receivedThisRun }
+
+    /// The final response of a transfer arrived.
+    func responded(_ info: ResponseInfo) { response = info }
 
     // MARK: The end of a download
 

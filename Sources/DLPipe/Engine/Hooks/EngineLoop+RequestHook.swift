@@ -8,7 +8,7 @@ extension EngineLoop {
     /// reply within `hookDeadline` fails the download with kind `hook`
     /// (`hookReply`).
     func askRequestHook(_ job: Job) {
-        let generation = job.attempt.askRequestHook()
+        let generation = job.turns.askRequestHook()
         let id = job.id
         let request = RequestInfo(url: job.currentURL, attempt: max(1, job.state.attempt), headers: hopHeaders(for: job))
         guard let ask = hooks?.request else {
