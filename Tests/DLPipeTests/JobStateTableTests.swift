@@ -128,10 +128,10 @@ import Testing
 
     @Test func everyPhaseHasARoute() {
         for (name, route) in Self.routes {
-            #expect(name.hasPrefix("\(Self.state(route).phase)"), "route \(name)")
+            #expect(name.hasPrefix("\(Self.state(route).phase.kind)"), "route \(name)")
         }
-        let reached = Set(Self.routes.map { "\(Self.state($0.inputs).phase)" })
-        #expect(reached == Set(JobState.Phase.allCases.map { "\($0)" }))
+        let reached = Set(Self.routes.map { "\(Self.state($0.inputs).phase.kind)" })
+        #expect(reached == Set(JobState.Phase.Kind.allCases.map { "\($0)" }))
         #expect(Set(Self.inputs.map(\.name)) == Set(Self.table.keys))
     }
 
@@ -164,7 +164,7 @@ import Testing
     /// is entered, and an end emits its one event.
     private func checkMove(from before: JobState, to after: JobState, _ actions: [JobState.Action], _ what: String) {
         #expect(actions.contains(.releaseSlot) == (before.holdsSlot && !after.holdsSlot), "\(what): releaseSlot")
-        #expect(actions.contains(.startTransfer) == (after.phase == .requesting && before.phase != .requesting), "\(what)")
+        #expect(actions.contains(.startTransfer) == (after.phase.kind == .requesting && before.phase.kind != .requesting), "\(what)")
         let aborts = actions.contains { if case .abortTransfer = $0 { true } else { false } }
         #expect(!aborts || before.holdsSlot, "\(what): abort without a transfer")
         let ends = actions.filter {
@@ -174,7 +174,7 @@ import Testing
             }
         }
         #expect(ends.count == (after.isTerminal ? 1 : 0), "\(what): \(ends)")
-        #expect(actions.contains(.emitPaused) == (after.phase == .paused && before.phase != .paused), "\(what)")
+        #expect(actions.contains(.emitPaused) == (after.phase.kind == .paused && before.phase.kind != .paused), "\(what)")
     }
 
     private func unchanged(_ a: JobState, _ b: JobState) -> Bool {

@@ -183,7 +183,7 @@ extension EngineLoop {
 
     /// The response hook answered: rename if asked, then let the bytes flow.
     func applyResponseVerdict(_ id: DownloadID, _ verdict: ResponseVerdict) {
-        guard let job = jobs[id], job.state.phase == .awaitingVerdict || job.state.phase == .holdingBody else { return }
+        guard let job = jobs[id], job.state.phase.kind == .awaitingVerdict || job.state.phase.kind == .holdingBody else { return }
         // A memory download has no name to change.
         guard job.request.into == .file, case .proceed(let name, let directory) = verdict, name != nil || directory != nil
         else { return feed(job, .responseVerdict(verdict)) }
@@ -271,7 +271,7 @@ extension EngineLoop {
 
     /// The finished hook answered: move the file if asked, then end the download.
     func applyFinishedVerdict(_ id: DownloadID, _ verdict: FinishedVerdict) {
-        guard let job = jobs[id], job.state.phase == .finalizing else { return }
+        guard let job = jobs[id], job.state.phase.kind == .finalizing else { return }
         if case .fail(let error) = verdict { return failFinished(job, error) }
         if case .keep(_, _, let digest?) = verdict { job.finishedHash(digest) }
         guard case .keep(let name, let directory, _) = verdict, name != nil || directory != nil,
@@ -351,7 +351,7 @@ extension EngineLoop {
         }
         checkTimeAndSpeedLimits(now: now)
         for transfer in pool.transfers.values {
-            guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
+            guard let job = jobs[transfer.id], job.state.phase.kind == .receiving else { continue }
             reportProgress(job, bytes: job.bytes + transfer.collectedCount, now: now)
         }
     }

@@ -170,7 +170,7 @@ extension EngineLoop: TransferOwner {
             ? Set(completed.lazy.filter { $0.code == Int(CURLE_OK.rawValue) }.map(\.easy)) : []
         var opening: [(Job, Transfer)] = []
         for transfer in waiting {
-            guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase == .receiving,
+            guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase.kind == .receiving,
                 pool.transfers[transfer.easy.handle] === transfer
             else { continue }
             if whole.contains(transfer.easy.handle), transfer.body == .buffering, canHold(job, transfer) {
@@ -256,7 +256,7 @@ extension EngineLoop: TransferOwner {
             transfer.file?.finish(keepingForSync: keepsDescriptorForSync(
                 transfer, endedWhole: completion.code == Int(CURLE_OK.rawValue)))
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            if job.state.phase == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
+            if job.state.phase.kind == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
                 completion.code == Int(CURLE_OK.rawValue)
             {
                 // The whole body came while the response hook decides: it stays in

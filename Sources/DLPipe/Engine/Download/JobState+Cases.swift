@@ -1,6 +1,6 @@
 /// The words of `JobState`: its phases, the inputs it takes and the actions it returns.
 extension JobState {
-    enum Phase: Equatable, CaseIterable {
+    enum Phase: Equatable {
         /// Waiting for a transfer slot.
         case queued
         /// Backing off before the next attempt.
@@ -33,6 +33,38 @@ extension JobState {
         case paused
         /// Terminal; `handled` is a failure that a `failed` hook dealt with.
         case finished, skipped, failed, handled, cancelled
+
+        /// The phase without what it carries: what code that only asks
+        /// "which phase?" compares.
+        enum Kind: CaseIterable {
+            case queued, waitingRetry, requesting, awaitingVerdict, holdingBody, receiving
+            case awaitingDurability, placingHeldBody, linked, finalizing
+            case awaitingRetryVerdict, awaitingFailureVerdict, paused
+            case finished, skipped, failed, handled, cancelled
+        }
+
+        var kind: Kind {
+            switch self {
+            case .queued: .queued
+            case .waitingRetry: .waitingRetry
+            case .requesting: .requesting
+            case .awaitingVerdict: .awaitingVerdict
+            case .holdingBody: .holdingBody
+            case .receiving: .receiving
+            case .awaitingDurability: .awaitingDurability
+            case .placingHeldBody: .placingHeldBody
+            case .linked: .linked
+            case .finalizing: .finalizing
+            case .awaitingRetryVerdict: .awaitingRetryVerdict
+            case .awaitingFailureVerdict: .awaitingFailureVerdict
+            case .paused: .paused
+            case .finished: .finished
+            case .skipped: .skipped
+            case .failed: .failed
+            case .handled: .handled
+            case .cancelled: .cancelled
+            }
+        }
     }
     enum Input: Equatable {
         /// The scheduler gave this download a transfer slot.

@@ -30,28 +30,28 @@ struct JobState: Equatable {
     static let hookRetryCap = 20
 
     var isTerminal: Bool {
-        [.finished, .skipped, .failed, .handled, .cancelled].contains(phase)
+        [.finished, .skipped, .failed, .handled, .cancelled].contains(phase.kind)
     }
 
     /// Whether a transfer slot is held.
     var holdsSlot: Bool {
-        [.requesting, .awaitingVerdict, .holdingBody, .receiving].contains(phase)
+        [.requesting, .awaitingVerdict, .holdingBody, .receiving].contains(phase.kind)
     }
 
     static func == (a: JobState, b: JobState) -> Bool {
-        a.phase == b.phase && a.attempt == b.attempt && a.hookRetries == b.hookRetries
+        a.phase.kind == b.phase.kind && a.attempt == b.attempt && a.hookRetries == b.hookRetries
     }
 
     /// Counts `attempts` made before this download came here (a shared
     /// queue's retry, taken by this worker): the next start is one more.
     mutating func continueAfter(attempts: Int) {
-        precondition(phase == .queued && attempt == 0)
+        precondition(phase.kind == .queued && attempt == 0)
         attempt = max(0, attempts)
     }
 
     /// Ends a download that never started (a rejected URL).
     mutating func endBeforeStart(_ terminal: Phase) {
-        precondition(phase == .queued && [.failed, .skipped].contains(terminal))
+        precondition(phase.kind == .queued && [.failed, .skipped].contains(terminal.kind))
         phase = terminal
     }
 
@@ -63,7 +63,7 @@ struct JobState: Equatable {
         case .moved(let actions): return actions
         case .late: return []
         case .impossible:
-            ImpossibleTransitions.report(input: input, phase: phase)
+            ImpossibleTransitions.report(input: input, phase: phase.kind)
             return []
         }
     }
@@ -150,7 +150,7 @@ struct JobState: Equatable {
         switch verdict {
         case .proceed:
             // A rename was applied by the engine before this input.
-            let ended = phase == .holdingBody
+            let ended = phase.kind == .holdingBody
             phase = .receiving
             return .moved([ended ? .completeTransfer : .continueTransfer])
         case .skip(let reason):

@@ -26,7 +26,7 @@ extension EngineLoop {
     /// Starts the hop with the hook's headers, unless a pause, a cancel, a
     /// failure or a newer call overtook the reply.
     func applyRequestVerdict(_ id: DownloadID, generation: Int, _ verdict: RequestVerdict) {
-        guard let job = jobs[id], job.requestGeneration == generation, job.state.phase == .requesting,
+        guard let job = jobs[id], job.requestGeneration == generation, job.state.phase.kind == .requesting,
             job.transfer == nil
         else { return }
         switch verdict {
