@@ -1,17 +1,18 @@
-/// One attempt of a download, from its start to its end: the transfer, the
+/// One attempt of a download, from its start to its end, carried by the
+/// phases that transfer (`JobState.Phase`): the transfer, the
 /// URL and method of the hop under way (they move along redirects), what a
 /// `request` hook gave for the next hop and the resume hash made for it.
 /// Changed only through the methods below, each named for the event that
 /// changes it (docs/design/engine-states.md).
 struct Attempt {
-    /// The running transfer (nil between attempts, and between hops while a
-    /// `request` hook or a host's turn is awaited).
+    /// The running transfer (nil before the first hop starts, and between
+    /// hops while a resume hash, a `request` hook or a host's turn is awaited).
     private(set) var transfer: Transfer?
     /// The URL the current hop asks (it moves along redirects).
     private(set) var currentURL: String
-    /// Redirect hops taken in the current attempt.
+    /// Redirect hops taken in this attempt.
     private(set) var hops = 0
-    /// Monotonic seconds when the current attempt's first hop started
+    /// Monotonic seconds when this attempt's first hop started
     /// (`maxTime` counts from there).
     private(set) var startedAt = 0.0
     /// The method and body of the current hop: the request's, until a
@@ -24,9 +25,10 @@ struct Attempt {
     /// transfer, which resumes after them (EngineLoop+ResumeHash).
     private(set) var resumeHash: ResumeHash?
 
-    init(_ request: DownloadRequest) {
-        currentURL = request.url
-        method = RequestMethod(request)
+    /// An attempt that starts at `url` with `method` (the request's).
+    init(url: String, method: RequestMethod) {
+        currentURL = url
+        self.method = method
     }
 
     // MARK: Hops
@@ -41,13 +43,6 @@ struct Attempt {
         hops += 1
         currentURL = url
         method = next
-    }
-
-    /// The next attempt starts again from the request's URL and method.
-    mutating func restart(_ request: DownloadRequest) {
-        hops = 0
-        currentURL = request.url
-        method = RequestMethod(request)
     }
 
     // MARK: The request hook

@@ -264,7 +264,7 @@ extension EngineLoop: TransferOwner {
                 feed(job, .transferEndedDuringVerdict)
                 continue
             }
-            job.attempt.transferEnded()
+            job.state.updateAttempt { $0.transferEnded() }
             if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
             job.claim.partHolds(transfer.resumeOffset + transfer.received)
             job.progress.received(transfer.received)
@@ -295,7 +295,7 @@ extension EngineLoop: TransferOwner {
         switch transfer.body {
         case .paused:
             // The hook decides after the transfer ended; keep it for completeTransfer.
-            job.attempt.run(transfer)
+            job.state.updateAttempt { $0.run(transfer) }
             feed(job, .transferEndedDuringVerdict)
         case .refused:
             attemptFailed(job, transfer.abortError!)
@@ -324,7 +324,8 @@ extension EngineLoop: TransferOwner {
         guard job.hops < configuration.maxRedirects else {
             return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
-        job.attempt.follow(to: next, method: job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE)))
+        let status = transfer.easy.long(CURLINFO_RESPONSE_CODE)
+        job.state.updateAttempt { $0.follow(to: next, method: $0.method.following(status: status)) }
         if job.target == nil { job.claim.dropPart() }
         startTransfer(job)
     }
@@ -346,7 +347,6 @@ extension EngineLoop: TransferOwner {
         if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
         job.claim.dropPartUnlessResumable()
         saveState(job, .partial, error: error)
-        job.attempt.restart(job.request)
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
         feed(job, .transferFailed(
             error, policyDelay: delay, askRetrying: interests.contains(.retrying), askFailed: interests.contains(.failed)))

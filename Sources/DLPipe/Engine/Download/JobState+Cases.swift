@@ -1,19 +1,22 @@
 /// The words of `JobState`: its phases, the inputs it takes and the actions it returns.
 extension JobState {
-    enum Phase: Equatable {
+    /// The phases that transfer (requesting .. receiving) carry the attempt
+    /// under way: `start` makes a new one at the request's URL and method, a
+    /// move out of them ends it, and no other phase holds one.
+    enum Phase {
         /// Waiting for a transfer slot.
         case queued
         /// Backing off before the next attempt.
         case waitingRetry
-        /// Transfer running; the final response has not arrived.
-        case requesting
+        /// Transfer running (or about to start); the final response has not arrived.
+        case requesting(Attempt)
         /// The `response` hook is deciding; the transfer is paused.
-        case awaitingVerdict
+        case awaitingVerdict(Attempt)
         /// The `response` hook is deciding and the transfer has already ended:
         /// its body (if any) waits in memory for the verdict.
-        case holdingBody
+        case holdingBody(Attempt)
         /// Body bytes stream to the part file.
-        case receiving
+        case receiving(Attempt)
         /// The body is whole and checked, its part file closed: it waits for
         /// its batch's syncfs before it gets its name. The slot is free.
         case awaitingDurability

@@ -14,7 +14,7 @@ extension EngineLoop {
         guard let ask = hooks?.request else {
             // Not reached (`interests` says a closure is set); the hop goes
             // out with its own headers rather than waiting for nobody.
-            job.attempt.hookGave(headers: request.headers)
+            job.state.updateAttempt { $0.hookGave(headers: request.headers) }
             return startTransfer(job)
         }
         let reply = hookReply("request", expiry: { .requestVerdict(id, generation: generation, .fail($0)) }) {
@@ -36,7 +36,7 @@ extension EngineLoop {
             if let problem = HeaderField.problem(in: headers) {
                 return feed(job, .fail(DownloadError(.hook, "request handler: \(problem)")))
             }
-            job.attempt.hookGave(headers: headers)
+            job.state.updateAttempt { $0.hookGave(headers: headers) }
             startTransfer(job)
         }
     }
