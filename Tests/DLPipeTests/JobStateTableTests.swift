@@ -8,6 +8,10 @@ import Testing
 /// below documents which; a pair that changes class fails here.
 @Suite struct JobStateTableTests {
     private static let error = DownloadError(.network, "reset")
+    /// The request's URL, where every attempt starts, and a redirect's target
+    /// that the attempt under way has moved to (the representative payload).
+    private static let url = "http://a.test/file"
+    private static let hop = "http://b.test/file"
 
     /// A state in each phase, reached through the inputs the engine sends.
     /// `placingHeldBody, stopping` waits for a held body's withdrawal.
@@ -86,9 +90,12 @@ import Testing
         }
     }
 
+    /// The state a route reaches; in a phase that transfers, its attempt has
+    /// followed a redirect, so that a move can be seen to carry it over.
     static func state(_ route: [JobState.Input]) -> JobState {
-        var state = JobState()
+        var state = JobState(url: url, method: .get)
         for input in route { _ = state.handle(input) }
+        state.updateAttempt { $0.follow(to: hop, method: .get) }
         return state
     }
 
@@ -131,11 +138,24 @@ import Testing
 
     @Test func everyPhaseHasARoute() {
         for (name, route) in Self.routes {
-            #expect(name.hasPrefix("\(Self.state(route).phase)"), "route \(name)")
+            #expect(name.hasPrefix("\(Self.state(route).phase.kind)"), "route \(name)")
         }
-        let reached = Set(Self.routes.map { "\(Self.state($0.inputs).phase)" })
-        #expect(reached == Set(JobState.Phase.allCases.map { "\($0)" }))
+        let reached = Set(Self.routes.map { "\(Self.state($0.inputs).phase.kind)" })
+        #expect(reached == Set(JobState.Phase.Kind.allCases.map { "\($0)" }))
         #expect(Set(Self.inputs.map(\.name)) == Set(Self.table.keys))
+    }
+
+    /// Only the phases that transfer carry an attempt; in any other phase
+    /// there is none to change.
+    @Test func onlyThePhasesThatTransferCarryAnAttempt() {
+        let transferring: Set<JobState.Phase.Kind> = [.requesting, .awaitingVerdict, .holdingBody, .receiving]
+        for (name, route) in Self.routes {
+            var state = Self.state(route)
+            let carries = transferring.contains(state.phase.kind)
+            #expect((state.phase.attempt != nil) == carries, "route \(name)")
+            #expect((state.updateAttempt { $0.hops } != nil) == carries, "route \(name)")
+            #expect(carries == state.holdsSlot, "route \(name)")
+        }
     }
 
     @Test func everyPhaseAndInputPairIsAMoveALateInputOrImpossible() {
@@ -167,7 +187,7 @@ import Testing
     /// is entered, and an end emits its one event.
     private func checkMove(from before: JobState, to after: JobState, _ actions: [JobState.Action], _ what: String) {
         #expect(actions.contains(.releaseSlot) == (before.holdsSlot && !after.holdsSlot), "\(what): releaseSlot")
-        #expect(actions.contains(.startTransfer) == (after.phase == .requesting && before.phase != .requesting), "\(what)")
+        #expect(actions.contains(.startTransfer) == (after.phase.kind == .requesting && before.phase.kind != .requesting), "\(what)")
         let aborts = actions.contains { if case .abortTransfer = $0 { true } else { false } }
         #expect(!aborts || before.holdsSlot, "\(what): abort without a transfer")
         let ends = actions.filter {
@@ -177,11 +197,22 @@ import Testing
             }
         }
         #expect(ends.count == (after.isTerminal ? 1 : 0), "\(what): \(ends)")
-        #expect(actions.contains(.emitPaused) == (after.phase == .paused && before.phase != .paused), "\(what)")
+        #expect(actions.contains(.emitPaused) == (after.phase.kind == .paused && before.phase.kind != .paused), "\(what)")
+        // The attempt lives exactly as long as the phases that transfer: a
+        // start makes a new one at the request's URL, a move among them keeps
+        // it (with the hop it followed), a move out of them ends it.
+        let attempt = after.phase.attempt
+        #expect((attempt != nil) == after.holdsSlot, "\(what): an attempt outside the phases that transfer")
+        if before.holdsSlot, after.holdsSlot {
+            #expect(attempt?.currentURL == Self.hop && attempt?.hops == 1, "\(what): the attempt was not carried over")
+        } else if after.holdsSlot {
+            #expect(attempt?.currentURL == Self.url && attempt?.hops == 0, "\(what): a new attempt starts elsewhere")
+        }
     }
 
     private func unchanged(_ a: JobState, _ b: JobState) -> Bool {
         a == b && a.pendingError == b.pendingError && a.retryingAfter == b.retryingAfter
+            && a.phase.attempt?.currentURL == b.phase.attempt?.currentURL && a.phase.attempt?.hops == b.phase.attempt?.hops
     }
 
     /// A release build counts every impossible input (and logs the first):

@@ -13,7 +13,7 @@ import Testing
     @Test func happyPathWithoutHooks() {
         var state = started()
         #expect(state.handle(.responseArrived(askHook: false)) == [])
-        #expect(state.phase == .receiving)
+        #expect(state.phase.kind == .receiving)
         #expect(state.handle(.transferSucceeded(askHook: false)) == [.releaseSlot, .emitFinished])
         #expect(state.isTerminal)
         #expect(state.handle(.cancel) == [], "a terminal state takes no more input")
@@ -22,10 +22,10 @@ import Testing
     @Test func responseHookHoldsTheTransferUntilItsVerdict() {
         var state = started()
         #expect(state.handle(.responseArrived(askHook: true)) == [.askResponseHook])
-        #expect(state.phase == .awaitingVerdict)
+        #expect(state.phase.kind == .awaitingVerdict)
         #expect(state.holdsSlot)
         #expect(state.handle(.responseVerdict(.proceed(name: "x", directory: nil))) == [.continueTransfer])
-        #expect(state.phase == .receiving)
+        #expect(state.phase.kind == .receiving)
     }
 
     @Test func skipAbortsAndWritesNothing() {
@@ -33,7 +33,7 @@ import Testing
         _ = state.handle(.responseArrived(askHook: true))
         let actions = state.handle(.responseVerdict(.skip(reason: "not an image")))
         #expect(actions == [.abortTransfer(keepPart: false), .removePartFile, .releaseSlot, .emitSkipped("not an image")])
-        #expect(state.phase == .skipped)
+        #expect(state.phase.kind == .skipped)
     }
 
     @Test func retryableFailureWaitsThenRequeues() {
@@ -41,7 +41,7 @@ import Testing
         let error = DownloadError(.network, "reset")
         let actions = state.handle(.transferFailed(error, policyDelay: 2, askRetrying: false, askFailed: true))
         #expect(actions == [.releaseSlot, .emitRetrying(error, delay: 2), .scheduleRetry(after: 2)])
-        #expect(state.phase == .waitingRetry)
+        #expect(state.phase.kind == .waitingRetry)
         #expect(state.handle(.retryDue) == [.enqueue])
         #expect(state.handle(.start) == [.startTransfer])
         #expect(state.attempt == 2)
@@ -52,7 +52,7 @@ import Testing
         let error = DownloadError(.http, "404", status: 404)
         #expect(state.handle(.transferFailed(error, policyDelay: nil, askRetrying: true, askFailed: false))
             == [.releaseSlot, .removePartFile, .emitFailed(error)])
-        #expect(state.phase == .failed)
+        #expect(state.phase.kind == .failed)
     }
 
     @Test func failedHookCanForceARetryButOnlyUpToTheCap() {
@@ -77,7 +77,7 @@ import Testing
         let error = DownloadError(.timeout, "slow")
         #expect(state.handle(.transferFailed(error, policyDelay: 1, askRetrying: true, askFailed: true))
             == [.releaseSlot, .askRetryingHook(delay: 1)])
-        #expect(state.phase == .awaitingRetryVerdict)
+        #expect(state.phase.kind == .awaitingRetryVerdict)
         #expect(state.handle(.retryVerdict(.giveUp)) == [.askFailedHook], "no retry follows: failed runs")
         #expect(state.handle(.failureVerdict(.giveUp)) == [.emitFailed(error)], "a timeout keeps its part file for the next run")
         var alone = started()
@@ -101,7 +101,7 @@ import Testing
         _ = state.handle(.transferFailed(DownloadError(.network, "reset"), policyDelay: 2, askRetrying: true, askFailed: true))
         let hookError = DownloadError(.hook, "job.lua:3: boom")
         #expect(state.handle(.retryVerdict(.fail(hookError))) == [.removePartFile, .emitFailed(hookError)])
-        #expect(state.phase == .failed)
+        #expect(state.phase.kind == .failed)
     }
 
     @Test func failedHookRunsOnlyWhenNoRetryFollows() {
@@ -117,7 +117,7 @@ import Testing
         _ = state.handle(.transferFailed(error, policyDelay: nil, askRetrying: true, askFailed: true))
         #expect(state.handle(.failureVerdict(.handled)) == [.removePartFile, .emitHandled(error)],
                 "a fallback replaces it: its part file would only hold the name")
-        #expect(state.phase == .handled && state.isTerminal)
+        #expect(state.phase.kind == .handled && state.isTerminal)
     }
 
     @Test func alreadyFinishedFilesRaiseFinishedThroughTheHook() {
@@ -127,7 +127,7 @@ import Testing
         #expect(asked.handle(.finishedVerdict(.keep())) == [.emitFinished])
         var plain = JobState()
         #expect(plain.handle(.alreadyFinished(askHook: false)) == [.emitFinished])
-        #expect(plain.phase == .finished)
+        #expect(plain.phase.kind == .finished)
     }
 
     @Test func pauseWhileTheRetryingOrFailedHookDecides() {
@@ -148,7 +148,7 @@ import Testing
         #expect(state.handle(.pause) == [.abortTransfer(keepPart: true), .releaseSlot, .emitPaused])
         #expect(state.handle(.pause) == [], "pausing twice does nothing more")
         #expect(state.handle(.resume) == [.enqueue])
-        #expect(state.phase == .queued)
+        #expect(state.phase.kind == .queued)
     }
 
     @Test func cancelFromEveryLivePhaseEndsOnce() {
@@ -167,7 +167,7 @@ import Testing
         _ = state.handle(.responseArrived(askHook: true))
         _ = state.handle(.pause)
         #expect(state.handle(.responseVerdict(.proceed())) == [])
-        #expect(state.phase == .paused)
+        #expect(state.phase.kind == .paused)
     }
 
     @Test func finishedHookRunsAfterTheSlotIsFree() {
@@ -186,10 +186,10 @@ import Testing
         var state = started()
         _ = state.handle(.responseArrived(askHook: true))
         #expect(state.handle(.transferEndedDuringVerdict) == [])
-        #expect(state.phase == .holdingBody)
+        #expect(state.phase.kind == .holdingBody)
         #expect(state.holdsSlot, "the slot is freed when the body is checked, not before")
         #expect(state.handle(.responseVerdict(.proceed())) == [.completeTransfer], "not an unpause: curl is done")
-        #expect(state.phase == .receiving)
+        #expect(state.phase.kind == .receiving)
 
         var skipped = started()
         _ = skipped.handle(.responseArrived(askHook: true))
@@ -202,21 +202,21 @@ import Testing
         _ = paused.handle(.transferEndedDuringVerdict)
         #expect(paused.handle(.pause) == [.abortTransfer(keepPart: true), .releaseSlot, .emitPaused])
         #expect(paused.handle(.responseVerdict(.proceed())) == [], "the verdict after the pause changes nothing")
-        #expect(paused.phase == .paused)
+        #expect(paused.phase.kind == .paused)
     }
 
     @Test func aCheckedPartFileFreesItsSlotAndWaitsForDurability() {
         var state = receiving()
         #expect(state.handle(.bodyChecked(held: false)) == [.releaseSlot])
-        #expect(state.phase == .awaitingDurability)
+        #expect(state.phase.kind == .awaitingDurability)
         #expect(!state.holdsSlot)
         #expect(state.handle(.transferSucceeded(askHook: false)) == [.emitFinished], "the slot is not freed twice")
-        #expect(state.phase == .finished)
+        #expect(state.phase.kind == .finished)
 
         var hooked = receiving()
         _ = hooked.handle(.bodyChecked(held: false))
         #expect(hooked.handle(.transferSucceeded(askHook: true)) == [.askFinishedHook])
-        #expect(hooked.phase == .finalizing)
+        #expect(hooked.phase.kind == .finalizing)
     }
 
     @Test func stopsWhileWaitingForDurabilityHaveNoTransferOrSlotToFree() {
@@ -244,17 +244,17 @@ import Testing
     @Test func aStopTakesAHeldBodyBackBeforeItIsLinked() {
         var state = receiving()
         #expect(state.handle(.bodyChecked(held: true)) == [.releaseSlot])
-        #expect(state.phase == .placingHeldBody)
+        #expect(state.phase.kind == .placingHeldBody)
         #expect(state.handle(.pause) == [.withdrawHeldBody], "the stop waits for the withdrawal")
-        #expect(state.phase == .placingHeldBody)
+        #expect(state.phase.kind == .placingHeldBody)
         #expect(state.handle(.heldBodyWithdrawn) == [.emitPaused], "then the pause applies")
-        #expect(state.phase == .paused)
+        #expect(state.phase.kind == .paused)
 
         var cancelled = receiving()
         _ = cancelled.handle(.bodyChecked(held: true))
         #expect(cancelled.handle(.cancel) == [.withdrawHeldBody])
         #expect(cancelled.handle(.heldBodyWithdrawn) == [.removePartFile, .emitCancelled])
-        #expect(cancelled.phase == .cancelled)
+        #expect(cancelled.phase.kind == .cancelled)
 
         var failed = receiving()
         _ = failed.handle(.bodyChecked(held: true))
@@ -268,20 +268,20 @@ import Testing
         _ = state.handle(.bodyChecked(held: true))
         #expect(state.handle(.cancel) == [.withdrawHeldBody])
         #expect(state.handle(.heldBodyLinked) == [])
-        #expect(state.phase == .linked)
+        #expect(state.phase.kind == .linked)
         #expect(state.handle(.pause) == [])
         #expect(state.handle(.cancel) == [])
         #expect(state.handle(.fail(DownloadError(.hook, "late"))) == [])
-        #expect(state.phase == .linked)
+        #expect(state.phase.kind == .linked)
         #expect(state.handle(.transferSucceeded(askHook: false)) == [.emitFinished])
-        #expect(state.phase == .finished)
+        #expect(state.phase.kind == .finished)
     }
 
     @Test func aHeldBodyThatCannotBeLinkedBecomesAPartFile() {
         var state = receiving()
         _ = state.handle(.bodyChecked(held: true))
         #expect(state.handle(.bodyChecked(held: false)) == [], "written as a part file, for the next batch")
-        #expect(state.phase == .awaitingDurability)
+        #expect(state.phase.kind == .awaitingDurability)
         #expect(state.handle(.transferSucceeded(askHook: false)) == [.emitFinished])
 
         var linkFailed = receiving()
@@ -298,13 +298,13 @@ import Testing
         #expect(paused.handle(.retryDue) == [], "a stale timer")
         #expect(paused.handle(.retryVerdict(.proceed)) == [], "a hook's reply after the pause")
         #expect(paused.handle(.finishedVerdict(.keep())) == [])
-        #expect(paused.phase == .paused)
+        #expect(paused.phase.kind == .paused)
 
         var finalizing = receiving()
         _ = finalizing.handle(.transferSucceeded(askHook: true))
         #expect(finalizing.handle(.pause) == [])
         #expect(finalizing.handle(.cancel) == [])
         #expect(finalizing.handle(.resume) == [])
-        #expect(finalizing.phase == .finalizing)
+        #expect(finalizing.phase.kind == .finalizing)
     }
 }

@@ -271,6 +271,28 @@ import Testing
         #expect(listing(other).isEmpty)
     }
 
+    /// A resume is a new attempt: it asks the download's own URL again and
+    /// follows its redirect anew, not the hop it was paused on (a redirect's
+    /// target is often a signed URL that expires).
+    @Test func aResumeAfterARedirectAsksTheDownloadsOwnURLAgain() async throws {
+        let data = try server.put("slow.bin", randomBytes: 300_000)
+        try job.write("job.lua", """
+            local id = dl.add(dl.var.base .. "/redirect/0/files/slow.bin?stall=100000&stall_times=1&k=hop")
+            local paused = false
+            dl.on("request", function(d, q) dl.log("asks", q.url:find("/redirect/", 1, true) and "redirect" or "file") end)
+            dl.on("progress", function(d, p)
+              if not paused then paused = true; dl.pause(d.id) end
+            end)
+            dl.on("done", function(s) if s.finished == 0 then dl.resume(id) end end)
+            """)
+        let run = try await job.run("job.lua", out: out, ["--var", "base=\(server.url(""))"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(sameBytes(out + "/slow.bin", data))
+        #expect(run.events("paused").count == 1)
+        let asks = run.logLines(containing: "asks\t").map { $0.split(separator: "\t").last.map(String.init) ?? "" }
+        #expect(asks == ["redirect", "file", "redirect", "file"], "\(run.stderr)")
+    }
+
     @Test func renamingToTheSuggestedNameOnEveryAttemptKeepsOneFile() async throws {
         let data = try server.put("big.bin", randomBytes: 400_000)
         try job.write("job.lua", """

@@ -1,17 +1,18 @@
-/// One attempt of a download, from its start to its end: the transfer, the
+/// One attempt of a download, from its start to its end, carried by the
+/// phases that transfer (`JobState.Phase`): the transfer, the
 /// URL and method of the hop under way (they move along redirects), what a
-/// `request` hook gave for the next hop, the resume hash made for it and the
-/// final response. Changed only through the methods below, each named for
-/// the event that changes it (docs/design/engine-states.md).
+/// `request` hook gave for the next hop and the resume hash made for it.
+/// Changed only through the methods below, each named for the event that
+/// changes it (docs/design/engine-states.md).
 struct Attempt {
-    /// The running transfer (nil between attempts, and between hops while a
-    /// `request` hook or a host's turn is awaited).
+    /// The running transfer (nil before the first hop starts, and between
+    /// hops while a resume hash, a `request` hook or a host's turn is awaited).
     private(set) var transfer: Transfer?
     /// The URL the current hop asks (it moves along redirects).
     private(set) var currentURL: String
-    /// Redirect hops taken in the current attempt.
+    /// Redirect hops taken in this attempt.
     private(set) var hops = 0
-    /// Monotonic seconds when the current attempt's first hop started
+    /// Monotonic seconds when this attempt's first hop started
     /// (`maxTime` counts from there).
     private(set) var startedAt = 0.0
     /// The method and body of the current hop: the request's, until a
@@ -20,18 +21,14 @@ struct Attempt {
     /// The headers a `request` hook gave for the hop about to start; taken
     /// (and cleared) by that hop's transfer, so every hop asks the hook again.
     private(set) var hopHeaders: [String: String]?
-    /// Counts `request` hook calls, so a reply that a pause, a cancel or a
-    /// newer call overtook is recognised and dropped. Kept across attempts.
-    private(set) var requestGeneration = 0
     /// The part file's first bytes, being hashed (or hashed) for the next
     /// transfer, which resumes after them (EngineLoop+ResumeHash).
     private(set) var resumeHash: ResumeHash?
-    /// The final response of the current (or last) transfer.
-    private(set) var response: ResponseInfo?
 
-    init(_ request: DownloadRequest) {
-        currentURL = request.url
-        method = RequestMethod(request)
+    /// An attempt that starts at `url` with `method` (the request's).
+    init(url: String, method: RequestMethod) {
+        currentURL = url
+        self.method = method
     }
 
     // MARK: Hops
@@ -48,20 +45,7 @@ struct Attempt {
         method = next
     }
 
-    /// The next attempt starts again from the request's URL and method.
-    mutating func restart(_ request: DownloadRequest) {
-        hops = 0
-        currentURL = request.url
-        method = RequestMethod(request)
-    }
-
     // MARK: The request hook
-
-    /// A `request` hook call for the next hop: its generation, which its reply must bring back.
-    mutating func askRequestHook() -> Int {
-        requestGeneration += 1
-        return requestGeneration
-    }
 
     /// The headers the `request` hook gave for the next hop.
     mutating func hookGave(headers: [String: String]?) { hopHeaders = headers }
@@ -79,14 +63,12 @@ struct Attempt {
     /// The transfer is over (or handed on): the attempt holds none.
     mutating func transferEnded() { transfer = nil }
 
-    mutating func responded(_ info: ResponseInfo) { response = info }
-
     /// The attempt stops (a pause, cancel or fail): a hash still being made is
-    /// for a start that no longer comes, and a `request` hook's reply to come
-    /// is stale. The transfer stays until it is aborted (`transferEnded`).
+    /// for a start that no longer comes, and headers a `request` hook gave are
+    /// for a hop that no longer starts. The transfer stays until it is aborted
+    /// (`transferEnded`).
     mutating func stop() {
         resumeHash = nil
-        requestGeneration += 1
         hopHeaders = nil
     }
 

@@ -12,10 +12,16 @@ extension EngineLoop {
 
     func feed(_ job: Job, _ input: JobState.Input) {
         assertOnEngineThread()
-        perform(job.state.handle(input), job)
+        let under = job.attempt
+        let actions = job.state.handle(input)
+        // A move out of the phases that transfer ends the attempt: the actions
+        // that stop its transfer get it from here.
+        perform(actions, job, ended: job.attempt == nil ? under : nil)
     }
 
-    func perform(_ actions: [JobState.Action], _ job: Job) {
+    /// Performs `actions`; `ended` is the attempt that the move leading to
+    /// them ended, if it did.
+    func perform(_ actions: [JobState.Action], _ job: Job, ended: Attempt? = nil) {
         for action in actions {
             switch action {
             case .startTransfer:
@@ -27,7 +33,7 @@ extension EngineLoop {
             case .withdrawHeldBody:
                 withdrawHeldBody(job)
             case .abortTransfer(let keepPart):
-                abortTransfer(job, keepPart: keepPart)
+                abortTransfer(job, ended ?? job.attempt, keepPart: keepPart)
             case .removePartFile:
                 if let target = job.target { targets.removePart(target) }
                 job.claim.dropPart()
@@ -102,15 +108,17 @@ extension EngineLoop {
         }
     }
 
-    /// Stops the attempt's transfer; its bytes stay for a resume when `keepPart`.
-    private func abortTransfer(_ job: Job, keepPart: Bool) {
+    /// Stops the attempt's transfer (the one under way, or the one the move
+    /// just ended); its bytes stay for a resume when `keepPart`.
+    private func abortTransfer(_ job: Job, _ attempt: Attempt?, keepPart: Bool) {
         // A hash still being made, a request hook's reply or a host
         // turn still to come is for a start that no longer comes.
-        job.attempt.stop()
+        job.state.updateAttempt { $0.stop() }
+        job.turns.requestVoided()
         job.turns.turnEnded()
-        guard let transfer = job.transfer else { return }
+        guard let transfer = attempt?.transfer else { return }
         if abort(transfer) { job.progress.received(transfer.received) }
-        job.attempt.transferEnded()
+        job.state.updateAttempt { $0.transferEnded() }
         job.claim.partHolds(keepPart ? transfer.resumeOffset + transfer.received : 0)
         job.claim.dropPartUnlessResumable()
     }
@@ -183,7 +191,7 @@ extension EngineLoop {
 
     /// The response hook answered: rename if asked, then let the bytes flow.
     func applyResponseVerdict(_ id: DownloadID, _ verdict: ResponseVerdict) {
-        guard let job = jobs[id], job.state.phase == .awaitingVerdict || job.state.phase == .holdingBody else { return }
+        guard let job = jobs[id], job.state.phase.kind == .awaitingVerdict || job.state.phase.kind == .holdingBody else { return }
         // A memory download has no name to change.
         guard job.request.into == .file, case .proceed(let name, let directory) = verdict, name != nil || directory != nil
         else { return feed(job, .responseVerdict(verdict)) }
@@ -250,7 +258,7 @@ extension EngineLoop {
         if job.request.into == .memory { return completeIntoMemory(job, transfer) }
         if transfer.body.isInMemory, canHold(job, transfer) {
             // The whole body came while the hook decided: no part file for it.
-            job.attempt.transferEnded()
+            job.state.updateAttempt { $0.transferEnded() }
             transfer.keepWholeBody()
             job.progress.received(transfer.received)
             return bodyComplete(job, transfer)
@@ -262,7 +270,7 @@ extension EngineLoop {
         }
         // An empty body, or one that fit the buffer: its bytes are on disk now,
         // so account for them and finish.
-        job.attempt.transferEnded()
+        job.state.updateAttempt { $0.transferEnded() }
         job.claim.partHolds(transfer.resumeOffset + transfer.received)
         job.progress.received(transfer.received)
         transfer.file?.finish()
@@ -271,7 +279,7 @@ extension EngineLoop {
 
     /// The finished hook answered: move the file if asked, then end the download.
     func applyFinishedVerdict(_ id: DownloadID, _ verdict: FinishedVerdict) {
-        guard let job = jobs[id], job.state.phase == .finalizing else { return }
+        guard let job = jobs[id], job.state.phase.kind == .finalizing else { return }
         if case .fail(let error) = verdict { return failFinished(job, error) }
         if case .keep(_, _, let digest?) = verdict { job.finishedHash(digest) }
         guard case .keep(let name, let directory, _) = verdict, name != nil || directory != nil,
@@ -351,7 +359,7 @@ extension EngineLoop {
         }
         checkTimeAndSpeedLimits(now: now)
         for transfer in pool.transfers.values {
-            guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
+            guard let job = jobs[transfer.id], job.state.phase.kind == .receiving else { continue }
             reportProgress(job, bytes: job.bytes + transfer.collectedCount, now: now)
         }
     }

@@ -5,13 +5,15 @@ internal import CCurl
 extension EngineLoop {
     /// Configures a handle for the job's next request and adds it to the multi handle.
     func startTransfer(_ job: Job) {
+        // Only a phase that transfers has an attempt to run a transfer in.
+        guard job.attempt != nil else { return assertionFailure("a transfer to start in phase \(job.state.phase.kind)") }
         job.progress.starts(at: EngineLoop.now())
         guard hopMayStart(job) else { return }
         job.turns.turnEnded()
         let easy = pool.idleHandles.popLast() ?? CurlEasy()
         easy.reset()
         let transfer = Transfer(id: job.id, easy: easy, owner: self)
-        job.attempt.hopStarts(at: EngineLoop.now())
+        job.state.updateAttempt { $0.hopStarts(at: EngineLoop.now()) }
         transfer.installCallbacks()
         transfer.recording = configuration.recorder?.begin(url: job.currentURL)
         configure(easy, transfer, for: job)
@@ -27,10 +29,10 @@ extension EngineLoop {
         }
         cookies?.mergeCookieHeaders(&lines, into: easy)
         easy.setHeaders(lines)
-        job.method.apply(to: easy)
+        job.attempt?.method.apply(to: easy)
         transfer.lastActiveAt = EngineLoop.now()
         pool.transfers[easy.handle] = transfer
-        job.attempt.run(transfer)
+        job.state.updateAttempt { $0.run(transfer) }
         multi.add(easy)
     }
 
@@ -92,7 +94,7 @@ extension EngineLoop {
     /// conditional, adoption or resume headers and the encoding asked for.
     private func requestLines(_ job: Job, _ transfer: Transfer, _ easy: CurlEasy) -> [String] {
         var lines: [String]
-        if let decided = job.attempt.takeHopHeaders() {  // this hop's only: the next one asks again
+        if let decided = job.state.updateAttempt({ $0.takeHopHeaders() }) ?? nil {  // this hop's only: the next one asks again
             lines = decided.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
         } else {
             lines = job.request.headers.isEmpty ? [] : headerLines(for: job)

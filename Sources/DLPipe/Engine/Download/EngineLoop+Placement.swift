@@ -202,7 +202,7 @@ extension EngineLoop {
                 continue
             }
             // Paused or cancelled meanwhile: the part file's fate is theirs.
-            guard placement.job.state.phase == .awaitingDurability else { continue }
+            guard placement.job.state.phase.kind == .awaitingDurability else { continue }
             placeFile(placement.job, size: placement.size, digest: placement.digest)
         }
     }
@@ -270,7 +270,7 @@ extension EngineLoop {
         let waiting = disk.fencedPlacements
         disk.fencedPlacements = []
         disk.fenceCheckDue = EngineLoop.now() + 0.5
-        for placement in waiting where placement.job.state.phase == .awaitingDurability {
+        for placement in waiting where placement.job.state.phase.kind == .awaitingDurability {
             placeFile(placement.job, size: placement.size, digest: placement.digest)
         }
     }

@@ -30,7 +30,7 @@ extension EngineLoop {
             return !pending.done
         }
         let hash = ResumeHash(offset: job.partBytes)
-        job.attempt.hashing(hash)
+        job.state.updateAttempt { $0.hashing(hash) }
         let path = targets.partPath(target)
         let id = job.id
         let inbox = inbox  // the block runs off this thread: never `self`
@@ -50,7 +50,7 @@ extension EngineLoop {
         guard let job = jobs[id], job.resumeHash === hash, job.transfer == nil else { return }
         if hash.hasher == nil {
             // The part file could not be read whole: start over from zero.
-            job.attempt.hashing(nil)
+            job.state.updateAttempt { $0.hashing(nil) }
             job.claim.dropPart()
         }
         startTransfer(job)
@@ -59,7 +59,7 @@ extension EngineLoop {
     /// The hasher for a transfer's body: fed with the part file's first
     /// `offset` bytes when it resumes there.
     func hasher(for job: Job, resumingAt offset: Int64) -> SHA256Hasher {
-        defer { job.attempt.hashing(nil) }  // the transfer owns it now
+        defer { job.state.updateAttempt { $0.hashing(nil) } }  // the transfer owns it now
         if offset == 0 { return SHA256Hasher() }
         if let hash = job.resumeHash, hash.offset == offset, let hasher = hash.hasher { return hasher }
         // Not expected (startTransfer waits for the hash): correct, if slow.

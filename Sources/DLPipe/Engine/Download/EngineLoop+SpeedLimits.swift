@@ -24,10 +24,10 @@ extension EngineLoop {
     func checkTimeAndSpeedLimits(now: Double) {
         var failures: [(Job, DownloadError)] = []
         for transfer in pool.transfers.values {
-            guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
+            guard let job = jobs[transfer.id], let attempt = job.attempt, attempt.transfer === transfer else { continue }
             // Run on every progress tick: the URL's text only for a failure.
-            if let maxTime = job.request.maxTime ?? configuration.maxTime, now - job.attemptStartedAt >= maxTime {
-                let url = RedactedURL.text(job.currentURL)
+            if let maxTime = job.request.maxTime ?? configuration.maxTime, now - attempt.startedAt >= maxTime {
+                let url = RedactedURL.text(attempt.currentURL)
                 failures.append((job, DownloadError(.timeout, "\(url) took longer than the max time of \(maxTime.secondsText) s")))
                 continue
             }

@@ -102,7 +102,7 @@ extension EngineLoop: TransferOwner {
             status: head.status, headers: head.headers, type: body.type, length: body.length,
             filename: suggested, url: job.currentURL,
             resumedFrom: transfer.resumeOffset > 0 ? transfer.resumeOffset : nil)
-        job.attempt.responded(response)
+        job.responded(response)
         job.progress.restarts(from: transfer.resumeOffset, at: EngineLoop.now())
         if job.request.into == .memory { return acceptIntoMemory(job, transfer, response) }
         // A file the download meant to adopt is not the server's (a 200).
@@ -170,7 +170,7 @@ extension EngineLoop: TransferOwner {
             ? Set(completed.lazy.filter { $0.code == Int(CURLE_OK.rawValue) }.map(\.easy)) : []
         var opening: [(Job, Transfer)] = []
         for transfer in waiting {
-            guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase == .receiving,
+            guard let job = jobs[transfer.id], job.transfer === transfer, job.state.phase.kind == .receiving,
                 pool.transfers[transfer.easy.handle] === transfer
             else { continue }
             if whole.contains(transfer.easy.handle), transfer.body == .buffering, canHold(job, transfer) {
@@ -256,7 +256,7 @@ extension EngineLoop: TransferOwner {
             transfer.file?.finish(keepingForSync: keepsDescriptorForSync(
                 transfer, endedWhole: completion.code == Int(CURLE_OK.rawValue)))
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
-            if job.state.phase == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
+            if job.state.phase.kind == .awaitingVerdict, transfer.body.isInMemory, transfer.abortError == nil,
                 completion.code == Int(CURLE_OK.rawValue)
             {
                 // The whole body came while the response hook decides: it stays in
@@ -264,7 +264,7 @@ extension EngineLoop: TransferOwner {
                 feed(job, .transferEndedDuringVerdict)
                 continue
             }
-            job.attempt.transferEnded()
+            job.state.updateAttempt { $0.transferEnded() }
             if transfer.body == .keptWhole || transfer.body == .collecting { transfer.keepWholeBody() }
             job.claim.partHolds(transfer.resumeOffset + transfer.received)
             job.progress.received(transfer.received)
@@ -295,7 +295,7 @@ extension EngineLoop: TransferOwner {
         switch transfer.body {
         case .paused:
             // The hook decides after the transfer ended; keep it for completeTransfer.
-            job.attempt.run(transfer)
+            job.state.updateAttempt { $0.run(transfer) }
             feed(job, .transferEndedDuringVerdict)
         case .refused:
             attemptFailed(job, transfer.abortError!)
@@ -324,7 +324,8 @@ extension EngineLoop: TransferOwner {
         guard job.hops < configuration.maxRedirects else {
             return attemptFailed(job, DownloadError(.http, "more than \(configuration.maxRedirects) redirects from \(RedactedURL.text(job.request.url))"))
         }
-        job.attempt.follow(to: next, method: job.method.following(status: transfer.easy.long(CURLINFO_RESPONSE_CODE)))
+        let status = transfer.easy.long(CURLINFO_RESPONSE_CODE)
+        job.state.updateAttempt { $0.follow(to: next, method: $0.method.following(status: status)) }
         if job.target == nil { job.claim.dropPart() }
         startTransfer(job)
     }
@@ -346,7 +347,6 @@ extension EngineLoop: TransferOwner {
         if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
         job.claim.dropPartUnlessResumable()
         saveState(job, .partial, error: error)
-        job.attempt.restart(job.request)
         let delay = policy.delay(after: error, attempt: job.state.attempt, unit: Double.random(in: 0..<1))
         feed(job, .transferFailed(
             error, policyDelay: delay, askRetrying: interests.contains(.retrying), askFailed: interests.contains(.failed)))

@@ -91,7 +91,7 @@ extension EngineLoop {
             // file as it is now is the one placed.
             job.claim.recall(placed: facts.placed(at: check.relative))
         }
-        guard job.state.phase == .requesting, job.transfer == nil else { return }
+        guard job.state.phase.kind == .requesting, job.transfer == nil else { return }
         startTransfer(job)
     }
 

@@ -21,14 +21,13 @@ final class Job {
     let host: String
     /// The request's state key, built once: every state write names it.
     private(set) lazy var key = request.deduplicationKey
-    var state = JobState()
+    /// Its phase and counters; the phases that transfer carry the attempt
+    /// under way (`attempt`, `JobState.updateAttempt`).
+    var state: JobState
     /// The file it claims in the output folder: its name, what it may
     /// replace, what its part file's bytes are worth (`FileClaim`'s methods
     /// are the only writers).
     var claim = FileClaim()
-    /// The attempt under way (or the last one): its transfer, hops and
-    /// response (`Attempt`'s methods are the only writers).
-    var attempt: Attempt
     /// The schedule's view between turns: host turn, retry timer, queue slot.
     var turns = JobTurns()
     /// The run's bytes, clock and progress reports (`JobProgress`'s methods).
@@ -36,6 +35,9 @@ final class Job {
     /// The whole body, handed to the syncfs queue to be written and named
     /// (phase `placingHeldBody`).
     private(set) var held: HeldFile?
+    /// The final response of the current (or last) attempt: what the
+    /// `response` hook, the record, progress and the `finished` event read.
+    private(set) var response: ResponseInfo?
     /// The file in place, as the `finished` event and hook report it.
     private(set) var result: FinishedInfo?
     /// `--compressed` only: the server encoded a compressed resource (an
@@ -56,7 +58,7 @@ final class Job {
         self.id = id
         self.request = request
         self.host = host
-        self.attempt = Attempt(request)
+        self.state = JobState(url: request.url, method: RequestMethod(request))
     }
 
     // What hooks, records and transfers read of the claim.
@@ -72,22 +74,25 @@ final class Job {
     var conditional: (etag: String?, lastModified: String?)? { claim.conditional }
     var knownSHA256: String? { claim.knownSHA256 }
     var knownType: String? { claim.knownType }
-    // And of the attempt.
-    var transfer: Transfer? { attempt.transfer }
-    var currentURL: String { attempt.currentURL }
-    var hops: Int { attempt.hops }
-    var attemptStartedAt: Double { attempt.startedAt }
-    var method: RequestMethod { attempt.method }
-    var hopHeaders: [String: String]? { attempt.hopHeaders }
-    var requestGeneration: Int { attempt.requestGeneration }
-    var resumeHash: ResumeHash? { attempt.resumeHash }
-    var response: ResponseInfo? { attempt.response }
+    // And of the attempt, which only the phases that transfer carry: nil
+    // (or the request's own URL, no hops) in any other phase.
+    var attempt: Attempt? { state.phase.attempt }
+    var transfer: Transfer? { attempt?.transfer }
+    /// The URL the next request asks: the current hop's, else the request's.
+    var currentURL: String { attempt?.currentURL ?? request.url }
+    var hops: Int { attempt?.hops ?? 0 }
+    var hopHeaders: [String: String]? { attempt?.hopHeaders }
+    var resumeHash: ResumeHash? { attempt?.resumeHash }
     // And of the schedule and the run.
     var paced: Bool { turns.paced }
     var retryGeneration: Int { turns.retryGeneration }
+    var requestGeneration: Int { turns.requestGeneration }
     var slotGivenBack: Bool { turns.slotGivenBack }
     var startedAt: Double? { progress.startedAt }
     var receivedThisRun: Int64 { progress.receivedThisRun }
+
+    /// The final response of a transfer arrived.
+    func responded(_ info: ResponseInfo) { response = info }
 
     // MARK: The end of a download
 

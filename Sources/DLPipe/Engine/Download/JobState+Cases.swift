@@ -1,19 +1,22 @@
 /// The words of `JobState`: its phases, the inputs it takes and the actions it returns.
 extension JobState {
-    enum Phase: Equatable, CaseIterable {
+    /// The phases that transfer (requesting .. receiving) carry the attempt
+    /// under way: `start` makes a new one at the request's URL and method, a
+    /// move out of them ends it, and no other phase holds one.
+    enum Phase {
         /// Waiting for a transfer slot.
         case queued
         /// Backing off before the next attempt.
         case waitingRetry
-        /// Transfer running; the final response has not arrived.
-        case requesting
+        /// Transfer running (or about to start); the final response has not arrived.
+        case requesting(Attempt)
         /// The `response` hook is deciding; the transfer is paused.
-        case awaitingVerdict
+        case awaitingVerdict(Attempt)
         /// The `response` hook is deciding and the transfer has already ended:
         /// its body (if any) waits in memory for the verdict.
-        case holdingBody
+        case holdingBody(Attempt)
         /// Body bytes stream to the part file.
-        case receiving
+        case receiving(Attempt)
         /// The body is whole and checked, its part file closed: it waits for
         /// its batch's syncfs before it gets its name. The slot is free.
         case awaitingDurability
@@ -33,6 +36,38 @@ extension JobState {
         case paused
         /// Terminal; `handled` is a failure that a `failed` hook dealt with.
         case finished, skipped, failed, handled, cancelled
+
+        /// The phase without what it carries: what code that only asks
+        /// "which phase?" compares.
+        enum Kind: CaseIterable {
+            case queued, waitingRetry, requesting, awaitingVerdict, holdingBody, receiving
+            case awaitingDurability, placingHeldBody, linked, finalizing
+            case awaitingRetryVerdict, awaitingFailureVerdict, paused
+            case finished, skipped, failed, handled, cancelled
+        }
+
+        var kind: Kind {
+            switch self {
+            case .queued: .queued
+            case .waitingRetry: .waitingRetry
+            case .requesting: .requesting
+            case .awaitingVerdict: .awaitingVerdict
+            case .holdingBody: .holdingBody
+            case .receiving: .receiving
+            case .awaitingDurability: .awaitingDurability
+            case .placingHeldBody: .placingHeldBody
+            case .linked: .linked
+            case .finalizing: .finalizing
+            case .awaitingRetryVerdict: .awaitingRetryVerdict
+            case .awaitingFailureVerdict: .awaitingFailureVerdict
+            case .paused: .paused
+            case .finished: .finished
+            case .skipped: .skipped
+            case .failed: .failed
+            case .handled: .handled
+            case .cancelled: .cancelled
+            }
+        }
     }
     enum Input: Equatable {
         /// The scheduler gave this download a transfer slot.

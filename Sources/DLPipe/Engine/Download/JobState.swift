@@ -12,6 +12,8 @@
 /// (awaitingFailureVerdict): the failure stands, is handled, or is retried past the budget.
 struct JobState: Equatable {
     private(set) var phase: Phase = .queued
+    /// Where every attempt starts: the request's URL and method.
+    private let firstHop: (url: String, method: RequestMethod)
     /// Attempts started so far.
     private(set) var attempt = 0
     /// The failure the scheduled retry follows (a shared queue keeps it as the
@@ -30,28 +32,41 @@ struct JobState: Equatable {
     static let hookRetryCap = 20
 
     var isTerminal: Bool {
-        [.finished, .skipped, .failed, .handled, .cancelled].contains(phase)
+        [.finished, .skipped, .failed, .handled, .cancelled].contains(phase.kind)
     }
 
     /// Whether a transfer slot is held.
     var holdsSlot: Bool {
-        [.requesting, .awaitingVerdict, .holdingBody, .receiving].contains(phase)
+        [.requesting, .awaitingVerdict, .holdingBody, .receiving].contains(phase.kind)
+    }
+
+    /// A download whose attempts ask `url` with `method` first.
+    init(url: String = "", method: RequestMethod = .get) {
+        firstHop = (url, method)
     }
 
     static func == (a: JobState, b: JobState) -> Bool {
-        a.phase == b.phase && a.attempt == b.attempt && a.hookRetries == b.hookRetries
+        a.phase.kind == b.phase.kind && a.attempt == b.attempt && a.hookRetries == b.hookRetries
+    }
+
+    /// Changes the attempt under way in place; nil in a phase that carries none.
+    @discardableResult
+    mutating func updateAttempt<Result>(_ change: (inout Attempt) -> Result) -> Result? {
+        guard var under = phase.attempt else { return nil }
+        defer { phase = phase.carrying(under) }
+        return change(&under)
     }
 
     /// Counts `attempts` made before this download came here (a shared
     /// queue's retry, taken by this worker): the next start is one more.
     mutating func continueAfter(attempts: Int) {
-        precondition(phase == .queued && attempt == 0)
+        precondition(phase.kind == .queued && attempt == 0)
         attempt = max(0, attempts)
     }
 
     /// Ends a download that never started (a rejected URL).
     mutating func endBeforeStart(_ terminal: Phase) {
-        precondition(phase == .queued && [.failed, .skipped].contains(terminal))
+        precondition(phase.kind == .queued && [.failed, .skipped].contains(terminal.kind))
         phase = terminal
     }
 
@@ -63,7 +78,7 @@ struct JobState: Equatable {
         case .moved(let actions): return actions
         case .late: return []
         case .impossible:
-            ImpossibleTransitions.report(input: input, phase: phase)
+            ImpossibleTransitions.report(input: input, phase: phase.kind)
             return []
         }
     }
@@ -88,7 +103,7 @@ struct JobState: Equatable {
     private mutating func whileQueued(_ input: Input) -> Step {
         switch input {
         case .start:
-            phase = .requesting
+            phase = .requesting(Attempt(url: firstHop.url, method: firstHop.method))
             attempt += 1
             return .moved([.startTransfer])
         case .alreadyFinished(let askHook):
@@ -115,19 +130,19 @@ struct JobState: Equatable {
     /// requesting, awaitingVerdict, holdingBody, receiving: a transfer and its slot are held.
     private mutating func whileTransferring(_ input: Input) -> Step {
         switch (phase, input) {
-        case (.requesting, .responseArrived(let askHook)):
-            phase = askHook ? .awaitingVerdict : .receiving
+        case (.requesting(let under), .responseArrived(let askHook)):
+            phase = askHook ? .awaitingVerdict(under) : .receiving(under)
             return .moved(askHook ? [.askResponseHook] : [])
-        case (.awaitingVerdict, .transferEndedDuringVerdict):
-            phase = .holdingBody
+        case (.awaitingVerdict(let under), .transferEndedDuringVerdict):
+            phase = .holdingBody(under)
             return .moved([])
         case (.requesting, .hopRefused(let reason)):
-            // No transfer runs between hops; the abort drops what waits for
-            // the hop (a hook's reply, a host's turn). The part file stays.
+            // Between hops: the abort drops what waits for the hop; the part file stays.
             phase = .skipped
             return .moved([.abortTransfer(keepPart: true), .releaseSlot, .emitSkipped(reason)])
-        case (.awaitingVerdict, .responseVerdict(let verdict)), (.holdingBody, .responseVerdict(let verdict)):
-            return responseDecided(verdict)
+        case (.awaitingVerdict(let under), .responseVerdict(let verdict)),
+            (.holdingBody(let under), .responseVerdict(let verdict)):
+            return responseDecided(verdict, under)
         case (.receiving, .bodyChecked(let held)):
             // Its transfer is over: the slot goes to the next download now.
             phase = held ? .placingHeldBody : .awaitingDurability
@@ -151,12 +166,12 @@ struct JobState: Equatable {
     }
 
     /// The `response` hook's verdict, with the transfer paused or ended (holdingBody).
-    private mutating func responseDecided(_ verdict: ResponseVerdict) -> Step {
+    private mutating func responseDecided(_ verdict: ResponseVerdict, _ under: Attempt) -> Step {
         switch verdict {
         case .proceed:
             // A rename was applied by the engine before this input.
-            let ended = phase == .holdingBody
-            phase = .receiving
+            let ended = phase.kind == .holdingBody
+            phase = .receiving(under)
             return .moved([ended ? .completeTransfer : .continueTransfer])
         case .skip(let reason):
             phase = .skipped
@@ -332,12 +347,8 @@ struct JobState: Equatable {
 
     /// The body is in place: the `finished` hook decides, or the download ends.
     private mutating func succeed(askHook: Bool, releasing release: [Action]) -> Step {
-        if askHook {
-            phase = .finalizing
-            return .moved(release + [.askFinishedHook])
-        }
-        phase = .finished
-        return .moved(release + [.emitFinished])
+        phase = askHook ? .finalizing : .finished
+        return .moved(release + [askHook ? .askFinishedHook : .emitFinished])
     }
 
     /// The attempt failed: a retry the policy grants (the `retrying` hook may

@@ -8,13 +8,13 @@ extension EngineLoop {
     /// reply within `hookDeadline` fails the download with kind `hook`
     /// (`hookReply`).
     func askRequestHook(_ job: Job) {
-        let generation = job.attempt.askRequestHook()
+        let generation = job.turns.askRequestHook()
         let id = job.id
         let request = RequestInfo(url: job.currentURL, attempt: max(1, job.state.attempt), headers: hopHeaders(for: job))
         guard let ask = hooks?.request else {
             // Not reached (`interests` says a closure is set); the hop goes
             // out with its own headers rather than waiting for nobody.
-            job.attempt.hookGave(headers: request.headers)
+            job.state.updateAttempt { $0.hookGave(headers: request.headers) }
             return startTransfer(job)
         }
         let reply = hookReply("request", expiry: { .requestVerdict(id, generation: generation, .fail($0)) }) {
@@ -26,7 +26,7 @@ extension EngineLoop {
     /// Starts the hop with the hook's headers, unless a pause, a cancel, a
     /// failure or a newer call overtook the reply.
     func applyRequestVerdict(_ id: DownloadID, generation: Int, _ verdict: RequestVerdict) {
-        guard let job = jobs[id], job.requestGeneration == generation, job.state.phase == .requesting,
+        guard let job = jobs[id], job.requestGeneration == generation, job.state.phase.kind == .requesting,
             job.transfer == nil
         else { return }
         switch verdict {
@@ -36,7 +36,7 @@ extension EngineLoop {
             if let problem = HeaderField.problem(in: headers) {
                 return feed(job, .fail(DownloadError(.hook, "request handler: \(problem)")))
             }
-            job.attempt.hookGave(headers: headers)
+            job.state.updateAttempt { $0.hookGave(headers: headers) }
             startTransfer(job)
         }
     }

@@ -24,7 +24,7 @@ extension EngineLoop {
 
     /// The transfer ended while the response hook decided: its bytes are the body.
     func completeIntoMemory(_ job: Job, _ transfer: Transfer) {
-        job.attempt.transferEnded()
+        job.state.updateAttempt { $0.transferEnded() }
         transfer.collectInMemory()
         transfer.keepWholeBody()
         job.progress.received(transfer.received)

@@ -12,14 +12,14 @@ enum ImpossibleTransitions {
     static var count: Int { counter.load(ordering: .relaxed) }
 
     /// Stops a debug build; in a release build, `record`s.
-    static func report(input: JobState.Input, phase: JobState.Phase) {
+    static func report(input: JobState.Input, phase: JobState.Phase.Kind) {
         assertionFailure("JobState: \(input) in phase \(phase)")
         record(input: input, phase: phase)
     }
 
     /// Counts one, and logs it if it is the first (a bug repeated per download
     /// would otherwise flood stderr).
-    static func record(input: JobState.Input, phase: JobState.Phase) {
+    static func record(input: JobState.Input, phase: JobState.Phase.Kind) {
         let (before, _) = counter.add(1, ordering: .relaxed)
         guard before == 0 else { return }
         let line = "dlpipe: internal error: a download in phase \(phase) got \(input); ignored (further ones are counted, not logged)\n"

@@ -51,7 +51,7 @@ extension EngineLoop {
         guard configuration.robots else { return false }
         let url: String
         if let job = jobs[id] {
-            guard job.state.phase == .queued else { return false }
+            guard job.state.phase.kind == .queued else { return false }
             url = job.currentURL
         } else if let queued = schedule.waiting[id] {
             url = queued.request.url
@@ -74,7 +74,7 @@ extension EngineLoop {
     /// not known yet (the job waits out of line, its slot given back), or it
     /// disallows the URL (the job ends skipped). False: the job starts.
     func robotsHolds(_ job: Job) -> Bool {
-        guard configuration.robots, job.state.phase == .queued,
+        guard configuration.robots, job.state.phase.kind == .queued,
             let parts = URLParts(job.currentURL), parts.isHTTP, !parts.hostPort.isEmpty
         else { return false }
         let origin = parts.scheme + "://" + parts.hostPort
@@ -109,7 +109,7 @@ extension EngineLoop {
             countUnreachableSkip(origin)
             feed(job, .hopRefused(reason: RobotsBook.skipReason))
         case .pending:
-            robots.waitingHops[origin, default: []].append((job.id, job.attempt.requestGeneration))
+            robots.waitingHops[origin, default: []].append((job.id, job.requestGeneration))
         }
         return true
     }
@@ -194,15 +194,15 @@ extension EngineLoop {
     private func requeue(_ origin: String) {
         for id in robots.waiting.removeValue(forKey: origin) ?? [] {
             if let job = jobs[id] {
-                guard job.state.phase == .queued, !schedule.pausedJobs.contains(id) else { continue }
+                guard job.state.phase.kind == .queued, !schedule.pausedJobs.contains(id) else { continue }
                 scheduler.enqueue(id, host: job.host, priority: job.request.priority)
             } else if let queued = schedule.waiting[id] {
                 scheduler.enqueue(id, host: queued.host, priority: queued.request.priority)
             }
         }
         for (id, generation) in robots.waitingHops.removeValue(forKey: origin) ?? [] {
-            guard let job = jobs[id], job.state.phase == .requesting, job.transfer == nil,
-                job.attempt.requestGeneration == generation
+            guard let job = jobs[id], job.state.phase.kind == .requesting, job.transfer == nil,
+                job.requestGeneration == generation
             else { continue }
             startTransfer(job)
         }

@@ -17,7 +17,7 @@ extension EngineLoop {
     /// the host back (then it takes a new turn after the hold).
     func hostTurnCame(_ id: DownloadID, generation: Int) {
         guard let job = jobs[id], job.requestGeneration == generation, job.paced,
-            job.state.phase == .requesting, job.transfer == nil
+            job.state.phase.kind == .requesting, job.transfer == nil
         else { return }
         if let host = URLParts(job.currentURL)?.hostPort, schedule.hostPacing.isHeld(host, now: EngineLoop.now()) {
             job.turns.turnEnded()
