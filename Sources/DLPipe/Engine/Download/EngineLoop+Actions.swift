@@ -108,6 +108,7 @@ extension EngineLoop {
         // turn still to come is for a start that no longer comes.
         job.attempt.stop()
         job.turns.turnEnded()
+        abortSegments(job)
         guard let transfer = job.transfer else { return }
         if abort(transfer) { job.progress.received(transfer.received) }
         job.attempt.transferEnded()
@@ -118,6 +119,7 @@ extension EngineLoop {
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
         assertOnEngineThread()
+        if pool.splits[job.id] != nil { dropSplit(job) }
         // Before the event: a program that adds the request again when it sees
         // the event gets a new download, not this ended one.
         closeJob(job)
@@ -345,14 +347,16 @@ extension EngineLoop {
         }
         pool.nextProgressTick = now + min(configuration.progressInterval, shortest / 4, shortestLimitCheck())
         for transfer in stalled {
-            guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
+            let side = pool.splits[transfer.id]?.segment(of: transfer) != nil
+            guard let job = jobs[transfer.id], job.transfer === transfer || side else { continue }
             attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(transfer.stallTimeout.secondsText) s"))
         }
         checkTimeAndSpeedLimits(now: now)
         for transfer in pool.transfers.values {
             guard let job = jobs[transfer.id], job.state.phase == .receiving else { continue }
-            reportProgress(job, bytes: job.bytes + transfer.collectedCount, now: now)
+            reportProgress(job, bytes: pool.splits[job.id]?.writtenBytes ?? job.bytes + transfer.collectedCount, now: now)
         }
+        if !pool.splits.isEmpty { saveSplitProgress(now: now) }
     }
 
     /// The body is whole (`bytes` of it): a last progress event unless the

@@ -6,6 +6,7 @@ extension EngineLoop {
     /// Configures a handle for the job's next request and adds it to the multi handle.
     func startTransfer(_ job: Job) {
         job.progress.starts(at: EngineLoop.now())
+        splitAttemptStarts(job)
         guard hopMayStart(job) else { return }
         job.turns.turnEnded()
         let easy = pool.idleHandles.popLast() ?? CurlEasy()
@@ -64,7 +65,7 @@ extension EngineLoop {
     }
 
     /// The handle's options for this hop.
-    private func configure(_ easy: CurlEasy, _ transfer: Transfer, for job: Job) {
+    func configure(_ easy: CurlEasy, _ transfer: Transfer, for job: Job) {
         easy.set(CURLOPT_URL, configuration.replay?.address ?? job.currentURL)
         easy.set(CURLOPT_NOSIGNAL, 1)
         // Redirects are followed by the engine, hop by hop, so that schemes and

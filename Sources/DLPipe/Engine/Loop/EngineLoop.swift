@@ -202,6 +202,7 @@ final class EngineLoop {
             fireDueTimers()
             expireHookCalls()
             if schedule.startsHeld == 0 { startQueued() }
+            if !pool.splits.isEmpty { startSegments() }
             releasePacedTransfers()
             let activeAfterStart = scheduler.active
             multi.perform()
