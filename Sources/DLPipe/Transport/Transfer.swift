@@ -10,6 +10,11 @@ protocol TransferOwner: AnyObject {
     func segmentLimitReached(_ transfer: Transfer) -> Int64?
 }
 
+extension TransferOwner {
+    /// An owner that never sets a limit never hears of one.
+    func segmentLimitReached(_ transfer: Transfer) -> Int64? { nil }
+}
+
 /// One attempt of one download: the easy handle's callbacks land here.
 final class Transfer {
     let id: DownloadID
