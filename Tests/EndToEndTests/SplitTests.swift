@@ -109,14 +109,20 @@ import Testing
 
     @Test func killedAndRunAgainEachSegmentResumes() async throws {
         let data = try server.put("k.bin", randomBytes: 8_000_000, seed: 10)
-        let url = server.url("/files/k.bin?throttle=1000000")
+        // 4 connections of 500 KB/s: 4 s for the file. Each run is killed once
+        // the file holds `bytes` (progress counts every segment), past the
+        // first of the once-a-second syncs that the record follows.
+        let url = server.url("/files/k.bin?throttle=500000")
         var kills = 0
-        for round in 1...3 {
+        for bytes in [3_000_000, 5_500_000] {
             let process = try Subprocess(Paths.binary, ["get", url, "-d", out, "--split", "4", "--json"])
             let status = await offThePool { () -> Int32 in
-                var seen = 0
-                while seen < 3 + round, let line = process.readStdoutLine() {
-                    if line.contains("\"progress\"") { seen += 1 }
+                while let line = process.readStdoutLine() {
+                    guard line.contains("\"progress\""),
+                        let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                        let done = event["bytes"] as? Int, done >= bytes
+                    else { continue }
+                    break
                 }
                 process.signal(SIGKILL)
                 return process.waitForExit()

@@ -92,6 +92,13 @@ final class PartFile {
     }
     private static let writeBackQueue = DispatchQueue(label: "dlpipe-write-back")
 
+    /// A duplicate of the descriptor (for a sync elsewhere), or nil.
+    func duplicateDescriptor() -> Int32? {
+        guard fd >= 0 else { return nil }
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        return copy >= 0 ? copy : nil
+    }
+
     func closeFile() {
         if fd >= 0 { close(fd) }
         fd = -1

@@ -251,13 +251,32 @@ extension EngineLoop {
         pool.splits[job.id] = nil
     }
 
-    /// Saves each split download's segments about once a second, so that a
-    /// re-run after a kill resumes each near where it stood.
+    /// About once a second, each split download's part file is synced (on
+    /// the fdatasync queue) and then its record takes the segments' progress
+    /// from before the sync: a re-run never trusts bytes past the last sync.
     func saveSplitProgress(now: Double) {
-        for (id, plan) in pool.splits where plan.recorded && now - plan.savedAt >= 1 {
-            guard let job = jobs[id], job.state.phase == .receiving else { continue }
+        for (id, plan) in pool.splits where plan.recorded && !plan.syncing && now - plan.savedAt >= 1 {
+            guard jobs[id]?.state.phase == .receiving, let descriptor = plan.anyFile?.duplicateDescriptor() else { continue }
             plan.savedAt = now
-            saveState(job, .partial)
+            plan.syncing = true
+            let text = plan.recordText
+            let inbox = inbox  // the block runs off this thread: never `self`
+            disk.fileSyncQueue.async {
+                let synced = fdatasync(descriptor) == 0
+                close(descriptor)
+                // A failed sync reports nothing: the record keeps the last good one.
+                inbox.post(.segmentsSynced(id, synced ? text : ""))
+            }
         }
+    }
+
+    /// A split download's part file was synced: its record says how far each
+    /// segment is (unless the download moved on meanwhile).
+    func segmentsSynced(_ id: DownloadID, _ text: String) {
+        guard let plan = pool.splits[id] else { return }
+        guard !text.isEmpty else { return plan.synced(plan.durableText) }
+        plan.synced(text)
+        guard let job = jobs[id], job.state.phase == .receiving else { return }
+        saveState(job, .partial)
     }
 }

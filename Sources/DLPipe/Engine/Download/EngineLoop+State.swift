@@ -191,7 +191,7 @@ extension EngineLoop {
             etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,
             sha256: job.result?.sha256, mediaType: job.response?.type ?? job.knownType, attempts: job.state.attempt,
             lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0, placed: job.placed,
-            segments: status == .partial ? pool.splits[job.id]?.recordText : nil))
+            segments: status == .partial ? pool.splits[job.id]?.durableText : nil))
     }
 
     /// Commits the batch of state writes, on the state thread, when it is large

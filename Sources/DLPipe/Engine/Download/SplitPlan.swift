@@ -41,13 +41,26 @@ final class SplitPlan {
     var recorded = false
     /// Whether the whole file is being hashed before it is placed.
     var awaitsDigest = false
-    /// When the segments' progress was last saved.
+    /// When the segments' progress was last synced to be saved, and whether
+    /// that sync is under way.
     var savedAt = 0.0
+    var syncing = false
+    /// What the record says of the segments: their progress as of the part
+    /// file's last sync (`recordText` taken before it), never bytes that a
+    /// power loss could take back. Until the first sync, no segment's bytes.
+    private(set) var durableText: String
+
+    /// The part file was synced after `text` was taken.
+    func synced(_ text: String) {
+        durableText = text
+        syncing = false
+    }
 
     private init(total: Int64, validator: String, segments: [Segment]) {
         self.total = total
         self.validator = validator
         self.segments = segments
+        durableText = segments.map { "\($0.start):\($0.next):\($0.end)" }.joined(separator: ",")
     }
 
     /// A new plan of up to `connections` equal segments of at least
@@ -92,6 +105,9 @@ final class SplitPlan {
         guard let transfer else { return segments[i].next }
         return min(segments[i].end, max(segments[i].next, transfer.resumeOffset + transfer.received))
     }
+
+    /// A running transfer's part file, for a sync of the file.
+    var anyFile: PartFile? { mainTransfer?.file ?? running.values.lazy.compactMap(\.transfer.file).first }
 
     /// The download's first transfer, while it writes `mainSegment`.
     private(set) var mainTransfer: Transfer?
