@@ -85,6 +85,20 @@ import Testing
         #expect(retried.contains { $0.contains("changed") }, "\(retried)")
     }
 
+    @Test func aBrokenConnectionRetriesEachSegmentWhereItStood() async throws {
+        // The first three answers break off after 1 MB: the first transfer's
+        // and two segments'.
+        let data = try server.put("r.bin", randomBytes: 8_000_000, seed: 13)
+        let run = try await DLPipeRun.run([
+            "get", server.url("/files/r.bin?throttle=4000000&reset=1000000&reset_times=3"), "-d", out, "--split", "4", "--json",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(sameBytes(out + "/r.bin", data))
+        let statuses = run.events("response").compactMap { $0["status"] as? Int }
+        #expect(statuses.first == 200 && statuses.dropFirst().allSatisfy { $0 == 206 }, "resumed, not restarted: \(statuses)")
+        #expect((run.events("done").first?["bytes"] as? Int ?? .max) < data.count + 1_000_000, "little fetched twice")
+    }
+
     /// Throttled so that the other segments start before the first
     /// transfer reaches them (on an uncapped loopback it may take them over).
     @Test func sha256IsCheckedOnTheFinishedFile() async throws {

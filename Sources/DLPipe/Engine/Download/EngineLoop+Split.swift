@@ -230,6 +230,8 @@ extension EngineLoop {
     /// Stops every side transfer of the download; their bytes stay for a resume.
     func abortSegments(_ job: Job) {
         guard let plan = pool.splits[job.id] else { return }
+        // The first transfer's bytes count for the next attempt too.
+        if plan.mainTransfer != nil { plan.mainEnded() }
         for transfer in plan.sideTransfers {
             if abort(transfer) { job.progress.received(transfer.received) }
             releaseSlot(plan.sideEnded(transfer), plan)
