@@ -119,7 +119,7 @@ extension EngineLoop {
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
         assertOnEngineThread()
-        if pool.splits[job.id] != nil { dropSplit(job) }
+        abortSegments(job)
         // Before the event: a program that adds the request again when it sees
         // the event gets a new download, not this ended one.
         closeJob(job)
@@ -152,6 +152,8 @@ extension EngineLoop {
         case .skipped: saveState(job, .skipped)
         case .stopped: break  // only the stop makes it (`shutDown`), never here
         }
+        // After the record: one that leaves a split part file names its segments.
+        pool.splits[job.id] = nil
         switch outcome {
         case .finished(let result):
             // Unchanged files (304, or refresh "never") are counted apart from

@@ -12,8 +12,7 @@ extension EngineLoop {
     func splitOpened(_ job: Job, _ transfer: Transfer) -> Bool {
         if let plan = pool.splits[job.id] {
             guard job.response?.length == plan.total, let limit = plan.mainStarts(transfer, at: transfer.resumeOffset) else {
-                dropSplit(job)
-                job.claim.startOver()
+                startOverSplit(job)
                 transfer.abortError = DownloadError(.network, "the file changed during a split download of \(RedactedURL.text(job.currentURL)); it starts over")
                 return false
             }
@@ -63,9 +62,7 @@ extension EngineLoop {
     func splitAttemptStarts(_ job: Job) {
         guard let plan = pool.splits[job.id] else { return }
         guard let point = plan.resumePoint, point > 0, job.validator == plan.validator, job.target != nil else {
-            dropSplit(job)
-            job.claim.startOver()
-            return
+            return startOverSplit(job)
         }
         job.claim.partHolds(point)
     }
@@ -242,15 +239,18 @@ extension EngineLoop {
     /// The file changed on the server (or its bytes are wrong): the plan and
     /// the part file's bytes go, and the next attempt starts from byte 0.
     private func startOverSplit(_ job: Job) {
-        abortSegments(job)
-        pool.splits[job.id] = nil
+        // Its holes go before any record without segments names the part
+        // file: resumed by its length, they would be read as the file's bytes.
+        dropSplit(job, emptyingPart: true)
         job.claim.startOver()
     }
 
-    /// The download ended or starts over as one connection: its plan goes.
-    func dropSplit(_ job: Job) {
+    /// The download starts over as one connection: its plan goes, and with
+    /// `emptyingPart` the part file's bytes.
+    func dropSplit(_ job: Job, emptyingPart: Bool) {
         abortSegments(job)
         pool.splits[job.id] = nil
+        if emptyingPart, let target = job.target { _ = targets.emptyPart(target) }
     }
 
     /// About once a second, each split download's part file is synced (on

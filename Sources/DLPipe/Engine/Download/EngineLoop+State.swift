@@ -191,7 +191,8 @@ extension EngineLoop {
             etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,
             sha256: job.result?.sha256, mediaType: job.response?.type ?? job.knownType, attempts: job.state.attempt,
             lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0, placed: job.placed,
-            segments: status == .partial ? pool.splits[job.id]?.durableText : nil))
+            // A part file with holes is resumable only by its segments, whatever the status.
+            segments: status == .finished ? nil : pool.splits[job.id]?.durableText))
     }
 
     /// Commits the batch of state writes, on the state thread, when it is large

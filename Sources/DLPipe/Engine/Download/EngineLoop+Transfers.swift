@@ -67,8 +67,9 @@ extension EngineLoop: TransferOwner {
         case .resume(let resumed):
             body = resumed
         case .accept(let whole):
-            // A whole body: any split plan of the bytes on disk goes with them.
-            if pool.splits[job.id] != nil { dropSplit(job) }
+            // A whole body: a split part file's plan and holes go at once (a
+            // record without segments must never name a file with holes).
+            if pool.splits[job.id] != nil { dropSplit(job, emptyingPart: true) }
             transfer.resumeOffset = 0
             body = whole
         }
