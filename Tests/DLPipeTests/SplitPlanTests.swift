@@ -37,6 +37,16 @@ import Testing
         #expect(plan.segmentAt(0).isWhole)
     }
 
+    @Test func theFirstTransferStopsAtASegmentAlreadyWhole() throws {
+        // Segment 1's own transfer finished before the first one got there.
+        let text = "0:10:1048576,1048576:2097152:2097152,2097152:2097152:3145728"
+        let plan = try #require(SplitPlan.recorded(text, total: 3_145_728, validator: "\"e\""))
+        let owner = Owner()
+        #expect(plan.mainStarts(Transfer(id: DownloadID(1), easy: CurlEasy(), owner: owner), at: 10) == 1_048_576)
+        #expect(plan.mainReachedEnd() == nil, "it stops: segment 1 is whole")
+        #expect(plan.writtenBytes == 2_097_152, "and nothing of segment 1 is counted again")
+    }
+
     @Test func segmentSlotsCountAgainstTheHostAndNeverStarveTheLine() {
         var s = Scheduler(concurrency: 8, perHost: 2)
         s.enqueue(DownloadID(1), host: "a", priority: 0)

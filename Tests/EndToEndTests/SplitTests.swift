@@ -39,6 +39,7 @@ import Testing
         #expect(run.events("response").count == 1)
         #expect(run.events("finished").first?["bytes"] as? Int == data.count)
         #expect(run.events("progress").last?["bytes"] as? Int == data.count)
+        #expect(run.events("done").first?["bytes"] as? Int == data.count, "no byte fetched twice")
     }
 
     @Test func perHostBoundsTheConnections() async throws {

@@ -160,7 +160,9 @@ final class SplitPlan {
         guard let i = mainSegment else { return nil }
         segments[i].next = segments[i].end
         let following = i + 1
-        guard following < segments.count, running[following] == nil else { return nil }
+        // A segment whose own transfer finished it (often before the first
+        // transfer gets there: all run at the same speed) is never fetched again.
+        guard following < segments.count, running[following] == nil, !segments[following].isWhole else { return nil }
         mainSegment = following
         segments[following].next = segments[following].start  // its bytes come again, the same ones
         return segments[following].end
