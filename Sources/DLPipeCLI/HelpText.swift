@@ -41,6 +41,8 @@ enum HelpText {
           -Y, --speed-limit B     an attempt slower than B bytes/s over --speed-time fails
           -y, --speed-time S      the seconds --speed-limit is measured over (default: 30)
           --rate BYTES[/s]        total speed cap; K, M, G suffixes (e.g. 500K, 2M)
+          --split N               one large file over up to N connections by byte ranges
+                                  (at least 1 MiB each; they count against --per-host)
           --web ADDR:PORT         serve a live page, /metrics and /api/run while the run lasts
                                   (port 0: a free one; the URL goes to stderr); an address
                                   beyond loopback needs a token: DLPIPE_WEB_TOKEN,

@@ -80,7 +80,7 @@ import TestSupport
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
         #expect(version == "\(StateStore.schemaVersion)")
-        #expect(StateStore.schemaVersion == 8)
+        #expect(StateStore.schemaVersion == 9)
     }
 
     /// Version 6 folds equivalent spellings of a URL into one key: a version 5
@@ -103,6 +103,7 @@ import TestSupport
             try store.flush()
         }
         try SQLiteDatabase(path: path).execute("""
+            ALTER TABLE downloads DROP COLUMN segments;
             ALTER TABLE downloads DROP COLUMN placed_mtime_ns;
             UPDATE dlpipe_meta SET value = '5' WHERE key = 'schema_version';
             """)
@@ -131,6 +132,7 @@ import TestSupport
         }
         // Back to version 2: the columns of version 3 go (DROP COLUMN, SQLite 3.35+).
         try SQLiteDatabase(path: path).execute("""
+            ALTER TABLE downloads DROP COLUMN segments;
             ALTER TABLE downloads DROP COLUMN placed_target;
             ALTER TABLE downloads DROP COLUMN placed_size;
             ALTER TABLE downloads DROP COLUMN placed_inode;
@@ -160,6 +162,7 @@ import TestSupport
             try store.flush()
         }
         try SQLiteDatabase(path: path).execute("""
+            ALTER TABLE downloads DROP COLUMN segments;
             DROP TABLE written;
             ALTER TABLE downloads DROP COLUMN placed_mtime_ns;
             UPDATE dlpipe_meta SET value = '3' WHERE key = 'schema_version';
@@ -189,6 +192,7 @@ import TestSupport
             try store.flush()
         }
         try SQLiteDatabase(path: path).execute("""
+            ALTER TABLE downloads DROP COLUMN segments;
             ALTER TABLE downloads DROP COLUMN placed_mtime_ns;
             UPDATE dlpipe_meta SET value = '5' WHERE key = 'schema_version';
             """)
@@ -201,7 +205,32 @@ import TestSupport
         #expect(try StateStore(path: path).record(key: done.deduplicationKey)?.placed?.modified == 1_700_000_000_123_456_789)
         var version = ""
         try SQLiteDatabase(path: path).query("SELECT value FROM dlpipe_meta WHERE key = 'schema_version'") { version = $0.text(0) ?? "" }
-        #expect(version == "8")
+        #expect(version == "9")
+    }
+
+    /// Version 9 keeps a split download's segments: a version 8 file gains
+    /// the column, its records read without segments, and a partial record's
+    /// segments come back as written.
+    @Test func aVersionEightFileLearnsSegments() throws {
+        let old = DownloadRequest(url: "http://example.com/old")
+        do {
+            let store = try StateStore(path: path)
+            try store.save(record(old, target: "old"))
+            try store.flush()
+        }
+        try SQLiteDatabase(path: path).execute("""
+            ALTER TABLE downloads DROP COLUMN segments;
+            UPDATE dlpipe_meta SET value = '8' WHERE key = 'schema_version';
+            """)
+        let store = try StateStore(path: path)
+        #expect(try store.record(key: old.deduplicationKey)?.segments == nil)
+        let split = DownloadRequest(url: "http://example.com/big")
+        var partial = record(split, target: "big")
+        partial.status = .partial
+        partial.segments = "0:100:1048576,1048576:1048576:2097152"
+        try store.save(partial)
+        try store.flush()
+        #expect(try StateStore(path: path).record(key: split.deduplicationKey)?.segments == partial.segments)
     }
 
     /// Version 8 keys IDN hosts by their ASCII form: a record an older dlpipe
@@ -218,7 +247,7 @@ import TestSupport
         let unicodeKey = ascii.deduplicationKey.replacingOccurrences(of: ascii.url, with: unicodeURL)
         try SQLiteDatabase(path: path).query(
             "UPDATE downloads SET key = ?, url = ?", [.text(unicodeKey), .text(unicodeURL)])
-        try SQLiteDatabase(path: path).execute("UPDATE dlpipe_meta SET value = '7' WHERE key = 'schema_version';")
+        try SQLiteDatabase(path: path).execute("ALTER TABLE downloads DROP COLUMN segments; UPDATE dlpipe_meta SET value = '7' WHERE key = 'schema_version';")
         let store = try StateStore(path: path)
         let kept = try #require(try store.record(key: ascii.deduplicationKey))
         #expect(kept.url == ascii.url && kept.target == "f")

@@ -102,6 +102,7 @@ import TestSupport
         try SQLiteDatabase(path: path).execute("""
             DELETE FROM dlpipe_meta WHERE key = 'credential_key';
             ALTER TABLE downloads DROP COLUMN placed_mtime_ns;
+            ALTER TABLE downloads DROP COLUMN segments;
             UPDATE dlpipe_meta SET value = '4' WHERE key = 'schema_version';
             INSERT INTO downloads(key, url, target, status, updated_at)
               VALUES ('\(request.url)' || char(0) || char(0), '\(request.url)', 'x.bin', 'finished', 0);

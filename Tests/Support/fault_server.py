@@ -281,7 +281,12 @@ class Handler(BaseHTTPRequestHandler):
                 # serves the file named by serve= with the /files/ faults.
                 self._files(q["serve"], q)
             elif path.startswith("/files/"):
-                self._files(path[len("/files/"):], q)
+                try:
+                    self._files(path[len("/files/"):], q)
+                finally:
+                    # When the answer ended (or broke off): with the request's
+                    # own record, how many were served at once.
+                    self.server.log({"ended": path, "time": time.time()})
             elif path.startswith("/digest/"):
                 # /files/NAME behind HTTP Digest auth (RFC 7616, MD5, qop=auth):
                 # user "alice", password "secret". nginx has no Digest.

@@ -30,6 +30,9 @@ http {{
         root {root};
         # Set 5: every /same/<n>.bin is one small file, so 100,000 URLs need one.
         location /same/ {{ try_files /same.bin =404; }}
+        # Set 10: a server that caps each connection (12 MiB/s), where split
+        # downloads pay off.
+        location /capped/ {{ limit_rate 12m; }}
     }}
 }}
 """

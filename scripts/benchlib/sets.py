@@ -13,16 +13,16 @@ import toplevel
 KIB, MIB = datasets.KIB, datasets.MIB
 GIB = 1024 * MIB
 
-ALL_SETS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
-QUICK_SETS = (1, 2, 3, 4, 5, 7, 8, 9)
+ALL_SETS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+QUICK_SETS = (1, 2, 3, 4, 5, 7, 8, 9, 10)
 
 
 def sizes(quick):
     if quick:
-        return dict(rounds=3, small=(2000, 16 * KIB), medium=(100, 1 * MIB), large=256 * MIB,
+        return dict(rounds=3, small=(2000, 16 * KIB), medium=(100, 1 * MIB), large=256 * MIB, capped=48 * MIB,
                     queue=(2_000, 20_000), huge_queue=200_000, queue_file=4 * KIB,
                     many_small=(2_000, 16 * KIB), top_level=(2_000, 20_000))
-    return dict(rounds=5, small=(2000, 16 * KIB), medium=(200, 1 * MIB), large=1 * GIB,
+    return dict(rounds=5, small=(2000, 16 * KIB), medium=(200, 1 * MIB), large=1 * GIB, capped=96 * MIB,
                 queue=(10_000, 100_000), huge_queue=1_000_000, queue_file=4 * KIB,
                 many_small=(10_000, 16 * KIB), top_level=(2_000, 20_000, 1_000_000))
 
@@ -70,6 +70,11 @@ def run_all(bench, server, wanted):
         targets.append(("set 5: peak RSS / 100 MB at %s URLs" % format(max(results), ","), large.rss_mib / 100, 1.0))
         targets.append(("set 5: time per URL, %s / %s URLs" % (format(max(results), ","), format(min(results), ",")),
                         growth, 1.5))
+    if 10 in wanted:
+        results = capped_file(bench, server)
+        split = results["dlpipe --split 8"].wall
+        targets.append(("set 10: --split 8 wall / aria2c -x 8 -s 8", split / results["aria2c -x 8"].wall, 1.10))
+        targets.append(("set 10: --split 8 wall / one connection", split / results["dlpipe"].wall, 0.30))
     if 7 in wanted:
         for reading in rate_cap(bench, server):
             targets.append(("set 7: %s, |rate / cap - 1|" % reading.label, abs(reading.ratio - 1), 0.10))
@@ -138,11 +143,25 @@ def one_large_file(bench, server):
     name, source = data.expected()[0]
     contenders = dlpipes(bench, web=True) + [tools.curl(), tools.aria2c(), tools.aria2c(split=8), tools.wget2(),
                   tools.copy_file(source, name, durable=False), tools.copy_file(source, name, durable=True)]
-    note = ("dlpipe has no split mode (one connection per file); `aria2c -x 8` splits the file "
-            "over 8 connections and is shown for reference.") + (" " + WEB_NOTE if bench.browser else "")
+    note = ("dlpipe runs over one connection here (its `--split` is measured in set 10); `aria2c -x 8` "
+            "splits the file over 8 connections and is shown for reference.") + (" " + WEB_NOTE if bench.browser else "")
     rounds = max(3, bench.size["rounds"] - 2)
     return bench.measure_set("Set 3: one file of %s" % human(size), job, contenders, data.expected(),
                              data.total_bytes, rounds, note=note)
+
+
+def capped_file(bench, server):
+    """One file from a server that caps each connection at 12 MiB/s: split over 8
+    connections (dlpipe and aria2c) against one."""
+    size = bench.size["capped"]
+    data = datasets.DataSet(bench.root, "capped", 1, size, 10)
+    job = tools.Job(bench.work, "capped", [server.url(p) for p in data.paths()], 1)
+    contenders = [tools.dlpipe_split(bench.binary, 8), tools.aria2c(split=8), tools.dlpipe(bench.binary)]
+    rounds = max(3, bench.size["rounds"] - 2)
+    return bench.measure_set("Set 10: one file of %s, the server capping each connection at 12 MiB/s" % human(size),
+                             job, contenders, data.expected(), data.total_bytes, rounds,
+                             note="`aria2c -x 8 -s 8` and `dlpipe --split 8 --per-host 8` split the file over "
+                                  "8 connections; `dlpipe` alone takes one.")
 
 
 def handlers(bench, server, data, job):

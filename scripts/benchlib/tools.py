@@ -23,6 +23,15 @@ def dlpipe(binary, label="dlpipe"):
     return label, argv
 
 
+def dlpipe_split(binary, connections):
+    """One file over `connections` connections (set 10): as many slots for its host."""
+    def argv(job, out):
+        c = str(connections)
+        return [binary, "get", "-i", job.list_file, "-d", out, "-j", c, "--per-host", c, "--split", c,
+                "-q", "--progress", "none"]
+    return "dlpipe --split %d" % connections, argv
+
+
 def dlpipe_job(binary, script, label, base, extra=None):
     """The same downloads through a Lua job (sets 4 and 6); `extra(job)` adds arguments."""
     def argv(job, out):

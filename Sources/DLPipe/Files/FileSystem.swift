@@ -36,6 +36,20 @@ package enum FileSystem {
         return true
     }
 
+    /// Writes all bytes at `offset` (pwrite(2): the descriptor's offset stays).
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = Glibc.pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            done += n
+        }
+        return true
+    }
+
     /// Renames without ever replacing an existing file; the errno on failure.
     static func moveNoClobber(_ from: String, _ to: String) -> Int32? {
         if dl_rename_noreplace(from, to) == 0 { return nil }

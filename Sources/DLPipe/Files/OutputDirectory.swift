@@ -51,16 +51,27 @@ final class OutputDirectory: @unchecked Sendable {
     /// Opens (creating) a part file; see `PartFile`. `exclusive` (a download
     /// with no part file of its own yet): the file must be new, and nil comes
     /// back when the name exists.
-    func openPart(_ relative: String, keeping offset: Int64, exclusive: Bool = false) throws(DownloadError) -> PartFile? {
+    func openPart(
+        _ relative: String, keeping offset: Int64, exclusive: Bool = false, truncating: Bool = true
+    ) throws(DownloadError) -> PartFile? {
         let fd = at(relative) { directory, path in
             // A fresh start truncates in open(2); a resume keeps exactly `offset` bytes.
             // O_NOFOLLOW (and O_EXCL, which never follows): a NAME.part planted as a
             // symlink is never written through.
-            let create = exclusive ? O_CREAT | O_EXCL : O_CREAT | (offset == 0 ? O_TRUNC : 0)
+            let create = exclusive ? O_CREAT | O_EXCL : O_CREAT | (offset == 0 && truncating ? O_TRUNC : 0)
             return openat(directory, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | create, 0o644)
         }
         if fd < 0 && exclusive && errno == EEXIST { return nil }
-        return try PartFile(descriptor: fd, path: absolute(relative), keeping: offset)
+        return try PartFile(descriptor: fd, path: absolute(relative), keeping: offset, truncating: truncating)
+    }
+
+    /// Opens an existing part file for one segment of a split download, its
+    /// writes at `offset` and on (nothing is created or truncated).
+    func openSegment(_ relative: String, at offset: Int64) throws(DownloadError) -> PartFile {
+        let fd = at(relative) { directory, path in
+            openat(directory, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0)
+        }
+        return try PartFile(descriptor: fd, path: absolute(relative), keeping: offset, truncating: false, positional: true)
     }
 
     /// Empties an existing part file (nothing when there is none, and none is

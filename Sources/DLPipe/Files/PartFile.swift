@@ -19,13 +19,20 @@ final class PartFile {
     private var end: Int64
     private var writeBackAsked: Int64
     static let writeBackStep: Int64 = 8 << 20
+    /// Writes go to `end` with pwrite(2), whatever the descriptor's offset: a
+    /// split download's segment (docs/design/split.md).
+    private let positional: Bool
 
     /// Takes the descriptor of a part file just opened (or -1 with errno set; see
     /// `OutputDirectory.openPart`), keeping the first `offset` bytes for a resume
-    /// and dropping anything after them.
-    init(descriptor fd: Int32, path: String, keeping offset: Int64) throws(DownloadError) {
+    /// and dropping anything after them. `truncating` false (a split download's
+    /// part file) keeps every byte: the writes start at `offset`.
+    init(
+        descriptor fd: Int32, path: String, keeping offset: Int64, truncating: Bool = true, positional: Bool = false
+    ) throws(DownloadError) {
         guard fd >= 0 else { throw FileErrors.io("cannot create", path) }
-        guard offset == 0 || (ftruncate(fd, off_t(offset)) == 0 && lseek(fd, off_t(offset), SEEK_SET) >= 0) else {
+        let kept = offset == 0 || !truncating || ftruncate(fd, off_t(offset)) == 0
+        guard kept && (offset == 0 || positional || lseek(fd, off_t(offset), SEEK_SET) >= 0) else {
             let error = FileErrors.io("cannot prepare", path)
             close(fd)
             throw error
@@ -34,13 +41,15 @@ final class PartFile {
         self.fd = fd
         end = offset
         writeBackAsked = offset
+        self.positional = positional
     }
 
     deinit { closeFile() }
 
     /// Writes all bytes; false with errno set when the disk refuses.
     func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard FileSystem.writeAll(fd, bytes) else { return false }
+        let written = positional ? FileSystem.writeAll(fd, bytes, at: end) : FileSystem.writeAll(fd, bytes)
+        guard written else { return false }
         end += Int64(bytes.count)
         if end - writeBackAsked >= Self.writeBackStep { startWriteBack() }
         return true
@@ -82,6 +91,13 @@ final class PartFile {
         }
     }
     private static let writeBackQueue = DispatchQueue(label: "dlpipe-write-back")
+
+    /// A duplicate of the descriptor (for a sync elsewhere), or nil.
+    func duplicateDescriptor() -> Int32? {
+        guard fd >= 0 else { return nil }
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        return copy >= 0 ? copy : nil
+    }
 
     func closeFile() {
         if fd >= 0 { close(fd) }

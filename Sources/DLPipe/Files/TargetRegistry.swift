@@ -198,8 +198,10 @@ final class TargetRegistry {
 
     /// Opens the target's part file (O_EXCL when `exclusive`); nil when the
     /// name exists (then taken: the caller moves to another name).
-    func openPart(_ target: TargetPath, keeping offset: Int64, exclusive: Bool) throws(DownloadError) -> PartFile? {
-        let file = try output.openPart(partName(target), keeping: offset, exclusive: exclusive)
+    func openPart(
+        _ target: TargetPath, keeping offset: Int64, exclusive: Bool, truncating: Bool = true
+    ) throws(DownloadError) -> PartFile? {
+        let file = try output.openPart(partName(target), keeping: offset, exclusive: exclusive, truncating: truncating)
         names.insert(partName(target))  // on disk either way: ours now, or another program's
         return file
     }

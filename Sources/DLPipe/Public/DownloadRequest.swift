@@ -41,6 +41,9 @@ public struct DownloadRequest: Sendable, Hashable {
     /// download at once with kind `size`, and a body without one is stopped at
     /// the limit (never written past it). nil for no limit.
     public var maxSize: Int64?
+    /// The most connections for this file (`EngineConfiguration.split`); nil
+    /// uses the engine's.
+    public var split: Int?
     /// Where the body goes: a file (the default) or memory.
     public var into: Destination
     /// The request method; nil is GET (`POST` when a `body` is given).

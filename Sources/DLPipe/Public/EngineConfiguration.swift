@@ -35,6 +35,10 @@ public struct EngineConfiguration: Sendable {
     /// curl's `-y/--speed-time`: the seconds `speedLimit` is measured over.
     /// Default 30, as curl's.
     public var speedTime: Double = 30
+    /// aria2's `--split`: the most connections one large file is fetched over,
+    /// by byte ranges, when its server allows (docs/design/split.md); 1 (the
+    /// default) for one connection. A request's own `split` wins.
+    public var split = 1
     /// A cap on the bytes per second of all transfers together; nil (the
     /// default) for none.
     public var rateLimit: Int?

@@ -26,11 +26,14 @@ package struct DownloadRecord: Sendable, Hashable {
     /// response's facts) long before the new file is in place, and a run
     /// killed meanwhile must still know that the file under the name is its own.
     public var placed: PlacedFile? = nil
+    /// A split download's segments while it is partial, `start:next:end`
+    /// triples joined by commas (`SplitPlan.recorded`); nil when it did not split.
+    public var segments: String? = nil
 
     package init(
         key: String, url: String, target: String? = nil, status: Status, bytes: Int64, total: Int64? = nil, etag: String? = nil,
         lastModified: String? = nil, sha256: String? = nil, mediaType: String? = nil, attempts: Int, lastError: String? = nil,
-        updatedAt: Double, placed: PlacedFile? = nil
+        updatedAt: Double, placed: PlacedFile? = nil, segments: String? = nil
     ) {
         self.key = key
         self.url = url
@@ -46,5 +49,6 @@ package struct DownloadRecord: Sendable, Hashable {
         self.lastError = lastError
         self.updatedAt = updatedAt
         self.placed = placed
+        self.segments = segments
     }
 }

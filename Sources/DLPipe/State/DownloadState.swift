@@ -24,6 +24,9 @@ package protocol DownloadState: AnyObject, Sendable {
     /// commits durable itself, and the batch's writes and syncfs go on while
     /// its records commit; only the links wait for the commit.
     var durableBySyncOfOutput: Bool { get }
+    /// Whether a record keeps a split download's segments
+    /// (`DownloadRecord.segments`): a download splits only when it does.
+    var keepsSegments: Bool { get }
     /// Writes records (each replacing the key's earlier one, in order) and
     /// released files, and commits them together: all of them or none.
     func write(_ records: [DownloadRecord], released: [ReleasedFile]) throws(StateFailure)
@@ -75,6 +78,8 @@ extension DownloadState {
     package func readAhead(key: String) -> DownloadRecord?? { nil }
     /// A state file beside the outputs unless a state says otherwise.
     package var durableBySyncOfOutput: Bool { true }
+    /// No segments kept unless a state says so.
+    package var keepsSegments: Bool { false }
 }
 
 extension DownloadState {

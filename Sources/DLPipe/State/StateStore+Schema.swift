@@ -32,6 +32,9 @@ extension StateStore {
         // IDN hosts take their ASCII form (punycode): the keys of records
         // written with a Unicode host are re-made like schema 6's.
         8: "",
+        // A split download's segments (`start:next:end` triples), so that a
+        // re-run resumes each where it stood (docs/design/split.md).
+        9: "ALTER TABLE downloads ADD COLUMN segments TEXT;",
     ]
 
     /// The file's tables; throws unless it is new (no tables) or a dlpipe state
@@ -155,7 +158,8 @@ extension StateStore {
               bytes INTEGER NOT NULL DEFAULT 0, total INTEGER, etag TEXT, last_modified TEXT,
               sha256 TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
               updated_at REAL NOT NULL, media_type TEXT,
-              placed_target TEXT, placed_size INTEGER, placed_inode INTEGER, placed_mtime_ns INTEGER) WITHOUT ROWID;
+              placed_target TEXT, placed_size INTEGER, placed_inode INTEGER, placed_mtime_ns INTEGER,
+              segments TEXT) WITHOUT ROWID;
             CREATE TABLE runs(
               id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, pid INTEGER NOT NULL,
               finished INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,

@@ -18,7 +18,9 @@ package final class StateStore: DownloadState, @unchecked Sendable {
     public let path: String
     /// Space kept for the run's last commit (`SpareSpace`).
     private let spare: SpareSpace
-    static let schemaVersion = 8
+    static let schemaVersion = 9
+    /// The `segments` column keeps a split download's progress.
+    package var keepsSegments: Bool { true }
     /// How credentials in URLs are stored (never as they are).
     var credentials = StoredCredentials(secret: [])
     /// A state file that cannot be used; nothing is deleted.
@@ -128,7 +130,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             SQLValue(r.total), SQLValue(r.etag), SQLValue(r.lastModified), SQLValue(r.sha256),
             .int(Int64(r.attempts)), SQLValue(r.lastError), .real(Date().timeIntervalSince1970),
             SQLValue(r.mediaType), SQLValue(r.placed?.path), SQLValue(r.placed?.size),
-            SQLValue(r.placed?.inode.map { Int64(bitPattern: $0) }), SQLValue(r.placed?.modified),
+            SQLValue(r.placed?.inode.map { Int64(bitPattern: $0) }), SQLValue(r.placed?.modified), SQLValue(r.segments),
             .text(credentials.key(r.key)),
         ]
         // An UPDATE in place when the record exists (every download's second
@@ -138,15 +140,15 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             try db.query("""
                 UPDATE downloads SET url = ?, target = ?, status = ?, bytes = ?, total = ?, etag = ?,
                 last_modified = ?, sha256 = ?, attempts = ?, last_error = ?, updated_at = ?, media_type = ?,
-                placed_target = ?, placed_size = ?, placed_inode = ?, placed_mtime_ns = ?
+                placed_target = ?, placed_size = ?, placed_inode = ?, placed_mtime_ns = ?, segments = ?
                 WHERE key = ?
                 """, values)
             if db.changes == 0 {
                 try db.query("""
                     INSERT INTO downloads
                     (url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at,
-                     media_type, placed_target, placed_size, placed_inode, placed_mtime_ns, key)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     media_type, placed_target, placed_size, placed_inode, placed_mtime_ns, segments, key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, values)
             }
         } catch {
@@ -270,7 +272,7 @@ package final class StateStore: DownloadState, @unchecked Sendable {
         return total
     }
 
-    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type, placed_target, placed_size, placed_inode, placed_mtime_ns"
+    private static let columns = "key, url, target, status, bytes, total, etag, last_modified, sha256, attempts, last_error, updated_at, media_type, placed_target, placed_size, placed_inode, placed_mtime_ns, segments"
 
     private static func record(_ row: SQLRow) -> DownloadRecord {
         DownloadRecord(
@@ -281,6 +283,6 @@ package final class StateStore: DownloadState, @unchecked Sendable {
             updatedAt: row.real(11) ?? 0,
             placed: row.text(13).map {
                 PlacedFile(path: $0, size: row.int(14) ?? 0, inode: row.int(15).map { UInt64(bitPattern: $0) }, modified: row.int(16))
-            })
+            }, segments: row.text(17))
     }
 }

@@ -44,6 +44,8 @@ final class StateWriter: @unchecked Sendable {
 
     /// `DownloadState.durableBySyncOfOutput` of the state written.
     var durableBySyncOfOutput: Bool { state.durableBySyncOfOutput }
+    /// `DownloadState.keepsSegments` of the state written.
+    var keepsSegments: Bool { state.keepsSegments }
 
     /// Adds a record to the next commit.
     func save(_ record: DownloadRecord) {

@@ -5,6 +5,14 @@ internal import CCurl
 protocol TransferOwner: AnyObject {
     /// The final response's head is complete and the first body byte is here.
     func bodyStarts(_ transfer: Transfer) -> BodyDecision
+    /// The transfer reached its `segmentLimit` (a split download): the new
+    /// limit when it goes on into the next segment, else nil and it stops.
+    func segmentLimitReached(_ transfer: Transfer) -> Int64?
+}
+
+extension TransferOwner {
+    /// An owner that never sets a limit never hears of one.
+    func segmentLimitReached(_ transfer: Transfer) -> Int64? { nil }
 }
 
 /// One attempt of one download: the easy handle's callbacks land here.
@@ -54,6 +62,12 @@ final class Transfer {
     var lastActiveAt = 0.0
     /// Set when our own callback stopped the transfer, and why.
     var abortError: DownloadError?
+    /// The file offset this transfer stops before (a split download's
+    /// segment end, docs/design/split.md); nil for the whole body.
+    var segmentLimit: Int64?
+    /// Whether it stopped there: curl then reports a write error, which is
+    /// the segment's end and not a failure.
+    private(set) var reachedLimit = false
     /// `--record`: the response as it arrives (heads, and the body bytes taken).
     var recording: ResponseRecording?
     /// The most bytes the whole body may have (the download's `maxSize`),
@@ -210,6 +224,7 @@ final class Transfer {
         switch body {
         case .streaming:
             activity &+= 1
+            if segmentLimit != nil { return storeWithin(bytes) }
             return store(bytes) ? bytes.count : 0
         case .undecided:
             decide(owner.bodyStarts(self))
@@ -235,6 +250,26 @@ final class Transfer {
         case .keptWhole, .refused:
             return 0
         }
+    }
+
+    /// A segment's bytes up to its limit; past it the engine says whether the
+    /// transfer goes on into the next segment or stops there.
+    private func storeWithin(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var rest = bytes
+        while let limit = segmentLimit {
+            let room = limit - (resumeOffset + received)
+            if Int64(rest.count) <= room { break }
+            if room > 0 {
+                guard store(UnsafeRawBufferPointer(rebasing: rest[..<Int(room)])) else { return 0 }
+                rest = UnsafeRawBufferPointer(rebasing: rest[Int(room)...])
+            }
+            guard let next = owner.segmentLimitReached(self), next > limit else {
+                reachedLimit = true
+                return 0
+            }
+            segmentLimit = next
+        }
+        return rest.isEmpty || store(rest) ? bytes.count : 0
     }
 
     /// Whether `count` more bytes would take the body past `limit`. Checked

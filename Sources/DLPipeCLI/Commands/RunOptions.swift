@@ -14,6 +14,8 @@ struct RunOptions {
     var maxTime: Double?
     var speedLimit: Int?
     var speedTime: Double?
+    /// aria2's `--split`: connections per large file.
+    var split: Int?
     var rate: Int?
     var json = false
     var quiet = false
@@ -74,6 +76,7 @@ struct RunOptions {
         concurrency = try args.int("-j", "--concurrency", in: 1...1000)
         perHost = try args.int("--per-host", in: 1...1000)
         retries = try args.int("--retries", in: 0...100)
+        split = try args.int("--split", in: 1...64)
         if let text = try args.value("--timeout") {
             guard let seconds = Double(text), seconds > 0, seconds <= 86400 else {
                 throw UsageError("--timeout wants seconds above 0, not \(text.debugDescription)", command: command)
@@ -190,6 +193,7 @@ struct RunOptions {
         config.maxTime = maxTime ?? job?.maxTime
         config.speedLimit = speedLimit ?? job?.speedLimit
         config.speedTime = speedTime ?? job?.speedTime ?? config.speedTime
+        config.split = split ?? job?.split ?? config.split
         config.rateLimit = rate ?? job?.rate
         config.endPausedWhenDrained = true
         config.sizeLimitName = "max_size"  // what jobs write in dl.add

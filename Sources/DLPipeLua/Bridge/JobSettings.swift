@@ -12,6 +12,8 @@ public struct JobSettings: Sendable {
     public var maxTime: Double?
     public var speedLimit: Int?
     public var speedTime: Double?
+    /// `split`: connections per large file (aria2's `--split`).
+    public var split: Int?
     public var rate: Int?
     public var refresh: String?
     public var budget: Double?
@@ -90,6 +92,7 @@ extension JobSettings {
         timeout = try seconds("timeout")
         maxTime = try seconds("max_time")
         speedTime = try seconds("speed_time")
+        split = try whole("split")
         speedLimit = try byteRate("speed_limit", like: "1000, \"1K\" or \"1M\"")
         budget = try seconds("budget")
         maxDownloads = try whole("max_downloads")

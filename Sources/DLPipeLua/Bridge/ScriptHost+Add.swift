@@ -108,6 +108,7 @@ extension ScriptHost {
             parent: engineID(field("parent")))
         request.timeout = try ranged("timeout")?.double
         request.maxTime = try ranged("max_time")?.double
+        request.split = try ranged("split")?.int.map { Int($0) }
         request.speedLimit = try ranged("speed_limit")?.int.map { Int($0) }
         request.speedTime = try ranged("speed_time")?.double
         request.maxSize = try ranged("max_size")?.int

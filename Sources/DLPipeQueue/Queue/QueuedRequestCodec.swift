@@ -15,6 +15,7 @@ package enum QueuedRequestCodec {
         if let parent = request.parent { fields["parent"] = parent.rawValue }
         if let timeout = request.timeout { fields["timeout"] = timeout }
         if let maxTime = request.maxTime { fields["max_time"] = maxTime }
+        if let split = request.split { fields["split"] = split }
         if let speedLimit = request.speedLimit { fields["speed_limit"] = speedLimit }
         if let speedTime = request.speedTime { fields["speed_time"] = speedTime }
         if let maxSize = request.maxSize { fields["max_size"] = maxSize }
@@ -48,6 +49,7 @@ package enum QueuedRequestCodec {
             into: fields["into"] as? String == "memory" ? .memory : .file)
         request.method = fields["method"] as? String
         request.maxTime = (fields["max_time"] as? NSNumber)?.doubleValue
+        request.split = (fields["split"] as? NSNumber)?.intValue
         request.speedLimit = (fields["speed_limit"] as? NSNumber)?.intValue
         request.speedTime = (fields["speed_time"] as? NSNumber)?.doubleValue
         request.metaJSON = fields["meta_json"] as? String

@@ -62,6 +62,32 @@ final class FaultServer: @unchecked Sendable {
             return object
         }
     }
+
+    /// The most answers under `/files/` paths starting with `prefix` that
+    /// were in progress at one time (from each request's record and its
+    /// `ended` record; an end and a start at the same moment do not overlap).
+    /// An answer the client broke off ends for the server only at its next
+    /// write, a few milliseconds later: `grace` counts each answer as ended
+    /// that much before its record.
+    func peak(matching prefix: String, grace: Double = 0) -> Int {
+        guard let data = FileManager.default.contents(atPath: logPath) else { return 0 }
+        var edges: [(at: Double, step: Int)] = []
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let time = object["time"] as? Double
+            else { continue }
+            if let path = object["path"] as? String, path.hasPrefix(prefix) { edges.append((time, 1)) }
+            if let path = object["ended"] as? String, path.hasPrefix(prefix) { edges.append((time - grace, -1)) }
+        }
+        edges.sort { $0.at != $1.at ? $0.at < $1.at : $0.step < $1.step }
+        var now = 0
+        var most = 0
+        for (_, step) in edges {
+            now += step
+            most = max(most, now)
+        }
+        return most
+    }
 }
 
 /// Where things are.

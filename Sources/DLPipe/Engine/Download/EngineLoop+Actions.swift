@@ -116,6 +116,7 @@ extension EngineLoop {
         job.state.updateAttempt { $0.stop() }
         job.turns.requestVoided()
         job.turns.turnEnded()
+        abortSegments(job)
         guard let transfer = attempt?.transfer else { return }
         if abort(transfer) { job.progress.received(transfer.received) }
         job.state.updateAttempt { $0.transferEnded() }
@@ -126,6 +127,7 @@ extension EngineLoop {
     /// Records a terminal outcome: counts, the terminal event, waiters.
     func finish(_ job: Job, _ outcome: DownloadOutcome) {
         assertOnEngineThread()
+        abortSegments(job)
         // Before the event: a program that adds the request again when it sees
         // the event gets a new download, not this ended one.
         closeJob(job)
@@ -158,6 +160,8 @@ extension EngineLoop {
         case .skipped: saveState(job, .skipped)
         case .stopped: break  // only the stop makes it (`shutDown`), never here
         }
+        // After the record: one that leaves a split part file names its segments.
+        pool.splits[job.id] = nil
         switch outcome {
         case .finished(let result):
             // Unchanged files (304, or refresh "never") are counted apart from
@@ -354,14 +358,16 @@ extension EngineLoop {
         }
         pool.nextProgressTick = now + min(configuration.progressInterval, shortest / 4, shortestLimitCheck())
         for transfer in stalled {
-            guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
+            let side = pool.splits[transfer.id]?.segment(of: transfer) != nil
+            guard let job = jobs[transfer.id], job.transfer === transfer || side else { continue }
             attemptFailed(job, DownloadError(.timeout, "no progress from \(RedactedURL.text(job.currentURL)) for \(transfer.stallTimeout.secondsText) s"))
         }
         checkTimeAndSpeedLimits(now: now)
         for transfer in pool.transfers.values {
             guard let job = jobs[transfer.id], job.state.phase.kind == .receiving else { continue }
-            reportProgress(job, bytes: job.bytes + transfer.collectedCount, now: now)
+            reportProgress(job, bytes: pool.splits[job.id]?.writtenBytes ?? job.bytes + transfer.collectedCount, now: now)
         }
+        if !pool.splits.isEmpty { saveSplitProgress(now: now) }
     }
 
     /// The body is whole (`bytes` of it): a last progress event unless the

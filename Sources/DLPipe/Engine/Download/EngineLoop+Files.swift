@@ -5,7 +5,7 @@ extension EngineLoop {
     /// one is opened with O_EXCL: when another program took the name after the
     /// name index was read, the download moves to the next free name (its record
     /// first), and nothing of the other program's is truncated.
-    func openNewOrOwnPart(_ job: Job, keeping offset: Int64) throws(DownloadError) -> PartFile {
+    func openNewOrOwnPart(_ job: Job, keeping offset: Int64, truncating: Bool = true) throws(DownloadError) -> PartFile {
         // The record naming the part file is on disk before the file: saved by
         // every caller, and committed here unless a commit took it already
         // (records are otherwise committed every 50 ms, and a hook's verdict can
@@ -14,7 +14,7 @@ extension EngineLoop {
         let fresh = !job.partFileMayExist && offset == 0
         for _ in 0..<4 {
             guard let target = job.target else { break }
-            if let file = try targets.openPart(target, keeping: offset, exclusive: fresh) {
+            if let file = try targets.openPart(target, keeping: offset, exclusive: fresh, truncating: truncating) {
                 job.claim.partFile(mayExist: true)
                 return file
             }

@@ -8,6 +8,7 @@ extension EngineLoop {
         // Only a phase that transfers has an attempt to run a transfer in.
         guard job.attempt != nil else { return assertionFailure("a transfer to start in phase \(job.state.phase.kind)") }
         job.progress.starts(at: EngineLoop.now())
+        splitAttemptStarts(job)
         guard hopMayStart(job) else { return }
         job.turns.turnEnded()
         let easy = pool.idleHandles.popLast() ?? CurlEasy()
@@ -68,7 +69,7 @@ extension EngineLoop {
     }
 
     /// The handle's options for this hop.
-    private func configure(_ easy: CurlEasy, _ transfer: Transfer, for job: Job) {
+    func configure(_ easy: CurlEasy, _ transfer: Transfer, for job: Job) {
         easy.set(CURLOPT_URL, configuration.replay?.address ?? job.currentURL)
         easy.set(CURLOPT_NOSIGNAL, 1)
         // Redirects are followed by the engine, hop by hop, so that schemes and

@@ -20,6 +20,7 @@ extension EngineLoop {
     /// The body is all here: check it, put it under its final name, raise `finished`.
     func bodyComplete(_ job: Job, _ transfer: Transfer) {
         if job.request.into == .memory { return memoryBodyComplete(job, transfer) }
+        if let plan = pool.splits[job.id], plan.mainTransfer === transfer { return mainSegmentEnded(job, plan) }
         guard let target = job.target else { return }
         let size = transfer.resumeOffset + transfer.received
         if let expected = job.response?.length, size != expected {
@@ -37,8 +38,13 @@ extension EngineLoop {
             return attemptFailed(job, DownloadError(.checksum, "SHA-256 of \(target.relative) is \(digest), expected \(wanted)"))
         }
         transfer.file?.finish()
+        placeChecked(job, size: size, digest: digest, dataSync: transfer.file?.takeForSync())
+    }
+
+    /// A whole, checked part file: named after its batch's sync when there
+    /// is a state to keep honest, else at once.
+    func placeChecked(_ job: Job, size: Int64, digest: String?, dataSync: PartFileSync?) {
         if store != nil {
-            let dataSync = transfer.file?.takeForSync()
             waitForDurability(Placement(job: job, size: size, digest: digest, held: nil, dataSync: dataSync))
             return
         }

@@ -25,7 +25,8 @@ extension EngineLoop {
     /// hasher must see first, and they are not hashed yet. Starts hashing them
     /// (once) when so; the transfer starts when `resumeHashed` comes back.
     func waitsForResumeHash(_ job: Job) -> Bool {
-        guard job.partBytes > 0, job.validator != nil, let target = job.target, wantsHash(job) else { return false }
+        guard job.partBytes > 0, job.validator != nil, let target = job.target, wantsHash(job), pool.splits[job.id] == nil
+        else { return false }
         if let pending = job.resumeHash, pending.offset == job.partBytes {
             return !pending.done
         }
@@ -48,6 +49,7 @@ extension EngineLoop {
     /// a stop the transfer is stopped with the others.
     func resumeHashed(_ id: DownloadID, _ hash: ResumeHash) {
         guard let job = jobs[id], job.resumeHash === hash, job.transfer == nil else { return }
+        if let plan = pool.splits[id], plan.awaitsDigest { return splitHashed(job, plan, hash) }
         if hash.hasher == nil {
             // The part file could not be read whole: start over from zero.
             job.state.updateAttempt { $0.hashing(nil) }

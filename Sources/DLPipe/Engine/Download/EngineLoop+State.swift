@@ -83,6 +83,15 @@ extension EngineLoop {
             if ownership.ownsFile { job.claim.recall(placed: ownership.foundFile) }
             // A part file already at full length (killed between the batch sync
             // and the rename) has nothing left to ask for: it starts over.
+            if let text = record.segments, let plan = SplitPlan.recorded(
+                text, total: record.total, validator: Validator.forIfRange(etag: record.etag, lastModified: record.lastModified))
+            {
+                // A split download's part file has holes: each segment resumes
+                // where its record says (docs/design/split.md).
+                pool.splits[job.id] = plan
+                job.claim.resume(partBytes: plan.resumePoint ?? 0, validator: plan.validator)
+                return false
+            }
             let whole = record.total.map { partSize >= $0 } ?? false
             job.claim.resume(
                 partBytes: whole ? 0 : partSize,
@@ -177,11 +186,13 @@ extension EngineLoop {
         store.save(DownloadRecord(
             // A name held for an adoption is not the download's until the 304 proves it.
             key: job.key, url: job.request.url, target: job.adoption == nil ? job.target?.relative : nil, status: status,
-            bytes: status == .finished ? (job.result?.bytes ?? 0) : job.bytes,
+            bytes: status == .finished ? (job.result?.bytes ?? 0) : pool.splits[job.id]?.writtenBytes ?? job.bytes,
             total: job.response?.length ?? job.result?.bytes ?? total,
             etag: headers["etag"] ?? job.conditional?.etag, lastModified: headers["last-modified"] ?? job.conditional?.lastModified,
             sha256: job.result?.sha256, mediaType: job.response?.type ?? job.knownType, attempts: job.state.attempt,
-            lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0, placed: job.placed))
+            lastError: error.map { "\($0.kind.rawValue): \($0.message)" }, updatedAt: 0, placed: job.placed,
+            // A part file with holes is resumable only by its segments, whatever the status.
+            segments: status == .finished ? nil : pool.splits[job.id]?.durableText))
     }
 
     /// Commits the batch of state writes, on the state thread, when it is large

@@ -10,6 +10,7 @@ extension EngineLoop: TransferOwner {
     func bodyStarts(_ transfer: Transfer) -> BodyDecision {
         assertOnEngineThread()
         guard let job = jobs[transfer.id] else { return .abort }
+        if let plan = pool.splits[transfer.id], plan.segment(of: transfer) != nil { return sideBodyStarts(plan, transfer) }
         return readResponse(job, transfer)
     }
 
@@ -66,6 +67,9 @@ extension EngineLoop: TransferOwner {
         case .resume(let resumed):
             body = resumed
         case .accept(let whole):
+            // A whole body: a split part file's plan and holes go at once (a
+            // record without segments must never name a file with holes).
+            if pool.splits[job.id] != nil { dropSplit(job, emptyingPart: true) }
             transfer.resumeOffset = 0
             body = whole
         }
@@ -231,7 +235,8 @@ extension EngineLoop: TransferOwner {
             return false
         }
         do {
-            transfer.file = try openNewOrOwnPart(job, keeping: transfer.resumeOffset)
+            transfer.file = try openNewOrOwnPart(
+                job, keeping: transfer.resumeOffset, truncating: pool.splits[job.id] == nil)
         } catch {
             transfer.abortError = error
             return false
@@ -239,7 +244,7 @@ extension EngineLoop: TransferOwner {
         if wantsHash(job) {
             transfer.hasher = hasher(for: job, resumingAt: transfer.resumeOffset)
         }
-        return true
+        return splitOpened(job, transfer)
     }
 
     /// Reads every transfer that ended; returns how many.
@@ -253,6 +258,7 @@ extension EngineLoop: TransferOwner {
             // A refusal of dlpipe's own (abortError) stopped the reading, as a skip does.
             transfer.recording?.finish(transfer.abortError != nil ? .stopped
                 : completion.code == Int(CURLE_OK.rawValue) ? .whole : .broken)
+            if sideEnded(transfer, code: completion.code) { continue }
             transfer.file?.finish(keepingForSync: keepsDescriptorForSync(
                 transfer, endedWhole: completion.code == Int(CURLE_OK.rawValue)))
             guard let job = jobs[transfer.id], job.transfer === transfer else { continue }
@@ -283,7 +289,7 @@ extension EngineLoop: TransferOwner {
             // large as ours, and like it not retried.
             return attemptFailed(job, Transfer.headTooLarge)
         }
-        if code != Int(CURLE_OK.rawValue) {
+        if code != Int(CURLE_OK.rawValue) && !transfer.reachedLimit {
             return attemptFailed(job, CurlErrors.map(code, transfer.easy, url: RedactedURL.text(job.currentURL)))
         }
         if transfer.body == .undecided {
@@ -344,6 +350,7 @@ extension EngineLoop: TransferOwner {
 
     /// One attempt failed: the retry policy and the `failed` hook decide what next.
     func attemptFailed(_ job: Job, _ error: DownloadError) {
+        abortSegments(job)
         if job.transfer != nil { perform([.abortTransfer(keepPart: true)], job) }
         job.claim.dropPartUnlessResumable()
         saveState(job, .partial, error: error)

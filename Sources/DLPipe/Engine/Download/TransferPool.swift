@@ -8,4 +8,6 @@ final class TransferPool {
     var idleHandles: [CurlEasy] = []
     /// When the running transfers next report their progress.
     var nextProgressTick = 0.0
+    /// Split downloads' segments, by download (docs/design/split.md).
+    var splits: [DownloadID: SplitPlan] = [:]
 }

@@ -39,7 +39,8 @@ struct AfterStop {
         case .stop(let done):
             return done
         case .pause, .resume, .cancel, .participant, .fail, .responseVerdict, .finishedVerdict, .retryVerdict,
-            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .placedDone, .synced, .resumeHashed, .contentChecked, .holdStarts, .releaseStarts:
+            .failureVerdict, .failureVerdictMissed, .requestVerdict, .drainedVerdict, .placedDone, .synced, .resumeHashed, .contentChecked, .holdStarts, .releaseStarts,
+            .segmentsSynced:
             return nil
         }
     }

@@ -51,6 +51,7 @@ extension EngineLoop {
             settle(disk.syncingBatches.removeValue(forKey: number) ?? [])
         case .resumeHashed(let id, let hash): resumeHashed(id, hash)
         case .contentChecked(let id, let check): contentChecked(id, check)
+        case .segmentsSynced(let id, let text): segmentsSynced(id, text)
         case .waitIdle(let reply):
             // A run that never drained drains once now, even with nothing queued:
             // `done` handlers fire once per run at least.

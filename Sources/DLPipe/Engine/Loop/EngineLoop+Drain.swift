@@ -45,7 +45,8 @@ extension EngineLoop {
         assertOnEngineThread()
         placeDurableFiles(force: true)
         hooks?.endOfTurn?()
-        for job in jobs.values where job.transfer != nil {
+        // A split download's segments may run after its first transfer ended.
+        for job in jobs.values where job.transfer != nil || pool.splits[job.id] != nil {
             perform([.abortTransfer(keepPart: true)], job)
             saveState(job, .partial)
         }

@@ -53,6 +53,9 @@ final class EngineLoop {
         case resumeHashed(DownloadID, ResumeHash)
         /// A kept file's bytes are hashed under `verify` (ContentCheck).
         case contentChecked(DownloadID, ContentCheck)
+        /// A split download's part file was synced with these segments written
+        /// (`SplitPlan.recordText` from before the sync): the record may say so.
+        case segmentsSynced(DownloadID, String)
         case waitIdle(@Sendable (RunSummary, Int?) -> Void)
         /// The counts as they are now (a cancelled `waitUntilDrained`).
         case countsNow(@Sendable (RunSummary, Int?) -> Void)
@@ -202,6 +205,7 @@ final class EngineLoop {
             fireDueTimers()
             expireHookCalls()
             if schedule.startsHeld == 0 { startQueued() }
+            if !pool.splits.isEmpty { startSegments() }
             releasePacedTransfers()
             let activeAfterStart = scheduler.active
             multi.perform()

@@ -36,7 +36,8 @@ package enum PendingRule {
     /// the state must never hold (a user part in its URL, headers, a body,
     /// the library's meta values) stays in memory. Such requests are rare.
     package static func storable(_ request: DownloadRequest) -> Bool {
-        request.headers.isEmpty && request.body == nil && request.meta.isEmpty && !hasUserPart(request.url)
+        request.headers.isEmpty && request.body == nil && request.meta.isEmpty && request.split == nil
+            && !hasUserPart(request.url)
     }
 
     /// Whether the URL's authority has a `user[:password]@` part

@@ -44,8 +44,10 @@ struct Scheduler {
     private var turns = HostTurns()
     private var sequence = 0
 
-    /// Downloads holding a slot.
-    var active: Int { runningHost.count }
+    /// Slots held by a split download's further segments (`takeSegmentSlot`).
+    private var segmentSlots = 0
+    /// Slots held: by downloads, and by split downloads' further segments.
+    var active: Int { runningHost.count + segmentSlots }
     /// Downloads waiting for a slot.
     var queued: Int { queuedNumbers.count }
 
@@ -117,6 +119,24 @@ struct Scheduler {
     /// not to start); clears the mark.
     mutating func resumesHop(_ id: DownloadID) -> Bool {
         parked.remove(id) != nil
+    }
+
+    /// A slot for one more segment of a split download from `host`: only one
+    /// free under both limits while no download waits in line for one, so a
+    /// split never keeps another download from starting. False when none is.
+    mutating func takeSegmentSlot(host: String) -> Bool {
+        guard queuedNumbers.isEmpty, active < concurrency, activeByHost[host, default: 0] < perHost else { return false }
+        activeByHost[host, default: 0] += 1
+        segmentSlots += 1
+        return true
+    }
+
+    /// A segment's transfer ended: its slot goes back.
+    mutating func releaseSegmentSlot(host: String) {
+        segmentSlots -= 1
+        let left = activeByHost[host, default: 1] - 1
+        activeByHost[host] = left > 0 ? left : nil
+        offer(host)
     }
 
     /// A started download gave its slot back (or, parked, its place in line).
