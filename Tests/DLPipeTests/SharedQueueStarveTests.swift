@@ -34,4 +34,37 @@ import TestSupport
         try connection.execute("UPDATE dlpipe.downloads SET run_at = now() + interval '1 hour' WHERE host = 'b.test' AND status = 'ready'")
         #expect(try !queue.hostsStarve(on: connection))
     }
+
+    /// Many idle hosts and one busy host with many downloads ready: the look
+    /// probes each idle host's ready downloads by its host, at most one row
+    /// each, on a new job's tables (no statistics yet), never the job's
+    /// ready rows once per host.
+    @Test func theLookReadsAtMostOneReadyRowPerIdleHost() throws {
+        let connection = try PostgresConnection(PostgresAddress(try PostgresCluster.shared().freshDatabase("starve_many")))
+        try SchemaMigrator().migrate(connection)
+        let queue = try SharedQueue.open(job: "starve_many", limits: JobLimits(perHost: 1), on: connection)
+        let idle = (0..<200).map { "idle\($0).test" }
+        _ = try queue.add(queuedRequests(2_000, hosts: ["busy.test"]) + queuedRequests(idle.count, hosts: idle, prefix: "i"), on: connection)
+        // The idle hosts' downloads ended; the busy host has a transfer running.
+        try connection.execute("UPDATE dlpipe.downloads SET status = 'finished', ended_at = now() WHERE host <> 'busy.test'")
+        try connection.execute("UPDATE dlpipe.hosts SET in_flight = 1 WHERE host = 'busy.test'")
+        #expect(try !queue.hostsStarve(on: connection))
+        let plan = try connection.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + SharedQueue.hostsStarveStatement, [.int(queue.job), .textArray([])]
+        ).rows[0].text("QUERY PLAN")
+        let read = downloadRowsRead(try #require(JSONSerialization.jsonObject(with: Data(plan.utf8)) as? [[String: Any]])[0]["Plan"])
+        #expect(read <= idle.count, "rows of dlpipe.downloads read: \(read)")
+    }
+}
+
+/// Rows a plan read from `dlpipe.downloads`: each scan's rows returned and
+/// filtered out, over all its loops, and what joins above it filtered out.
+private func downloadRowsRead(_ node: Any?) -> Int {
+    guard let node = node as? [String: Any] else { return 0 }
+    let loops = node["Actual Loops"] as? Int ?? 1
+    var read = (node["Rows Removed by Join Filter"] as? Int ?? 0) * loops
+    if node["Relation Name"] as? String == "downloads" {
+        read += ((node["Actual Rows"] as? Int ?? 0) + (node["Rows Removed by Filter"] as? Int ?? 0)) * loops
+    }
+    return read + (node["Plans"] as? [Any] ?? []).reduce(0) { $0 + downloadRowsRead($1) }
 }
