@@ -108,7 +108,7 @@ import Testing
 
     @Test func addRefusesEveryValueOutsideItsRangeAtItsLine() throws {
         let fields = try Self.ranged("add").ranged
-        #expect(fields.map(\.key) == ["max_size", "max_time", "priority", "speed_limit", "speed_time", "timeout"])
+        #expect(fields.map(\.key) == ["max_size", "max_time", "priority", "speed_limit", "speed_time", "split", "timeout"])
         for r in fields {
             for value in Self.refused(r) {
                 let message = error(of: "-- line 1\ndl.add{ url = 'http://h/x', \(r.key) = \(value) }", in: try host())
