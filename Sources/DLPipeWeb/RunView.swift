@@ -17,10 +17,11 @@ public final class RunView: WebSource, @unchecked Sendable {
     private let timer: DispatchSourceTimer
     private let start: Double
 
-    /// A view of a run named `title` (the job file, or the command).
-    public init(title: String, command: String) {
+    /// A view of a run named `title` (the job file, or the command); a
+    /// shared queue's worker gives the queue (its URL, password hidden) and the job's name.
+    public init(title: String, command: String, queue: (url: String, job: String)? = nil) {
         start = Self.now()
-        header = RunHeader(title: title, command: command, pid: Int(getpid()), startedAt: Date())
+        header = RunHeader(title: title, command: command, pid: Int(getpid()), startedAt: Date(), queue: queue)
         model = Mutex(RunModel(start: start))
         throughput = Mutex(ThroughputSamples(start: start))
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "dlpipe-web-view"))
@@ -81,4 +82,6 @@ struct RunHeader: Sendable {
     var command: String
     var pid: Int
     var startedAt: Date
+    /// A shared queue's worker: the queue and the job, for the page to point to the fleet's view.
+    var queue: (url: String, job: String)?
 }

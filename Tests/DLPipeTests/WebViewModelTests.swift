@@ -91,4 +91,17 @@ import Testing
         #expect(speeds.allSatisfy { $0 <= 33 * 1024 }, "\(speeds)")
         #expect(speeds[7] >= 31 * 1024, "a full window reads the real speed: \(speeds)")
     }
+    /// A shared queue's worker says so in its document, for the page to
+    /// point to the fleet's view; a run of its own has no queue.
+    @Test func aWorkersDocumentNamesItsQueueAndJob() throws {
+        let worker = RunView(title: "crawl.lua (queue crawl)", command: "run", queue: ("postgres://***@db.example/dl", "crawl"))
+        defer { worker.stop() }
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(worker.api("run") ?? [])) as? [String: Any])
+        let queue = try #require(document["queue"] as? [String: String])
+        #expect(queue == ["url": "postgres://***@db.example/dl", "job": "crawl"])
+        let alone = RunView(title: "dlpipe get", command: "get")
+        defer { alone.stop() }
+        let plain = try #require(try JSONSerialization.jsonObject(with: Data(alone.api("run") ?? [])) as? [String: Any])
+        #expect(plain["queue"] is NSNull)
+    }
 }
