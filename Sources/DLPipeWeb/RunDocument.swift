@@ -34,6 +34,7 @@ enum RunDocument {
             "retries": model.retries, "received_bytes": model.receivedBytes,
             "files_done": overall.filesDone, "files_total": overall.filesTotal,
             "bytes": f.bytes, "total": f.total ?? NSNull(), "speed": f.speed ?? NSNull(), "eta": f.eta ?? NSNull(),
+            "queue": header.queue.map { ["url": $0.url, "job": $0.job] } ?? NSNull(),
             "hosts": hosts, "transfers": transfers, "failures": failures,
             "throughput": throughput.map { ["at": $0.at, "speed": $0.speed] },
         ]

@@ -11,18 +11,19 @@ public final class RunView: WebSource, @unchecked Sendable {
     // @unchecked: `timer` is set once in init; the mutable state is all in Mutexes.
     private let model: Mutex<RunModel>
     private let published = Mutex<(api: [UInt8], metrics: [UInt8])>(([], []))
-    /// The run's speed, one sample a second, the latest `samplesKept`.
-    private let throughput = Mutex<[(at: Double, speed: Double)]>([])
+    /// The run's speed, one sample a second.
+    private let throughput: Mutex<ThroughputSamples>
     private let header: RunHeader
     private let timer: DispatchSourceTimer
     private let start: Double
-    private static let samplesKept = 300
 
-    /// A view of a run named `title` (the job file, or the command).
-    public init(title: String, command: String) {
+    /// A view of a run named `title` (the job file, or the command); a
+    /// shared queue's worker gives the queue (its URL, password hidden) and the job's name.
+    public init(title: String, command: String, queue: (url: String, job: String)? = nil) {
         start = Self.now()
-        header = RunHeader(title: title, command: command, pid: Int(getpid()), startedAt: Date())
+        header = RunHeader(title: title, command: command, pid: Int(getpid()), startedAt: Date(), queue: queue)
         model = Mutex(RunModel(start: start))
+        throughput = Mutex(ThroughputSamples(start: start))
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "dlpipe-web-view"))
         publish()
         var tick = 0
@@ -63,11 +64,8 @@ public final class RunView: WebSource, @unchecked Sendable {
         let copy = model.withLock { $0 }
         let overall = copy.meter.overall(at: now)
         let samples = throughput.withLock { samples in
-            if sample {
-                samples.append((now - start, overall.figures.speed ?? 0))
-                if samples.count > Self.samplesKept { samples.removeFirst(samples.count - Self.samplesKept) }
-            }
-            return samples
+            if sample { samples.sample(received: copy.receivedBytes, at: now) }
+            return samples.points
         }
         let api = RunDocument.json(header, copy, overall: overall, throughput: samples, at: now, start: start)
         let metrics = RunMetrics.text(copy, startedAt: header.startedAt)
@@ -84,4 +82,6 @@ struct RunHeader: Sendable {
     var command: String
     var pid: Int
     var startedAt: Date
+    /// A shared queue's worker: the queue and the job, for the page to point to the fleet's view.
+    var queue: (url: String, job: String)?
 }

@@ -22,4 +22,12 @@ import Testing
             #expect(!shown.contains("dlpipe:shared"), "\(name): a marker left")
         }
     }
+    /// A card's value stays on one line, a long one (bytes of a total) in
+    /// two slots; a worker's page has the line that points to the fleet.
+    @Test func cardValuesKeepToOneLineAndAWorkersPagePointsToTheFleet() {
+        let run = text(WebPages.run)
+        #expect(run.contains(".card b { display: block;") && run.contains("white-space: nowrap; }"))
+        #expect(run.contains(".card.long { grid-column: span 2; }") && run.contains("<div class=\"card long\">bytes<"))
+        #expect(run.contains("id=\"worker-note\"") && run.contains("dlpipe web --queue "))
+    }
 }

@@ -66,4 +66,42 @@ import Testing
         #expect(throws: WebAddressError.self) { try WebAddress(parsing: "127.0.0.1:70000") }
         #expect(throws: WebAddressError.self) { try WebAddress(parsing: "::1:80") }
     }
+    /// Four transfers trickling 8 KiB/s each (32 KiB/s in all) whose first
+    /// reports land 0.02 s after their responses, just before the first
+    /// sample: the chart's samples stay at or under the real speed, where
+    /// a rate up to the latest report read 200 KiB/s at the first sample.
+    @Test func theFirstThroughputSampleIsNotInflatedByAShortStart() {
+        var model = RunModel(start: 0)
+        var samples = ThroughputSamples(start: 0)
+        let downloads = (1...4).map { info($0, "http://a.example/\($0).bin") }
+        for d in downloads { model.record(.queued(d), at: 0) }
+        for d in downloads { model.record(.response(d, ResponseInfo(status: 200, length: 1 << 20, filename: "x.bin", url: d.url)), at: 0.9) }
+        var bytes: Int64 = 0
+        var time = 0.92
+        for second in 1...8 {
+            while time <= Double(second) {
+                bytes += 1024
+                for d in downloads { model.record(.progress(d, ProgressInfo(bytes: bytes, total: 1 << 20, rate: 0)), at: time) }
+                time += 0.125
+            }
+            samples.sample(received: model.receivedBytes, at: Double(second))
+        }
+        let speeds = samples.points.map(\.speed)
+        #expect(samples.points.map(\.at) == (1...8).map(Double.init))
+        #expect(speeds.allSatisfy { $0 <= 33 * 1024 }, "\(speeds)")
+        #expect(speeds[7] >= 31 * 1024, "a full window reads the real speed: \(speeds)")
+    }
+    /// A shared queue's worker says so in its document, for the page to
+    /// point to the fleet's view; a run of its own has no queue.
+    @Test func aWorkersDocumentNamesItsQueueAndJob() throws {
+        let worker = RunView(title: "crawl.lua (queue crawl)", command: "run", queue: ("postgres://***@db.example/dl", "crawl"))
+        defer { worker.stop() }
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(worker.api("run") ?? [])) as? [String: Any])
+        let queue = try #require(document["queue"] as? [String: String])
+        #expect(queue == ["url": "postgres://***@db.example/dl", "job": "crawl"])
+        let alone = RunView(title: "dlpipe get", command: "get")
+        defer { alone.stop() }
+        let plain = try #require(try JSONSerialization.jsonObject(with: Data(alone.api("run") ?? [])) as? [String: Any])
+        #expect(plain["queue"] is NSNull)
+    }
 }

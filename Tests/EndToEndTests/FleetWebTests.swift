@@ -123,6 +123,10 @@ import TestSupport
             #expect(metrics.body.contains(line + "\n"), "\(line)\n\(metrics.body)")
         }
         try await Self.promtool(metrics.body)
+        // Run times as `dlpipe status` prints them, with the zone; a 0 is not coloured.
+        let dom = try await offThePool { Result { try Self.chromium(["--dump-dom", base]) } }.get().stdout
+        #expect(dom.contains(/<td>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} (UTC|[+-][0-9]{2}:[0-9]{2})<\/td>/), "\(dom)")
+        #expect(dom.contains("<div class=\"card finished\">finished<") && dom.contains("<div class=\"card failed\">failed<"), "\(dom)")
         view.signal(SIGINT)
         #expect(await offThePool { view.waitForExit(within: 20) } == 130)
     }

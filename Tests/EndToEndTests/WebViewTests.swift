@@ -88,6 +88,11 @@ import TestSupport
         let dom = try await offThePool { Result { try Self.chromium(["--dump-dom", base]) } }.get()
         #expect(dom.stdout.contains("id=\"count-finished\">2<") && dom.stdout.contains("id=\"count-failed\">1<"), "\(dom.stdout)")
         #expect(dom.stdout.contains("id=\"in-flight\">2<"), "\(dom.stdout)")
+        // The header is a sentence; an outcome is coloured only when it happened; bytes take two slots.
+        #expect(dom.stdout.contains(/id="state">running for [0-9]+s, pid [0-9]+</), "\(dom.stdout)")
+        #expect(dom.stdout.contains("<div class=\"card finished\">finished<") && dom.stdout.contains("<div class=\"card failed\">failed<"), "\(dom.stdout)")
+        #expect(dom.stdout.contains("<div class=\"card zero\">cancelled<") && dom.stdout.contains("<div class=\"card long\">bytes<"), "\(dom.stdout)")
+        #expect(dom.stdout.contains("id=\"worker-note\" hidden=\"\""), "not a queue's worker: no note: \(dom.stdout)")
         #expect(dom.stdout.contains(">\(urls[2])<"), "the failure's URL: \(dom.stdout)")
         #expect(dom.stdout.components(separatedBy: "<tr class=\"transfer\">").count - 1 == 2, "two rows in flight: \(dom.stdout)")
         #expect(dom.stdout.contains(">c.bin<") && dom.stdout.contains(">d.bin<"), "\(dom.stdout)")

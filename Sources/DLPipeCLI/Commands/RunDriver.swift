@@ -62,7 +62,8 @@ enum RunDriver {
         let job = options.scripts.jobPath.map { ($0 as NSString).lastPathComponent }
         let title = (job ?? "dlpipe get") + (queue.map { " (queue \($0.name))" } ?? "")
         do {
-            return try RunWeb.start(options.web, title: title, command: job == nil ? "get" : "run", json: options.json)
+            return try RunWeb.start(options.web, title: title, command: job == nil ? "get" : "run",
+                queue: queue.map { ($0.address.description, $0.name) }, json: options.json)
         } catch {
             Terminal.error("dlpipe: --web: \(error.description)")
             throw EarlyExit(status: ExitCode.failed)

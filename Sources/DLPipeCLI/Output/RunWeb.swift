@@ -11,9 +11,11 @@ struct RunWeb {
 
     /// Starts listening; nil when the options have no `--web`. A failure to
     /// listen is printed and thrown (the run does not start).
-    static func start(_ options: WebOptions?, title: String, command: String, json: Bool) throws(WebServerError) -> RunWeb? {
+    static func start(
+        _ options: WebOptions?, title: String, command: String, queue: (url: String, job: String)? = nil, json: Bool
+    ) throws(WebServerError) -> RunWeb? {
         guard let options else { return nil }
-        let view = RunView(title: title, command: command)
+        let view = RunView(title: title, command: command, queue: queue)
         let server = try WebServer(address: options.address, access: WebAccess(token: options.token), source: view)
         Terminal.error("dlpipe: web view at \(server.announcement)" + (options.token == nil ? "" : " (with its token)"))
         if json {
