@@ -13,6 +13,21 @@ import Testing
         #expect(pacing.reserve("a:80", now: 20) == 0, "a host idle past its turn goes at once")
     }
 
+    @Test func aTurnServedLateMovesTheNextOneBack() {
+        var pacing = HostPacing(delay: 0.3)
+        #expect(pacing.reserve("a:80", now: 0) == 0)
+        #expect(pacing.start("a:80", now: 0) == 0)
+        #expect(abs(pacing.reserve("a:80", now: 0) - 0.3) < 1e-9, "the second's turn: 0.3")
+        #expect(abs(pacing.reserve("a:80", now: 0) - 0.6) < 1e-9, "the third's turn: 0.6")
+        // The second's turn is served at 0.42 (a busy loop): it starts then.
+        #expect(pacing.start("a:80", now: 0.42) == 0)
+        // The third's turn comes at 0.6, 0.18 after the second truly started: it waits 0.12 more.
+        let rest = pacing.start("a:80", now: 0.6)
+        #expect(abs(rest - 0.12) < 1e-9, "\(rest)")
+        #expect(pacing.start("a:80", now: 0.72) == 0)
+        #expect(abs(pacing.reserve("a:80", now: 0.72) - 0.3) < 1e-9, "a new request waits a delay from the last start")
+    }
+
     @Test func retryAfterHoldsBackAHostWithoutAnyDelay() {
         var pacing = HostPacing(delay: 0)
         #expect(!pacing.isActive)

@@ -5,7 +5,8 @@ extension EngineLoop {
     func waitsForHostTurn(_ job: Job) -> Bool {
         guard let host = URLParts(job.currentURL)?.hostPort else { return false }
         let now = EngineLoop.now()
-        let wait = schedule.hostPacing.reserve(host, now: now)
+        var wait = schedule.hostPacing.reserve(host, now: now)
+        if wait <= 0 { wait = schedule.hostPacing.start(host, now: now) }
         guard wait > 0 else { return false }
         job.turns.waitForTurn()
         schedule.hostTurns.push((now + wait, job.id, job.requestGeneration))
@@ -19,9 +20,16 @@ extension EngineLoop {
         guard let job = jobs[id], job.requestGeneration == generation, job.paced,
             job.state.phase.kind == .requesting, job.transfer == nil
         else { return }
-        if let host = URLParts(job.currentURL)?.hostPort, schedule.hostPacing.isHeld(host, now: EngineLoop.now()) {
-            job.turns.turnEnded()
-            if waitsForHostTurn(job) { return }
+        if let host = URLParts(job.currentURL)?.hostPort {
+            let now = EngineLoop.now()
+            if schedule.hostPacing.isHeld(host, now: now) {
+                job.turns.turnEnded()
+                if waitsForHostTurn(job) { return }
+            } else {
+                // A turn served late moved the host's last start: wait out the rest.
+                let rest = schedule.hostPacing.start(host, now: now)
+                if rest > 0 { return schedule.hostTurns.push((now + rest, job.id, job.requestGeneration)) }
+            }
         }
         startTransfer(job)
     }

@@ -12,6 +12,10 @@ struct HostPacing {
     private var heldUntil: [String: Double] = [:]
     /// Hosts whose own delay is longer than `delay` (robots.txt's Crawl-delay).
     private var hostDelays: [String: Double] = [:]
+    /// When the last request to each paced host truly started. Turns are
+    /// reserved a delay apart, but a turn the loop serves late would leave
+    /// less than the delay before the next one: the gap counts from here.
+    private var startedAt: [String: Double] = [:]
 
     init(delay: Double) { self.delay = max(0, delay) }
 
@@ -36,6 +40,18 @@ struct HostPacing {
             nextAllowed[host] = nil
         }
         return slot - now
+    }
+
+    /// A request to `host` is about to start at `now` (at once, or when its
+    /// turn came): how much longer it must wait because the host's previous
+    /// request started less than the delay ago; 0 records the start.
+    mutating func start(_ host: String, now: Double) -> Double {
+        let delay = hostDelays[host] ?? self.delay
+        guard delay > 0 else { return 0 }
+        if let last = startedAt[host], now - last < delay { return last + delay - now }
+        startedAt[host] = now
+        nextAllowed[host] = max(nextAllowed[host] ?? now, now + delay)
+        return 0
     }
 
     /// A 429 or 503 said to wait `seconds`: no request to `host` starts before.
