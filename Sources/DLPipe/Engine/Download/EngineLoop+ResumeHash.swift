@@ -30,7 +30,14 @@ extension EngineLoop {
         if let pending = job.resumeHash, pending.offset == job.partBytes {
             return !pending.done
         }
-        let hash = ResumeHash(offset: job.partBytes)
+        hashPart(job, target, upTo: job.partBytes)
+        return true
+    }
+
+    /// Hashes the first `offset` bytes of the job's part file on the
+    /// resume-hash queue; `resumeHashed` brings the hash back.
+    func hashPart(_ job: Job, _ target: TargetPath, upTo offset: Int64) {
+        let hash = ResumeHash(offset: offset)
         job.state.updateAttempt { $0.hashing(hash) }
         let path = targets.partPath(target)
         let id = job.id
@@ -41,7 +48,6 @@ extension EngineLoop {
             hash.done = true
             inbox.post(.resumeHashed(id, hash))
         }
-        return true
     }
 
     /// The part file's first bytes are hashed: the transfer that waited starts,

@@ -190,17 +190,7 @@ extension EngineLoop {
         reportWholeBody(job, bytes: plan.total)
         guard wantsHash(job), let target = job.target else { return placeSplit(job, plan, digest: nil) }
         plan.awaitsDigest = true
-        let hash = ResumeHash(offset: plan.total)
-        job.state.updateAttempt { $0.hashing(hash) }
-        let path = targets.partPath(target)
-        let id = job.id
-        let inbox = inbox  // the block runs off this thread: never `self`
-        disk.resumeHashQueue.async {
-            let hasher = SHA256Hasher()
-            if hasher.feed(file: path, upTo: hash.offset) == hash.offset { hash.hasher = hasher }
-            hash.done = true
-            inbox.post(.resumeHashed(id, hash))
-        }
+        hashPart(job, target, upTo: plan.total)
     }
 
     /// The finished part file's digest came back (`resumeHashed`).

@@ -74,11 +74,8 @@ extension EngineLoop {
     /// not known yet (the job waits out of line, its slot given back), or it
     /// disallows the URL (the job ends skipped). False: the job starts.
     func robotsHolds(_ job: Job) -> Bool {
-        guard configuration.robots, job.state.phase.kind == .queued,
-            let parts = URLParts(job.currentURL), parts.isHTTP, !parts.hostPort.isEmpty
-        else { return false }
-        let origin = parts.scheme + "://" + parts.hostPort
-        switch robotsAnswer(job.currentURL, origin: origin, host: parts.hostPort) {
+        guard configuration.robots, job.state.phase.kind == .queued, let (origin, host) = Self.robotsOrigin(job.currentURL) else { return false }
+        switch robotsAnswer(job.currentURL, origin: origin, host: host) {
         case .allows:
             return false
         case .disallows:
@@ -98,11 +95,8 @@ extension EngineLoop {
     /// is. Its file not known yet: the job waits for it with its slot, as for
     /// a host's turn. Disallowed: the download ends skipped, the hop unasked.
     func robotsHoldsHop(_ job: Job) -> Bool {
-        guard configuration.robots, job.hops > 0,
-            let parts = URLParts(job.currentURL), parts.isHTTP, !parts.hostPort.isEmpty
-        else { return false }
-        let origin = parts.scheme + "://" + parts.hostPort
-        switch robotsAnswer(job.currentURL, origin: origin, host: parts.hostPort) {
+        guard configuration.robots, job.hops > 0, let (origin, host) = Self.robotsOrigin(job.currentURL) else { return false }
+        switch robotsAnswer(job.currentURL, origin: origin, host: host) {
         case .allows:
             return false
         case .disallows:
@@ -112,6 +106,13 @@ extension EngineLoop {
             robots.waitingHops[origin, default: []].append((job.id, job.requestGeneration))
         }
         return true
+    }
+
+    /// The origin (scheme and authority) and host of an HTTP(S) URL, which
+    /// robots.txt is asked for; nil for any other URL.
+    private static func robotsOrigin(_ url: String) -> (origin: String, host: String)? {
+        guard let parts = URLParts(url), parts.isHTTP, !parts.hostPort.isEmpty else { return nil }
+        return (parts.scheme + "://" + parts.hostPort, parts.hostPort)
     }
 
     /// What the origin's robots.txt says of `url`; `pending` while it is on
